@@ -1,0 +1,9 @@
+"""envs: building (vectorised) Gymnasium environments by name.
+
+``make.py`` turns a name into an env; ``registered.py`` holds the named
+constructors that add wrappers.
+"""
+
+from rl.envs import registered  # noqa: F401  (registers)
+from rl.envs.make import (check_env_name, make_env, make_vec_env, num_actions,
+                          true_next_obs)

@@ -1,0 +1,112 @@
+"""Building single and vectorised environments by name.
+
+``--env NAME`` takes a registered constructor (which may add wrappers) or any
+Gymnasium id. Every env gets the same observation treatment: non-Box
+observations (Discrete, Tuple, Dict) are flattened to one-hot/concatenated
+vectors and everything is cast to float32, so models see a flat or image
+float tensor whatever the space.
+"""
+
+from typing import Callable, List, Optional
+
+import gymnasium as gym
+import numpy as np
+
+from rl import registry
+
+
+def gymnasium_ids() -> List[str]:
+    return sorted(gym.envs.registry.keys())
+
+
+def check_env_name(name: str) -> None:
+    """Raises UnknownNameError (closest of both kinds of name) if ``name`` is neither."""
+    if name in registry.envs or name in gym.envs.registry:
+        return
+    import difflib
+    candidates = registry.envs.names() + gymnasium_ids()
+    matches = difflib.get_close_matches(name, candidates, n=3, cutoff=0.4)
+    hint = f"did you mean {', '.join(repr(m) for m in matches)}? " if matches else ""
+    raise registry.UnknownNameError(
+            f"unknown env '{name}': {hint}valid: a registered env "
+            f"({', '.join(registry.envs.names())}) or any Gymnasium id "
+            "(list all with `python train.py --list`)")
+
+
+def _standard_wrappers(env: gym.Env) -> gym.Env:
+    if not isinstance(env.observation_space, gym.spaces.Box):
+        env = gym.wrappers.FlattenObservation(env)
+    if env.observation_space.dtype != np.float32:
+        env = gym.wrappers.DtypeObservation(env, np.float32)
+    return env
+
+
+def make_env(name: str, render_mode: Optional[str] = None) -> gym.Env:
+    """One environment, with the standard observation wrappers.
+
+    Args:
+        name: a registered env name or a Gymnasium id.
+        render_mode: passed to the constructor, e.g. "rgb_array" for video.
+    """
+    check_env_name(name)
+    if name in registry.envs:
+        env = registry.envs.get(name)(render_mode=render_mode)
+    else:
+        env = gym.make(name, render_mode=render_mode)
+    return _standard_wrappers(env)
+
+
+def env_factory(name: str, render_mode: Optional[str] = None) -> Callable[[], gym.Env]:
+    """A zero-argument constructor, for vector envs and worker processes."""
+    check_env_name(name)
+    return lambda: make_env(name, render_mode)
+
+
+def make_vec_env(name: str, num_envs: int, vectorization: str = "sync",
+                                  render_mode: Optional[str] = None) -> gym.vector.VectorEnv:
+    """``num_envs`` copies stepped together, with episode statistics in infos.
+
+    Sub-environments reset in the same step they end (Gymnasium's SAME_STEP
+    autoreset): the returned observation starts the next episode and
+    ``info["final_obs"]`` holds the true last one, so truncated episodes can be
+    bootstrapped from it.
+
+    Args:
+        name: a registered env name or a Gymnasium id.
+        num_envs: how many copies.
+        vectorization: "sync" (in this process) or "async" (one process each).
+        render_mode: passed to each copy.
+    """
+    factories = [env_factory(name, render_mode)] * num_envs
+    mode = gym.vector.AutoresetMode.SAME_STEP
+    if vectorization == "sync":
+        vec = gym.vector.SyncVectorEnv(factories, autoreset_mode=mode)
+    elif vectorization == "async":
+        vec = gym.vector.AsyncVectorEnv(factories, autoreset_mode=mode)
+    else:
+        raise ValueError(
+                f"unknown vectorization '{vectorization}': valid: sync, async")
+    return gym.wrappers.vector.RecordEpisodeStatistics(vec)
+
+
+def true_next_obs(next_obs: np.ndarray, info: dict) -> np.ndarray:
+    """The observation each copy actually reached: the final one where it ended.
+
+    Args:
+        next_obs: [N, ...] observations returned by a SAME_STEP vector step.
+        info: that step's info dict.
+    """
+    if "_final_obs" not in info or not info["_final_obs"].any():
+        return next_obs
+    result = next_obs.copy()
+    for i in np.flatnonzero(info["_final_obs"]):
+        result[i] = info["final_obs"][i]
+    return result
+
+
+def num_actions(space: gym.Space) -> int:
+    """Actions of a Discrete space; other spaces raise a clear error."""
+    if not isinstance(space, gym.spaces.Discrete):
+        raise ValueError(
+                f"this agent needs Discrete actions, the env has {space}")
+    return int(space.n)

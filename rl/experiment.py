@@ -1,0 +1,527 @@
+"""An experiment: one agent trained, evaluated and checkpointed in one folder.
+
+``train.py`` is a thin layer over this class; notebooks use it directly:
+
+        exp = rl.Experiment(hparams="ppo_cartpole", output_dir="runs/x")
+        result = exp.train()          # resumes from runs/x if it holds a run
+        exp.evaluate(episodes=10)
+
+Output folder:
+    hparams.json       resolved hparams (restarting checks against it)
+    checkpoints/       tf.train.CheckpointManager (model, optimizer, counters,
+                                          RNG states, target net, replay buffer)
+    eval.jsonl         one line per evaluation
+    tb/                TensorBoard events
+    snapshot/          reproducibility snapshot (rl/snapshot.py)
+
+Summaries and eval lines are held in memory and written right after each
+checkpoint, so a killed run never leaves records for steps that the resumed
+run will redo: TensorBoard steps neither go backwards nor double.
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import math
+import os
+import signal
+import sys
+import tempfile
+import time
+from typing import Any, Dict, List, Optional, Union
+
+import numpy as np
+import tensorflow as tf
+
+from rl import catalog, registry  # noqa: F401  (catalog fills the registries)
+from rl.counters import Counters
+from rl.envs import check_env_name, make_vec_env, true_next_obs
+from rl.hparams.base import (RESUMABLE_FIELDS, HParams, HParamsError,
+                                                          apply_overrides, differences, from_dict)
+
+HPARAMS_FILE = "hparams.json"
+EVAL_FILE = "eval.jsonl"
+
+
+class RunConflictError(ValueError):
+    """output_dir holds a run with other hparams; one readable line."""
+
+
+class CheckpointError(RuntimeError):
+    """No checkpoint in output_dir can be read."""
+
+
+# --- small file helpers ----------------------------------------------------
+def write_text_atomic(path: str, text: str) -> None:
+    """Writes via a temp file and rename, so readers never see half a file."""
+    directory = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-")
+    with os.fdopen(fd, "w") as f:
+        f.write(text)
+    os.replace(tmp, path)
+
+
+def read_json(path: str) -> Any:
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except json.JSONDecodeError as e:
+        raise HParamsError(f"{path} is not valid JSON ({e})") from None
+
+
+# --- resolving hparams -------------------------------------------------------
+def resolve_hparams(hparams: Union[str, HParams],
+                                        overrides: Union[str, Dict[str, Any], None] = None,
+                                        **fields: Any) -> HParams:
+    """Named set (or object) + overrides + explicit fields -> checked hparams.
+
+    Args:
+        hparams: a registered hparams set name, or an HParams object.
+        overrides: "a=1,b=[2,3]" text or a dict of field -> value.
+        **fields: further field values (None values are ignored), e.g. the
+            ``--env`` and ``--seed`` flags.
+
+    Raises:
+        UnknownNameError, HParamsError: for unknown names or bad values.
+    """
+    hp = registry.hparams.get(hparams)() if isinstance(hparams, str) else hparams
+    if isinstance(overrides, dict):
+        hp = from_dict(type(hp), {**hp.to_dict(), **overrides})
+    else:
+        hp = apply_overrides(hp, overrides)
+    explicit = {k: v for k, v in fields.items() if v is not None}
+    if explicit:
+        hp = from_dict(type(hp), {**hp.to_dict(), **explicit})
+    validate_hparams(hp)
+    return hp
+
+
+def validate_hparams(hp: HParams) -> None:
+    """Checks the names inside hparams and the values that must be positive."""
+    registry.agents.get(hp.agent)
+    registry.models.get(hp.model)
+    registry.act_select.get(hp.act_select)
+    registry.act_select.get(hp.eval_act_select)
+    registry.grad_comp.get(hp.grad_comp)
+    check_env_name(hp.env)
+    for name in ("num_envs", "train_steps", "eval_interval", "checkpoint_interval",
+                              "keep_checkpoints"):
+        if getattr(hp, name) <= 0:
+            raise HParamsError(f"hparam '{name}' must be > 0, got {getattr(hp, name)}")
+    if hp.eval_episodes < 0:
+        raise HParamsError(f"hparam 'eval_episodes' must be >= 0, got {hp.eval_episodes}")
+    if hp.vectorization not in ("sync", "async"):
+        raise HParamsError(
+                f"hparam 'vectorization' must be 'sync' or 'async', got {hp.vectorization!r}")
+
+
+def load_run_hparams(output_dir: str) -> Optional[HParams]:
+    """The hparams a previous run saved in ``output_dir``, or None if none."""
+    path = os.path.join(output_dir, HPARAMS_FILE)
+    if not os.path.exists(path):
+        return None
+    values = read_json(path)
+    if not isinstance(values, dict) or "agent" not in values:
+        raise HParamsError(f"{path} does not hold hparams (no 'agent' field)")
+    cls = registry.agents.get(values["agent"]).hparams_class
+    return from_dict(cls, values)
+
+
+def check_resume(output_dir: str, hp: HParams, allow_change: bool) -> Optional[HParams]:
+    """Refuses a run whose hparams differ from the ones saved in ``output_dir``.
+
+    Fields in RESUMABLE_FIELDS (how long, how often) may change freely.
+
+    Returns:
+        The saved hparams, or None for a new run.
+    """
+    saved = load_run_hparams(output_dir)
+    if saved is None:
+        return None
+    changed = {k: v for k, v in differences(saved, hp).items()
+                          if k not in RESUMABLE_FIELDS}
+    if changed and not allow_change:
+        listed = ", ".join(f"{k}: {old!r} -> {new!r}" for k, (old, new) in changed.items())
+        raise RunConflictError(
+                f"{output_dir} holds a run with other hparams ({listed}); use another "
+                "--output_dir, or pass --allow_hparam_change to resume it with these")
+    return saved
+
+
+def derived_seed(*parts: int) -> int:
+    """A 31-bit seed from several integers (the run seed, a step, ...)."""
+    return int(np.random.SeedSequence(list(parts)).generate_state(1)[0] & 0x7FFFFFFF)
+
+
+# --- the experiment ----------------------------------------------------------
+class Experiment:
+    """Trains, evaluates and checkpoints one agent in one output folder."""
+
+    def __init__(self, hparams: Union[str, HParams, None] = "ppo_cartpole",
+                              output_dir: Optional[str] = None,
+                              overrides: Union[str, Dict[str, Any], None] = None,
+                              env: Optional[str] = None, seed: Optional[int] = None,
+                              train_steps: Optional[int] = None,
+                              eval_episodes: Optional[int] = None,
+                              allow_hparam_change: bool = False, sys_name: str = "local",
+                              argv: Optional[List[str]] = None, verbose: bool = True):
+        """Checks everything, then creates output_dir and builds the agent.
+
+        Nothing is written until every name and value has been checked. If
+        output_dir holds a run, its hparams are used (``hparams=None``) or must
+        match, and training resumes from its latest readable checkpoint.
+
+        Args:
+            hparams: registered set name or HParams; None: the run in output_dir.
+            output_dir: where everything goes; None: a new temporary folder.
+            overrides: "a=1,b=[2]" or {"a": 1}.
+            env: overrides hparams.env.
+            seed: overrides hparams.seed.
+            train_steps: overrides hparams.train_steps.
+            eval_episodes: overrides hparams.eval_episodes.
+            allow_hparam_change: resume a run in output_dir with different hparams.
+            sys_name: registered --sys target.
+            argv: the command line to record in the snapshot (default sys.argv).
+            verbose: print a progress line while training.
+        """
+        self.system = registry.systems.get(sys_name)()
+        existing = None
+        if output_dir is not None and hparams is None:
+            existing = load_run_hparams(output_dir)
+            if existing is None:
+                raise HParamsError(f"{output_dir} holds no {HPARAMS_FILE}; name --hparams")
+            hparams = existing
+        hp = resolve_hparams(hparams, overrides, env=env, seed=seed,
+                                                  train_steps=train_steps, eval_episodes=eval_episodes)
+        if output_dir is not None:
+            existing = check_resume(output_dir, hp, allow_hparam_change)
+        # --- everything is checked; from here on we write ---
+        self.hp = hp
+        self.verbose = verbose
+        self.device_info = self.system.setup()
+        self.output_dir = output_dir or tempfile.mkdtemp(prefix="rl-run-")
+        os.makedirs(self.output_dir, exist_ok=True)
+        if existing is not None and differences(existing, hp):
+            # Keep the old file: nothing already written is lost.
+            os.replace(self._path(HPARAMS_FILE),
+                                  self._path(f"hparams.before-{int(time.time())}.json"))
+        write_text_atomic(self._path(HPARAMS_FILE),
+                                            json.dumps(hp.to_dict(), indent=2) + "\n")
+        self._write_snapshot(argv)
+
+        self.envs = make_vec_env(hp.env, hp.num_envs, hp.vectorization)
+        agent_class = registry.agents.get(hp.agent)
+        self.agent = agent_class(hp, self.envs.single_observation_space,
+                                                          self.envs.single_action_space)
+        self.counters = Counters(episodes=0)
+        self.checkpoint = tf.train.Checkpoint(loop_counters=self.counters,
+                                                                                    **self.agent.checkpoint_items())
+        self.manager = tf.train.CheckpointManager(
+                self.checkpoint, self._path("checkpoints"), max_to_keep=hp.keep_checkpoints)
+        self.restored_from = self._restore()
+        self._writer = None  # created on first write: loading a run writes nothing
+        self._pending_summaries: List[tuple] = []
+        self._pending_eval_lines: List[str] = []
+        self._recent_returns: collections.deque = collections.deque(maxlen=100)
+        self._recent_lengths: collections.deque = collections.deque(maxlen=100)
+        self._last_metrics: Dict[str, float] = {}
+        self._last_eval: Optional[Dict[str, Any]] = None
+        self._obs: Optional[np.ndarray] = None
+        self._eval_envs = None
+        self._stop_signal: Optional[int] = None
+        if self.restored_from is None:
+            self._log_hparams_text()
+
+    # --- paths and state -------------------------------------------------------
+    def _path(self, *parts: str) -> str:
+        return os.path.join(self.output_dir, *parts)
+
+    @property
+    def step(self) -> int:
+        """Environment steps taken so far (all copies together)."""
+        return self.agent.env_steps
+
+    def _write_snapshot(self, argv: Optional[List[str]]) -> None:
+        from rl import snapshot
+        snapshot.write_snapshot(
+                self.output_dir, list(argv if argv is not None else sys.argv),
+                flags={"sys": self.device_info, "output_dir": self.output_dir},
+                hparams=self.hp.to_dict(), seeds={"seed": self.hp.seed})
+
+    def _restore(self) -> Optional[str]:
+        """Restores the newest readable checkpoint; reports unreadable ones."""
+        candidates = list(reversed(self.manager.checkpoints))
+        for path in candidates:
+            try:
+                self.checkpoint.restore(path).assert_existing_objects_matched()
+                if path != candidates[0]:
+                    self._say(f"using the previous checkpoint {path}")
+                return path
+            except (tf.errors.OpError, ValueError, AssertionError, OSError) as e:
+                reason = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+                self._say(f"checkpoint {path} cannot be read: {reason}")
+        if candidates:
+            raise CheckpointError(
+                    f"no checkpoint in {self._path('checkpoints')} can be read "
+                    f"(tried {', '.join(candidates)})")
+        return None
+
+    def _say(self, text: str) -> None:
+        print(f"rl: {text}", file=sys.stderr, flush=True)
+
+    # --- logging ------------------------------------------------------------
+    @property
+    def writer(self):
+        if self._writer is None:
+            self._writer = tf.summary.create_file_writer(self._path("tb"))
+        return self._writer
+
+    def _log_hparams_text(self) -> None:
+        rows = "\n".join(f"| {k} | {v} |" for k, v in self.hp.to_dict().items())
+        with self.writer.as_default():
+            tf.summary.text("hparams", f"| hparam | value |\n|---|---|\n{rows}", step=0)
+        self.writer.flush()
+
+    def _record(self, tag: str, value: float, step: int) -> None:
+        self._pending_summaries.append((tag, float(value), step))
+
+    def _flush_records(self) -> None:
+        """Writes held summaries and eval lines (called right after a checkpoint)."""
+        if self._pending_summaries:
+            with self.writer.as_default():
+                for tag, value, step in self._pending_summaries:
+                    tf.summary.scalar(tag, value, step=step)
+            self.writer.flush()
+            self._pending_summaries = []
+        if self._pending_eval_lines:
+            with open(self._path(EVAL_FILE), "a") as f:
+                f.write("".join(self._pending_eval_lines))
+                f.flush()
+                os.fsync(f.fileno())
+            self._pending_eval_lines = []
+
+    def save(self) -> str:
+        """Saves a checkpoint at the current step, then writes held records."""
+        path = self.manager.save(checkpoint_number=self.step)
+        self._flush_records()
+        return path
+
+    # --- evaluation ---------------------------------------------------------
+    def evaluate(self, episodes: Optional[int] = None) -> Dict[str, Any]:
+        """Runs ``episodes`` greedy episodes on separate env copies.
+
+        Returns:
+            step, returns, lengths, return_mean, return_std, episodes.
+        """
+        episodes = self.hp.eval_episodes if episodes is None else episodes
+        if episodes <= 0:
+            raise ValueError(f"episodes must be > 0, got {episodes}")
+        envs = self._eval_envs
+        if envs is None or envs.num_envs != episodes:
+            if envs is not None:
+                envs.close()
+            envs = self._eval_envs = make_vec_env(self.hp.env, episodes, "sync")
+        obs, _ = envs.reset(seed=derived_seed(self.hp.seed, 1, self.step))
+        returns = np.zeros(episodes)
+        lengths = np.zeros(episodes, np.int64)
+        running = np.ones(episodes, bool)
+        while running.any():
+            obs, rewards, terminated, truncated, _ = envs.step(
+                    self.agent.act(obs, explore=False))
+            returns += rewards * running
+            lengths += running
+            running &= ~(terminated | truncated)
+        return {
+                "step": self.step,
+                "returns": returns.tolist(),
+                "lengths": lengths.tolist(),
+                "return_mean": float(returns.mean()),
+                "return_std": float(returns.std()),
+                "episodes": episodes,
+        }
+
+    def _evaluate_and_record(self, start_time: float) -> Dict[str, Any]:
+        result = self.evaluate()
+        result["wall_time"] = time.time() - start_time
+        self._last_eval = result
+        self._pending_eval_lines.append(json.dumps(result) + "\n")
+        self._record("eval/return_mean", result["return_mean"], result["step"])
+        self._record("eval/return_std", result["return_std"], result["step"])
+        self._record("eval/length_mean", float(np.mean(result["lengths"])), result["step"])
+        return result
+
+    # --- training -----------------------------------------------------------
+    def train(self, steps: Optional[int] = None) -> Dict[str, Any]:
+        """Trains until ``hparams.train_steps`` env steps (or ``steps`` more).
+
+        Evaluates every eval_interval steps, checkpoints every
+        checkpoint_interval steps, at the end and on SIGINT/SIGTERM.
+
+        Args:
+            steps: train this many more env steps instead of up to train_steps.
+
+        Returns:
+            step, episodes, episode_return_mean, eval_return_mean, steps_per_second,
+            the last update's losses, and ``interrupted`` (signal number or None).
+        """
+        hp = self.hp
+        target = self.step + steps if steps is not None else hp.train_steps
+        start_time = time.time()
+        start_step = self.step
+        self._install_signal_handlers()
+        try:
+            if self._obs is None:
+                self._obs, _ = self.envs.reset(seed=derived_seed(hp.seed, 0, self.step))
+            progress = Progress(self, target, enabled=self.verbose)
+            next_eval = next_multiple(self.step, hp.eval_interval)
+            next_checkpoint = next_multiple(self.step, hp.checkpoint_interval)
+            while self.step < target and self._stop_signal is None:
+                self._env_step()
+                step = self.step
+                metrics = self.agent.update()
+                if metrics is not None:
+                    self._last_metrics = metrics
+                    for name, value in metrics.items():
+                        self._record(f"train/{name}", value, step)
+                    elapsed = max(time.time() - start_time, 1e-9)
+                    self._record("train/steps_per_second", (step - start_step) / elapsed, step)
+                # Wait for a clean point (no partial rollout) past each interval.
+                if self.agent.pending_steps() == 0:
+                    if step >= next_eval:
+                        next_eval = next_multiple(step, hp.eval_interval)
+                        if hp.eval_episodes > 0:
+                            self._evaluate_and_record(start_time)
+                    if step >= next_checkpoint:
+                        next_checkpoint = next_multiple(step, hp.checkpoint_interval)
+                        self.save()
+                progress.maybe_print()
+            if (self._stop_signal is None and hp.eval_episodes > 0
+                    and (self._last_eval is None or self._last_eval["step"] != self.step)):
+                self._evaluate_and_record(start_time)
+            self.save()
+            progress.finish()
+        finally:
+            self._restore_signal_handlers()
+        elapsed = max(time.time() - start_time, 1e-9)
+        return self._result((self.step - start_step) / elapsed)
+
+    def _env_step(self) -> None:
+        obs = self._obs
+        actions = self.agent.act(obs)
+        next_obs, rewards, terminated, truncated, info = self.envs.step(actions)
+        self.agent.observe(obs, actions, rewards, terminated, truncated,
+                                              true_next_obs(next_obs, info))
+        self._obs = next_obs
+        if "_episode" in info and info["_episode"].any():
+            done = info["_episode"]
+            finished = int(done.sum())
+            self.counters.add("episodes", finished)
+            step = self.step
+            for r, l in zip(info["episode"]["r"][done], info["episode"]["l"][done]):
+                self._recent_returns.append(float(r))
+                self._recent_lengths.append(int(l))
+            self._record("train/episode_return", float(np.mean(info["episode"]["r"][done])), step)
+            self._record("train/episode_length", float(np.mean(info["episode"]["l"][done])), step)
+
+    def _result(self, steps_per_second: float) -> Dict[str, Any]:
+        recent = list(self._recent_returns)
+        return {
+                "step": self.step,
+                "episodes": self.counters["episodes"],
+                "episode_return_mean": float(np.mean(recent)) if recent else math.nan,
+                "eval_return_mean": (self._last_eval["return_mean"]
+                                                          if self._last_eval else math.nan),
+                "steps_per_second": steps_per_second,
+                "interrupted": self._stop_signal,
+                **self._last_metrics,
+        }
+
+    # --- signals --------------------------------------------------------------
+    def _install_signal_handlers(self) -> None:
+        self._old_handlers = {}
+        self._stop_signal = None
+        if threading_is_main():
+            for signum in (signal.SIGINT, signal.SIGTERM):
+                self._old_handlers[signum] = signal.signal(signum, self._on_signal)
+
+    def _on_signal(self, signum, frame) -> None:
+        del frame
+        if self._stop_signal is not None:  # a second Ctrl-C: stop now
+            raise KeyboardInterrupt
+        self._stop_signal = signum
+        self._say(f"got signal {signum}: saving a checkpoint and stopping")
+
+    def _restore_signal_handlers(self) -> None:
+        for signum, handler in self._old_handlers.items():
+            signal.signal(signum, handler)
+
+    def close(self) -> None:
+        """Closes envs and the summary writer."""
+        self.envs.close()
+        if self._eval_envs is not None:
+            self._eval_envs.close()
+        if self._writer is not None:
+            self._writer.close()
+
+
+def threading_is_main() -> bool:
+    import threading
+    return threading.current_thread() is threading.main_thread()
+
+
+def next_multiple(step: int, interval: int) -> int:
+    """The first multiple of ``interval`` after ``step``."""
+    return (step // interval + 1) * interval
+
+
+class Progress:
+    """A live terminal line: steps, steps/s, recent returns, ETA."""
+
+    def __init__(self, experiment: Experiment, target: int, enabled: bool):
+        self.exp = experiment
+        self.target = target
+        self.enabled = enabled
+        self.start_time = time.time()
+        self.start_step = experiment.step
+        self.last_print = 0.0
+        self.tty = sys.stderr.isatty()
+        self.interval = 0.5 if self.tty else 10.0
+
+    def line(self) -> str:
+        exp = self.exp
+        step = exp.step
+        elapsed = max(time.time() - self.start_time, 1e-9)
+        rate = (step - self.start_step) / elapsed
+        eta = (self.target - step) / rate if rate > 0 else math.inf
+        recent = list(exp._recent_returns)[-20:]
+        ret = f"{np.mean(recent):8.1f}" if recent else "     n/a"
+        ev = f"{exp._last_eval['return_mean']:.1f}" if exp._last_eval else "n/a"
+        return (f"step {step:>9,}/{self.target:,}  {rate:8.0f} steps/s  "
+                        f"return(last 20) {ret}  eval {ev}  ETA {format_seconds(eta)}")
+
+    def maybe_print(self) -> None:
+        now = time.time()
+        if not self.enabled or now - self.last_print < self.interval:
+            return
+        self.last_print = now
+        end = "\r" if self.tty else "\n"
+        print(self.line(), end=end, file=sys.stderr, flush=True)
+
+    def finish(self) -> None:
+        if self.enabled:
+            print(self.line(), file=sys.stderr, flush=True)
+
+
+def format_seconds(seconds: float) -> str:
+    if not math.isfinite(seconds):
+        return "--:--"
+    seconds = int(seconds)
+    return f"{seconds // 3600:d}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
+
+
+def load(output_dir: str, **kwargs: Any) -> Experiment:
+    """Opens a trained run from its output_dir (its hparams, latest checkpoint)."""
+    if not os.path.exists(os.path.join(output_dir, HPARAMS_FILE)):
+        raise FileNotFoundError(f"{output_dir} holds no {HPARAMS_FILE}: not a run folder")
+    return Experiment(hparams=None, output_dir=output_dir, **kwargs)

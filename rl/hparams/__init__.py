@@ -1,0 +1,12 @@
+"""hparams: typed hyperparameter classes and the named sets built from them.
+
+A set is a registered zero-argument function returning a fresh frozen
+dataclass; sets build on a base set with ``.replace(...)``.
+"""
+
+from rl.hparams import dqn, ppo  # noqa: F401  (registers)
+from rl.hparams.base import (HParams, HParamsError, apply_overrides,
+                             differences, from_dict)
+
+# Resolve an hparams.json back to its class through the agent it names.
+CLASSES = {"ppo": ppo.PPOHParams, "dqn": dqn.DQNHParams}

@@ -1,0 +1,64 @@
+"""DQN hyperparameters and the named DQN sets."""
+
+import dataclasses
+
+from rl import registry
+from rl.hparams.base import HParams
+
+
+@dataclasses.dataclass(frozen=True)
+class DQNHParams(HParams):
+    agent: str = "dqn"
+    model: str = "mlp_q"
+    act_select: str = "epsilon_greedy"
+    grad_comp: str = "dqn_td"
+    activation: str = "relu"
+    num_envs: int = 1
+    buffer_size: int = 100_000  # replay capacity, in transitions
+    batch_size: int = 64  # transitions per gradient step
+    learning_starts: int = 1_000  # env steps before the first update
+    train_interval: int = 4  # env steps between updates
+    gradient_steps: int = 1  # gradient steps per update
+    target_update_interval: int = 500  # gradient steps between target syncs
+    target_update_tau: float = 1.0  # 1: copy; < 1: Polyak averaging
+    epsilon_start: float = 1.0  # exploration at step 0
+    epsilon_end: float = 0.05  # exploration after the decay
+    epsilon_decay_steps: int = 10_000  # env steps of linear decay
+    double_q: bool = True  # double-Q target (van Hasselt et al. 2016)
+    huber_delta: float = 1.0  # Huber loss threshold
+
+
+@registry.hparams.register
+def dqn_base() -> DQNHParams:
+    return DQNHParams()
+
+
+@registry.hparams.register
+def dqn_cartpole() -> DQNHParams:
+    return dqn_base().replace(
+            env="CartPole-v1", num_envs=4, hidden_sizes=(256, 256),
+            learning_rate=2.3e-3, gamma=0.99, buffer_size=100_000, batch_size=64,
+            learning_starts=1_000, train_interval=256, gradient_steps=128,
+            target_update_interval=10, epsilon_start=1.0, epsilon_end=0.04,
+            epsilon_decay_steps=16_000, train_steps=100_000, eval_interval=10_000,
+            checkpoint_interval=10_000)
+
+
+@registry.hparams.register
+def dqn_acrobot() -> DQNHParams:
+    return dqn_base().replace(
+            env="Acrobot-v1", num_envs=4, hidden_sizes=(256, 256),
+            learning_rate=6.3e-4, gamma=0.99, buffer_size=50_000, batch_size=128,
+            learning_starts=1_000, train_interval=4, gradient_steps=1,
+            target_update_interval=250, epsilon_end=0.1, epsilon_decay_steps=12_000,
+            train_steps=100_000, eval_interval=10_000, checkpoint_interval=10_000)
+
+
+@registry.hparams.register
+def dqn_tiny() -> DQNHParams:
+    """A few seconds of DQN on CartPole, for tests."""
+    return dqn_cartpole().replace(
+            num_envs=2, hidden_sizes=(16,), buffer_size=512, batch_size=16,
+            learning_starts=64, train_interval=16, gradient_steps=4,
+            epsilon_decay_steps=128, train_steps=256, eval_interval=128,
+            eval_episodes=2, checkpoint_interval=128)

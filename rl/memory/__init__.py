@@ -1,0 +1,3 @@
+"""memory: where transitions wait between acting and learning (replay buffers)."""
+
+from rl.memory.replay import ReplayBuffer

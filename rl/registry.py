@@ -1,0 +1,131 @@
+"""Name -> factory registries, one per kind of thing.
+
+Every agent, model, act_select, grad_comp, hparam set and env constructor is
+registered under a snake_case name and looked up by that name. Registration
+happens when the module defining the thing is imported; each package's
+``__init__.py`` imports its modules explicitly, so importing ``rl`` registers
+everything and nothing else does.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from typing import Callable, Dict, Iterator, List, Optional, TypeVar
+
+T = TypeVar("T")
+
+
+def snake_case(name: str) -> str:
+    """Turns ``CamelCase`` or ``camelCase`` into ``camel_case``.
+
+    Args:
+        name: a class or function name.
+    """
+    step1 = re.sub(r"(.)([A-Z][a-z]+)", r"\1_\2", name)
+    return re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", step1).lower()
+
+
+class UnknownNameError(KeyError):
+    """A name that is not registered. ``str()`` gives one readable line."""
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+class Registry:
+    """A mapping from names to registered objects (classes or factories)."""
+
+    def __init__(self, kind: str):
+        """Creates an empty registry.
+
+        Args:
+            kind: what is registered here, used in error messages ("hparams").
+        """
+        self.kind = kind
+        self._entries: Dict[str, Callable] = {}
+
+    def register(self, name_or_obj=None):
+        """Registers an object under its snake_case name or a given one.
+
+        Usable as ``@reg.register``, ``@reg.register()`` or
+        ``@reg.register("name")``.
+
+        Args:
+            name_or_obj: the object itself, a name, or None.
+
+        Raises:
+            ValueError: if the name is already registered.
+        """
+
+        def add(obj, name: Optional[str]):
+            key = name or snake_case(obj.__name__)
+            if key in self._entries:
+                raise ValueError(
+                        f"{self.kind} '{key}' is already registered "
+                        f"(by {self._entries[key].__module__}).")
+            self._entries[key] = obj
+            return obj
+
+        if callable(name_or_obj):
+            return add(name_or_obj, None)
+        return lambda obj: add(obj, name_or_obj)
+
+    def closest(self, name: str, count: int = 3) -> List[str]:
+        """The registered names that look most like ``name``."""
+        return difflib.get_close_matches(name, self.names(), n=count, cutoff=0.4)
+
+    def get(self, name: str):
+        """Returns the object registered as ``name``.
+
+        Raises:
+            UnknownNameError: naming the closest matches and how to list them all.
+        """
+        if name in self._entries:
+            return self._entries[name]
+        matches = self.closest(name)
+        hint = (f"did you mean {', '.join(repr(m) for m in matches)}? "
+                        if matches else "")
+        raise UnknownNameError(
+                f"unknown {self.kind} '{name}': {hint}valid: "
+                f"{', '.join(self.names())} (list all with `python train.py --list`)")
+
+    def names(self) -> List[str]:
+        return sorted(self._entries)
+
+    def __contains__(self, name: str) -> bool:
+        return name in self._entries
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.names())
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+
+agents = Registry("agent")
+models = Registry("model")
+act_select = Registry("act_select")
+grad_comp = Registry("grad_comp")
+hparams = Registry("hparams")
+envs = Registry("env")
+systems = Registry("sys")
+
+ALL = {
+        "agents": agents,
+        "models": models,
+        "act_select": act_select,
+        "grad_comp": grad_comp,
+        "hparams": hparams,
+        "envs": envs,
+    "systems": systems,
+}
+
+
+def list_all() -> str:
+    """Every registered name, grouped by kind, as printable text."""
+    lines = []
+    for kind, registry in ALL.items():
+        lines.append(f"{kind}:")
+        lines.extend(f"  {name}" for name in registry.names())
+    return "\n".join(lines)

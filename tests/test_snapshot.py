@@ -1,0 +1,309 @@
+"""Tests for rl.snapshot and scripts/reproduce.py, on throwaway git repos."""
+
+import importlib.util
+import json
+import os
+import shlex
+import subprocess
+import sys
+import types
+from pathlib import Path
+
+import pytest
+
+from rl import snapshot
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+# Identity and signing are set per call so the machine's git config cannot break a commit.
+GIT = ["git", "-c", "user.name=Test", "-c", "user.email=test@example.com", "-c", "commit.gpgsign=false"]
+
+
+def _load_reproduce() -> types.ModuleType:
+    """Imports scripts/reproduce.py by path, as scripts/ is not a package."""
+    spec = importlib.util.spec_from_file_location("reproduce", REPO_ROOT / "scripts" / "reproduce.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+reproduce = _load_reproduce()
+
+
+def git(repo: Path, *args: str) -> str:
+    """Runs git in `repo` and returns its stdout.
+
+    Args:
+      repo: the repository directory.
+      args: git arguments.
+    """
+    return subprocess.run([*GIT, *args], cwd=repo, check=True, capture_output=True, text=True).stdout
+
+
+@pytest.fixture(autouse=True)
+def _isolated_git(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Keeps git from finding a repository above tmp_path or the user's config."""
+    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path))
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", os.devnull)
+    for name in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE"):
+        monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture
+def dirty_repo(tmp_path: Path) -> Path:
+    """A repo with one commit, a modified tracked file and an untracked .py file."""
+    repo = tmp_path / "code"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    (repo / "train.py").write_text("print('v1')\n")
+    (repo / ".gitignore").write_text("*.log\n")
+    git(repo, "add", "train.py", ".gitignore")
+    git(repo, "commit", "-q", "-m", "first")
+    git(repo, "remote", "add", "origin", "https://alice:s3cret@example.com/team/rl.git")
+    (repo / "train.py").write_text("print('v2')\n")
+    (repo / "new_algo.py").write_text("LR = 0.5\n")
+    (repo / "ignored.log").write_text("noise\n")
+    return repo
+
+
+def snap(output_dir: Path, source_dir: Path, **overrides) -> str:
+    """Calls write_snapshot with small fixed arguments, minus TensorFlow.
+
+    Args:
+      output_dir: the run's output directory.
+      source_dir: the checkout whose state is recorded.
+      overrides: write_snapshot arguments to change.
+    """
+    kwargs = dict(
+        argv=["train.py", "--algo=dqn", f"--output_dir={output_dir}", "--note=two words"],
+        flags={"algo": "dqn", "output_dir": str(output_dir)},
+        hparams={"lr": 0.001, "hidden": [64, 64]},
+        seeds={"seed": 7, "env_seed": 8},
+        source_dir=str(source_dir),
+        include_tf=False,
+    )
+    kwargs.update(overrides)
+    return snapshot.write_snapshot(str(output_dir), **kwargs)
+
+
+def test_snapshot_records_dirty_checkout(dirty_repo: Path, tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    index_before = (dirty_repo / ".git" / "index").read_bytes()
+    snap_dir = Path(snap(out, dirty_repo))
+
+    assert snap_dir == out / "snapshot"
+    data = snapshot.read_snapshot(str(out))
+    assert data["git"]["in_git_repo"] is True
+    assert data["git"]["dirty"] is True
+    assert data["git"]["commit"] == git(dirty_repo, "rev-parse", "HEAD").strip()
+    assert data["git"]["branch"] == "main"
+    assert data["git"]["repo_root"] == str(dirty_repo)
+    assert data["git"]["remote_url"] == "https://example.com/team/rl.git"
+    assert "+print('v2')" in data["git_diff"]
+    assert "diff --git a/new_algo.py b/new_algo.py" in data["git_diff"]
+    assert "+LR = 0.5" in data["git_diff"]
+    assert "ignored.log" not in data["git_diff"]
+    assert data["command"] == shlex.join(["python", *data["argv"]])
+    assert data["argv"][-1] == "--note=two words"
+    assert data["hparams"] == {"lr": 0.001, "hidden": [64, 64]}
+    assert data["seeds"] == {"seed": 7, "env_seed": 8}
+    assert data["flags"]["algo"] == "dqn"
+    assert data["system"]["python"]["version"] == ".".join(map(str, sys.version_info[:3]))
+    assert "tensorflow" not in data["system"]
+    assert any(line.startswith("pytest==") for line in data["packages"])
+    names = [line.lstrip("# ").split("=")[0].split(" ")[0].lower().replace("_", "-") for line in data["packages"]]
+    assert names == sorted(names)
+    assert [r["event"] for r in data["resumes"]] == ["start"]
+    # The user's index is untouched: the untracked file is still untracked.
+    assert (dirty_repo / ".git" / "index").read_bytes() == index_before
+    assert "?? new_algo.py" in git(dirty_repo, "status", "--porcelain")
+    assert not [p for p in snap_dir.iterdir() if p.name.startswith(".")]
+
+
+def test_patch_recreates_working_tree(dirty_repo: Path, tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    data = snapshot.read_snapshot(os.path.dirname(snap(out, dirty_repo)))
+    clone = tmp_path / "clone"
+    subprocess.run([*GIT, "clone", "-q", str(dirty_repo), str(clone)], check=True)
+    git(clone, "checkout", "-q", data["git"]["commit"])
+    git(clone, "apply", str(out / "snapshot" / "git_diff.patch"))
+    assert (clone / "train.py").read_text() == "print('v2')\n"
+    assert (clone / "new_algo.py").read_text() == "LR = 0.5\n"
+
+
+def test_resume_appends_and_keeps_files(dirty_repo: Path, tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    snap_dir = Path(snap(out, dirty_repo))
+    before = {p.name: p.read_bytes() for p in snap_dir.iterdir()}
+
+    again = snap(out, dirty_repo, argv=["train.py", "--resume"], hparams={"lr": 9.0}, seeds={"seed": 1})
+
+    assert again == str(snap_dir)
+    after = {p.name: p.read_bytes() for p in snap_dir.iterdir()}
+    assert after.keys() == before.keys()
+    for name in before:
+        if name != "resumes.jsonl":
+            assert after[name] == before[name], name
+    assert after["resumes.jsonl"].startswith(before["resumes.jsonl"])
+    events = [json.loads(line) for line in after["resumes.jsonl"].splitlines()]
+    assert [e["event"] for e in events] == ["start", "resume"]
+    assert events[1]["argv"] == ["train.py", "--resume"]
+    assert events[1]["git_commit"] == git(dirty_repo, "rev-parse", "HEAD").strip()
+    assert events[1]["dirty"] is True
+    assert "T" in events[1]["time"]
+
+
+def test_output_dir_inside_checkout_is_left_out(tmp_path: Path) -> None:
+    repo = tmp_path / "code"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    (repo / "a.py").write_text("A = 1\n")
+    git(repo, "add", "a.py")
+    git(repo, "commit", "-q", "-m", "first")
+    out = repo / "runs" / "r1"
+    out.mkdir(parents=True)
+    (out / "ckpt.bin").write_bytes(b"\0" * 100)
+
+    snap(out, repo)
+    snap(out, repo)
+
+    data = snapshot.read_snapshot(str(out))
+    assert data["git"]["dirty"] is False
+    assert data["git_diff"] == ""
+    assert [e["dirty"] for e in data["resumes"]] == [False, False]
+
+
+def test_big_untracked_file_is_listed_not_copied(dirty_repo: Path, tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setattr(snapshot, "MAX_UNTRACKED_BYTES", 5)
+    (dirty_repo / "big.py").write_text("X = 'far too long'\n")
+    data = snapshot.read_snapshot(os.path.dirname(snap(tmp_path / "run", dirty_repo)))
+    assert "big.py" not in data["git_diff"]
+    assert {"path": "big.py", "bytes": 19} in data["git"]["untracked_skipped"]
+    assert "+print('v2')" in data["git_diff"]
+
+
+def test_not_a_git_repo(tmp_path: Path) -> None:
+    code = tmp_path / "plain"
+    code.mkdir()
+    data = snapshot.read_snapshot(os.path.dirname(snap(tmp_path / "run", code)))
+    assert data["git"]["in_git_repo"] is False
+    assert "error" in data["git"]
+    assert data["git_diff"] == ""
+    assert data["resumes"][0]["git_commit"] is None
+
+
+def test_git_not_installed(dirty_repo: Path, tmp_path: Path, monkeypatch) -> None:
+    empty = tmp_path / "empty_path"
+    empty.mkdir()
+    monkeypatch.setenv("PATH", str(empty))
+    data = snapshot.read_snapshot(os.path.dirname(snap(tmp_path / "run", dirty_repo)))
+    assert data["git"] == {"in_git_repo": False, "source_dir": str(dirty_repo), "error": "git is not installed"}
+
+
+def test_failed_write_leaves_no_snapshot(dirty_repo: Path, tmp_path: Path, monkeypatch) -> None:
+    out = tmp_path / "run"
+
+    def crash(path: str, text: str) -> None:
+        raise OSError("disk full")
+
+    monkeypatch.setattr(snapshot, "_atomic_write", crash)
+    with pytest.raises(OSError, match="disk full"):
+        snap(out, dirty_repo)
+    assert os.listdir(out) == []
+
+
+def test_half_built_snapshot_is_replaced(dirty_repo: Path, tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    stale = out / ".snapshot.build-123-dead"  # What a kill -9 mid-write leaves behind.
+    stale.mkdir(parents=True)
+    (stale / "flags.json").write_text("{")
+    snap(out, dirty_repo)
+    assert os.listdir(out) == ["snapshot"]
+    assert [e["event"] for e in snapshot.read_snapshot(str(out))["resumes"]] == ["start"]
+
+
+def test_read_snapshot_missing(tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError, match=str(tmp_path / "nope" / "snapshot")):
+        snapshot.read_snapshot(str(tmp_path / "nope"))
+
+
+def test_tensorflow_info_with_fake_tf(monkeypatch) -> None:
+    device = types.SimpleNamespace(name="/physical_device:GPU:0", device_type="GPU")
+    config = types.SimpleNamespace(
+        list_physical_devices=lambda kind=None: [device],
+        experimental=types.SimpleNamespace(get_device_details=lambda d: {"device_name": "Fake A100"}),
+    )
+
+    def broken_build_info() -> dict:
+        raise RuntimeError("no build info")
+
+    fake_tf = types.SimpleNamespace(
+        __version__="9.9", config=config, sysconfig=types.SimpleNamespace(get_build_info=broken_build_info)
+    )
+    monkeypatch.setitem(sys.modules, "tensorflow", fake_tf)
+    info = snapshot.tensorflow_info()
+    assert info["version"] == "9.9"
+    assert info["physical_devices"] == [{"name": "/physical_device:GPU:0", "device_type": "GPU"}]
+    assert info["gpus"] == [{"name": "/physical_device:GPU:0", "device_name": "Fake A100"}]
+    assert info["build_info"] == {"error": "RuntimeError: no build info"}
+
+
+def test_tensorflow_info_when_import_fails(monkeypatch) -> None:
+    monkeypatch.setitem(sys.modules, "tensorflow", None)  # Makes `import tensorflow` raise.
+    assert "import of tensorflow halted" in snapshot.tensorflow_info()["error"]
+
+
+def test_reproduce_prints_checkout_and_new_command(dirty_repo: Path, tmp_path: Path, capsys) -> None:
+    out = tmp_path / "run"
+    snap(out, dirty_repo)
+    commit = git(dirty_repo, "rev-parse", "HEAD").strip()
+
+    assert reproduce.main([str(out)]) == 0
+
+    lines = capsys.readouterr().out.splitlines()
+    assert f"git clone https://example.com/team/rl.git {tmp_path}/run_reproduce_src" in lines
+    assert f"git checkout {commit}" in lines
+    assert f"git apply {out}/snapshot/git_diff.patch" in lines
+    assert f"pip install -r {out}/snapshot/packages.txt" in lines
+    expected = ["python", "train.py", "--algo=dqn", f"--output_dir={tmp_path}/run_reproduce", "--note=two words"]
+    assert lines[-1] == shlex.join(expected)
+    assert "s3cret" not in "\n".join(lines)
+
+
+def test_reproduce_runs_from_the_recorded_subdirectory(dirty_repo: Path, tmp_path: Path, monkeypatch, capsys) -> None:
+    (dirty_repo / "sub").mkdir()
+    monkeypatch.chdir(dirty_repo / "sub")
+    out = tmp_path / "run"
+    snap(out, dirty_repo, argv=[str(dirty_repo / "train.py"), "--output_dir", str(out)])
+
+    assert reproduce.main([str(out), "--new_output_dir", str(tmp_path / "again")]) == 0
+
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[-2:] == ["cd sub", f"python ../train.py --output_dir={tmp_path}/again"]
+
+
+def test_files_follow_umask(dirty_repo: Path, tmp_path: Path) -> None:
+    old = os.umask(0o022)
+    try:
+        snap_dir = Path(snap(tmp_path / "run", dirty_repo))
+    finally:
+        os.umask(old)
+    assert snap_dir.stat().st_mode & 0o777 == 0o755
+    assert (snap_dir / "flags.json").stat().st_mode & 0o777 == 0o644
+
+
+def test_replace_output_dir_forms() -> None:
+    assert reproduce.replace_output_dir(["t.py", "--output_dir", "/a", "--x=1"], "/b") == [
+        "t.py",
+        "--output_dir=/b",
+        "--x=1",
+    ]
+    assert reproduce.replace_output_dir(["t.py", "--x=1"], "/b") == ["t.py", "--x=1", "--output_dir=/b"]
+
+
+def test_reproduce_missing_snapshot(tmp_path: Path, capsys) -> None:
+    assert reproduce.main([str(tmp_path / "nothing")]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert len(captured.err.strip().splitlines()) == 1
+    assert str(tmp_path / "nothing") in captured.err

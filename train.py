@@ -1,0 +1,15 @@
+"""Trains (or tests) any registered agent: one entry point for every algorithm.
+
+    python train.py --sys local --hparams ppo_cartpole --output_dir runs/x
+
+Rerunning the same command resumes from the latest checkpoint. Bad input
+gets one line on stderr and exit code 2, before anything is written.
+"""
+
+from absl import app
+
+from rl import cli
+
+if __name__ == "__main__":
+    cli.define_flags()
+    app.run(cli.main, flags_parser=cli.parse_flags_or_exit)
