@@ -32,7 +32,7 @@ class DQNAgent(Agent):
         self.replay = ReplayBuffer(hp.buffer_size, self.obs_shape, seed=hp.seed)
         self.gradient_steps = tf.Variable(0, dtype=tf.int64, trainable=False,
                                                                             name="gradient_steps")
-        self._compiled_update = tf.function(self._update_step)
+        self._compiled_update = tf.function(self._update_step, jit_compile=True)
 
     def exploration_rate(self) -> float:
         hp = self.hp

@@ -39,7 +39,7 @@ def dqn_cartpole() -> DQNHParams:
             env="CartPole-v1", num_envs=4, hidden_sizes=(256, 256),
             learning_rate=2.3e-3, gamma=0.99, buffer_size=100_000, batch_size=64,
             learning_starts=1_000, train_interval=256, gradient_steps=128,
-            target_update_interval=10, epsilon_start=1.0, epsilon_end=0.04,
+            target_update_interval=128, epsilon_start=1.0, epsilon_end=0.04,
             epsilon_decay_steps=16_000, train_steps=100_000, eval_interval=10_000,
             checkpoint_interval=10_000)
 
