@@ -14,9 +14,9 @@ Output folder:
     tb/                TensorBoard events
     snapshot/          reproducibility snapshot (rl/snapshot.py)
 
-Summaries and eval lines are held in memory and written right after each
-checkpoint, so a killed run never leaves records for steps that the resumed
-run will redo: TensorBoard steps neither go backwards nor double.
+Summaries and eval lines reach disk together with the checkpoint that covers
+them (rl/logbook.py), so a run killed at any moment and resumed never logs a
+step twice or loses one: TensorBoard steps neither go backwards nor double.
 """
 
 from __future__ import annotations
@@ -36,12 +36,12 @@ import tensorflow as tf
 
 from rl import catalog, registry  # noqa: F401  (catalog fills the registries)
 from rl.counters import Counters
+from rl.logbook import EVAL_FILE, Logbook
 from rl.envs import check_env_name, make_vec_env, true_next_obs
 from rl.hparams.base import (RESUMABLE_FIELDS, HParams, HParamsError,
                                                           apply_overrides, differences, from_dict)
 
 HPARAMS_FILE = "hparams.json"
-EVAL_FILE = "eval.jsonl"
 
 
 class RunConflictError(ValueError):
@@ -220,9 +220,8 @@ class Experiment:
         self.manager = tf.train.CheckpointManager(
                 self.checkpoint, self._path("checkpoints"), max_to_keep=hp.keep_checkpoints)
         self.restored_from = self._restore()
-        self._writer = None  # created on first write: loading a run writes nothing
-        self._pending_summaries: List[tuple] = []
-        self._pending_eval_lines: List[str] = []
+        self.logbook = Logbook(self.output_dir)
+        self.logbook.recover(self.step if self.restored_from else 0)
         self._recent_returns: collections.deque = collections.deque(maxlen=100)
         self._recent_lengths: collections.deque = collections.deque(maxlen=100)
         self._last_metrics: Dict[str, float] = {}
@@ -231,7 +230,8 @@ class Experiment:
         self._eval_envs = None
         self._stop_signal: Optional[int] = None
         if self.restored_from is None:
-            self._log_hparams_text()
+            rows = "\n".join(f"| {k} | {v} |" for k, v in hp.to_dict().items())
+            self.logbook.text("hparams", f"| hparam | value |\n|---|---|\n{rows}", 0)
 
     # --- paths and state -------------------------------------------------------
     def _path(self, *parts: str) -> str:
@@ -271,40 +271,12 @@ class Experiment:
         print(f"rl: {text}", file=sys.stderr, flush=True)
 
     # --- logging ------------------------------------------------------------
-    @property
-    def writer(self):
-        if self._writer is None:
-            self._writer = tf.summary.create_file_writer(self._path("tb"))
-        return self._writer
-
-    def _log_hparams_text(self) -> None:
-        rows = "\n".join(f"| {k} | {v} |" for k, v in self.hp.to_dict().items())
-        with self.writer.as_default():
-            tf.summary.text("hparams", f"| hparam | value |\n|---|---|\n{rows}", step=0)
-        self.writer.flush()
-
-    def _record(self, tag: str, value: float, step: int) -> None:
-        self._pending_summaries.append((tag, float(value), step))
-
-    def _flush_records(self) -> None:
-        """Writes held summaries and eval lines (called right after a checkpoint)."""
-        if self._pending_summaries:
-            with self.writer.as_default():
-                for tag, value, step in self._pending_summaries:
-                    tf.summary.scalar(tag, value, step=step)
-            self.writer.flush()
-            self._pending_summaries = []
-        if self._pending_eval_lines:
-            with open(self._path(EVAL_FILE), "a") as f:
-                f.write("".join(self._pending_eval_lines))
-                f.flush()
-                os.fsync(f.fileno())
-            self._pending_eval_lines = []
-
     def save(self) -> str:
-        """Saves a checkpoint at the current step, then writes held records."""
-        path = self.manager.save(checkpoint_number=self.step)
-        self._flush_records()
+        """Saves a checkpoint at the current step with the records it covers."""
+        step = self.step
+        self.logbook.stage(step)
+        path = self.manager.save(checkpoint_number=step)
+        self.logbook.commit(step)
         return path
 
     # --- evaluation ---------------------------------------------------------
@@ -345,10 +317,10 @@ class Experiment:
         result = self.evaluate()
         result["wall_time"] = time.time() - start_time
         self._last_eval = result
-        self._pending_eval_lines.append(json.dumps(result) + "\n")
-        self._record("eval/return_mean", result["return_mean"], result["step"])
-        self._record("eval/return_std", result["return_std"], result["step"])
-        self._record("eval/length_mean", float(np.mean(result["lengths"])), result["step"])
+        self.logbook.eval_line(result)
+        self.logbook.scalar("eval/return_mean", result["return_mean"], result["step"])
+        self.logbook.scalar("eval/return_std", result["return_std"], result["step"])
+        self.logbook.scalar("eval/length_mean", float(np.mean(result["lengths"])), result["step"])
         return result
 
     # --- training -----------------------------------------------------------
@@ -383,9 +355,9 @@ class Experiment:
                 if metrics is not None:
                     self._last_metrics = metrics
                     for name, value in metrics.items():
-                        self._record(f"train/{name}", value, step)
+                        self.logbook.scalar(f"train/{name}", value, step)
                     elapsed = max(time.time() - start_time, 1e-9)
-                    self._record("train/steps_per_second", (step - start_step) / elapsed, step)
+                    self.logbook.scalar("train/steps_per_second", (step - start_step) / elapsed, step)
                 # Wait for a clean point (no partial rollout) past each interval.
                 if self.agent.pending_steps() == 0:
                     if step >= next_eval:
@@ -421,8 +393,8 @@ class Experiment:
             for r, l in zip(info["episode"]["r"][done], info["episode"]["l"][done]):
                 self._recent_returns.append(float(r))
                 self._recent_lengths.append(int(l))
-            self._record("train/episode_return", float(np.mean(info["episode"]["r"][done])), step)
-            self._record("train/episode_length", float(np.mean(info["episode"]["l"][done])), step)
+            self.logbook.scalar("train/episode_return", float(np.mean(info["episode"]["r"][done])), step)
+            self.logbook.scalar("train/episode_length", float(np.mean(info["episode"]["l"][done])), step)
 
     def _result(self, steps_per_second: float) -> Dict[str, Any]:
         recent = list(self._recent_returns)
@@ -457,12 +429,10 @@ class Experiment:
             signal.signal(signum, handler)
 
     def close(self) -> None:
-        """Closes envs and the summary writer."""
+        """Closes the environments."""
         self.envs.close()
         if self._eval_envs is not None:
             self._eval_envs.close()
-        if self._writer is not None:
-            self._writer.close()
 
 
 def threading_is_main() -> bool:

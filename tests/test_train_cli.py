@@ -1,0 +1,137 @@
+"""train.py as a user runs it: bad input, kill -9 and resume, Ctrl-C."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TRAIN = os.path.join(ROOT, "train.py")
+
+
+def run(*args, timeout=240):
+    return subprocess.run([sys.executable, TRAIN, *args], capture_output=True,
+                          text=True, timeout=timeout, cwd=ROOT)
+
+
+def error_line(proc):
+    lines = [l for l in proc.stderr.splitlines() if l.startswith("train.py: error:")]
+    assert len(lines) == 1, proc.stderr
+    return lines[0]
+
+
+@pytest.mark.parametrize("args, expected", [
+    (["--hparams", "ppo_cartpol"], "unknown hparams 'ppo_cartpol': did you mean 'ppo_cartpole'"),
+    (["--hparams", "ppo_tiny", "--sys", "tpu_pod"], "unknown sys 'tpu_pod'"),
+    (["--hparams", "ppo_tiny", "--env", "CartPole-v7"], "unknown env 'CartPole-v7': did you mean 'CartPole-v1'"),
+    (["--hparams", "ppo_tiny", "--hparam_override", "lr=1"], "unknown hparam 'lr'"),
+    (["--hparams", "ppo_tiny", "--hparam_override", "num_envs=two"], "hparam 'num_envs' expects int"),
+    (["--hparams", "ppo_tiny", "--train_steps", "abc"], "train_steps"),
+    (["--hparams", "ppo_tiny", "--no_such_flag"], "no_such_flag"),
+])
+def test_bad_input_is_one_line_exit_2_and_writes_nothing(tmp_path, args, expected):
+    out = tmp_path / "new_dir"
+    proc = run(*args, "--output_dir", str(out))
+    assert proc.returncode == 2, proc.stderr
+    assert expected in error_line(proc)
+    assert not out.exists()
+
+
+def test_missing_output_dir_and_hparams(tmp_path):
+    proc = run("--hparams", "ppo_tiny")
+    assert proc.returncode == 2 and "--output_dir is required" in error_line(proc)
+    proc = run("--output_dir", str(tmp_path / "x"))
+    assert proc.returncode == 2 and "--hparams is required" in error_line(proc)
+    assert not (tmp_path / "x").exists()
+
+
+def test_list_prints_every_kind():
+    proc = run("--list")
+    assert proc.returncode == 0
+    for kind in ("agents:", "models:", "act_select:", "grad_comp:", "hparams:", "envs:"):
+        assert kind in proc.stdout
+    assert "  ppo_cartpole" in proc.stdout
+
+
+def test_other_runs_hparams_are_refused_unless_asked(tmp_path):
+    out = tmp_path / "run"
+    assert run("--hparams", "ppo_tiny", "--output_dir", str(out)).returncode == 0
+    before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    proc = run("--hparams", "dqn_tiny", "--output_dir", str(out))
+    assert proc.returncode == 2
+    assert "holds a run with other hparams" in error_line(proc)
+    proc = run("--hparams", "ppo_tiny", "--hparam_override", "learning_rate=0.1",
+               "--output_dir", str(out))
+    assert proc.returncode == 2 and "learning_rate" in error_line(proc)
+    after = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    assert before == after  # nothing written or lost
+    # Longer training is not a different run.
+    assert run("--hparams", "ppo_tiny", "--train_steps", "384",
+               "--output_dir", str(out)).returncode == 0
+    proc = run("--hparams", "ppo_tiny", "--hparam_override", "learning_rate=0.1",
+               "--allow_hparam_change", "--output_dir", str(out))
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads((out / "hparams.json").read_text())["learning_rate"] == 0.1
+    assert list(out.glob("hparams.before-*.json"))
+
+
+def eval_steps(out):
+    return [json.loads(l)["step"] for l in (out / "eval.jsonl").read_text().splitlines()]
+
+
+def tensorboard_steps(out, tag):
+    from tensorboard.backend.event_processing import event_accumulator
+    acc = event_accumulator.EventAccumulator(str(out / "tb"), size_guidance={"tensors": 0})
+    acc.Reload()
+    return [e.step for e in acc.Tensors(tag)]
+
+
+def test_kill_9_then_rerun_resumes_without_doubling(tmp_path):
+    out = tmp_path / "run"
+    args = ["--hparams", "dqn_tiny", "--train_steps", "20000",
+            "--hparam_override", "eval_interval=1024,checkpoint_interval=1024",
+            "--output_dir", str(out)]
+    proc = subprocess.Popen([sys.executable, TRAIN, *args], cwd=ROOT,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    state = out / "checkpoints" / "checkpoint"
+    deadline = time.time() + 180
+    while time.time() < deadline and not (state.exists() and "ckpt-2048" in state.read_text()):
+        time.sleep(0.05)
+    proc.kill()  # SIGKILL, mid-run
+    proc.wait()
+    assert state.exists()
+    killed_at = max(eval_steps(out))
+    assert killed_at >= 2048
+    done = run(*args)
+    assert done.returncode == 0, done.stderr
+    assert "resuming from" in done.stderr
+    steps = eval_steps(out)
+    assert steps == sorted(set(steps))  # no step twice, never backwards
+    assert steps[-1] == 20000
+    tb = tensorboard_steps(out, "eval/return_mean")
+    assert tb == sorted(set(tb)) and tb[-1] == 20000
+
+
+def test_ctrl_c_saves_a_checkpoint_and_exits_130(tmp_path):
+    out = tmp_path / "run"
+    proc = subprocess.Popen(
+        [sys.executable, TRAIN, "--hparams", "ppo_tiny", "--train_steps", "1000000",
+         "--output_dir", str(out)], cwd=ROOT, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True)
+    state = out / "checkpoints" / "checkpoint"
+    deadline = time.time() + 120
+    while time.time() < deadline and not state.exists():
+        time.sleep(0.05)
+    time.sleep(0.5)
+    proc.send_signal(signal.SIGINT)
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 130, stderr
+    assert "saving a checkpoint" in stderr
+    latest = state.read_text().splitlines()[0]
+    step = int(latest.split("ckpt-")[1].rstrip('"'))
+    assert step > 128  # a checkpoint beyond the periodic ones
+    assert step % 32 == 0  # at a rollout boundary (2 envs x 16 steps)
