@@ -34,7 +34,7 @@ from typing import Any, Dict, List, Optional, Union
 import numpy as np
 import tensorflow as tf
 
-from rl import catalog, registry  # noqa: F401  (catalog fills the registries)
+from rl import catalog, registry, video  # noqa: F401  (catalog fills the registries)
 from rl.counters import Counters
 from rl.logbook import EVAL_FILE, Logbook
 from rl.envs import check_env_name, make_vec_env, true_next_obs
@@ -159,13 +159,15 @@ class Experiment:
     """Trains, evaluates and checkpoints one agent in one output folder."""
 
     def __init__(self, hparams: Union[str, HParams, None] = "ppo_cartpole",
-                              output_dir: Optional[str] = None,
-                              overrides: Union[str, Dict[str, Any], None] = None,
-                              env: Optional[str] = None, seed: Optional[int] = None,
-                              train_steps: Optional[int] = None,
-                              eval_episodes: Optional[int] = None,
-                              allow_hparam_change: bool = False, sys_name: str = "local",
-                              argv: Optional[List[str]] = None, verbose: bool = True):
+                 output_dir: Optional[str] = None,
+                 overrides: Union[str, Dict[str, Any], None] = None,
+                 env: Optional[str] = None, seed: Optional[int] = None,
+                 train_steps: Optional[int] = None,
+                 eval_episodes: Optional[int] = None,
+                 allow_hparam_change: bool = False, sys_name: str = "local",
+                 read_only: bool = False, record_video: bool = False,
+                 render: bool = False, argv: Optional[List[str]] = None,
+                 flags: Optional[Dict[str, Any]] = None, verbose: bool = True):
         """Checks everything, then creates output_dir and builds the agent.
 
         Nothing is written until every name and value has been checked. If
@@ -182,7 +184,12 @@ class Experiment:
             eval_episodes: overrides hparams.eval_episodes.
             allow_hparam_change: resume a run in output_dir with different hparams.
             sys_name: registered --sys target.
+            read_only: load the run to evaluate/test/export it; nothing in
+                output_dir is written (training is refused).
+            record_video: record evaluation episodes (see hparams.video_interval).
+            render: show evaluation episodes on screen where a display exists.
             argv: the command line to record in the snapshot (default sys.argv).
+            flags: the flag values to record in the snapshot.
             verbose: print a progress line while training.
         """
         self.system = registry.systems.get(sys_name)()
@@ -193,45 +200,69 @@ class Experiment:
                 raise HParamsError(f"{output_dir} holds no {HPARAMS_FILE}; name --hparams")
             hparams = existing
         hp = resolve_hparams(hparams, overrides, env=env, seed=seed,
-                                                  train_steps=train_steps, eval_episodes=eval_episodes)
+                             train_steps=train_steps, eval_episodes=eval_episodes)
         if output_dir is not None:
-            existing = check_resume(output_dir, hp, allow_hparam_change)
+            existing = check_resume(output_dir, hp, allow_hparam_change or read_only)
+        if read_only and (output_dir is None or existing is None):
+            raise CheckpointError(f"{output_dir} holds no run to load ({HPARAMS_FILE} missing)")
         # --- everything is checked; from here on we write ---
         self.hp = hp
         self.verbose = verbose
+        self.read_only = read_only
+        self.record_video = record_video
+        self.viewer = video.ScreenViewer() if render else None
+        if render and not self.viewer.active:
+            self._say("no display: episodes are rendered to rgb_array only")
         self.device_info = self.system.setup()
         self.output_dir = output_dir or tempfile.mkdtemp(prefix="rl-run-")
-        os.makedirs(self.output_dir, exist_ok=True)
-        if existing is not None and differences(existing, hp):
-            # Keep the old file: nothing already written is lost.
-            os.replace(self._path(HPARAMS_FILE),
-                                  self._path(f"hparams.before-{int(time.time())}.json"))
-        write_text_atomic(self._path(HPARAMS_FILE),
-                                            json.dumps(hp.to_dict(), indent=2) + "\n")
-        self._write_snapshot(argv)
+        if not read_only:
+            self._prepare_output_dir(existing, argv, flags)
 
         self.envs = make_vec_env(hp.env, hp.num_envs, hp.vectorization)
         agent_class = registry.agents.get(hp.agent)
         self.agent = agent_class(hp, self.envs.single_observation_space,
-                                                          self.envs.single_action_space)
+                                 self.envs.single_action_space)
         self.counters = Counters(episodes=0)
         self.checkpoint = tf.train.Checkpoint(loop_counters=self.counters,
-                                                                                    **self.agent.checkpoint_items())
+                                              **self.agent.checkpoint_items())
         self.manager = tf.train.CheckpointManager(
-                self.checkpoint, self._path("checkpoints"), max_to_keep=hp.keep_checkpoints)
+            self.checkpoint, self._path("checkpoints"), max_to_keep=hp.keep_checkpoints)
         self.restored_from = self._restore()
+        if read_only and self.restored_from is None:
+            raise CheckpointError(f"no checkpoint in {self._path('checkpoints')}")
         self.logbook = Logbook(self.output_dir)
-        self.logbook.recover(self.step if self.restored_from else 0)
+        if not read_only:
+            self.logbook.recover(self.step if self.restored_from else 0)
         self._recent_returns: collections.deque = collections.deque(maxlen=100)
-        self._recent_lengths: collections.deque = collections.deque(maxlen=100)
         self._last_metrics: Dict[str, float] = {}
-        self._last_eval: Optional[Dict[str, Any]] = None
+        self._last_eval: Optional[Dict[str, Any]] = last_eval_record(
+            self._path(EVAL_FILE), self.step)
+        self._next_video = 0
         self._obs: Optional[np.ndarray] = None
         self._eval_envs = None
         self._stop_signal: Optional[int] = None
         if self.restored_from is None:
             rows = "\n".join(f"| {k} | {v} |" for k, v in hp.to_dict().items())
             self.logbook.text("hparams", f"| hparam | value |\n|---|---|\n{rows}", 0)
+
+    def _prepare_output_dir(self, existing: Optional[HParams],
+                            argv: Optional[List[str]],
+                            flags: Optional[Dict[str, Any]]) -> None:
+        os.makedirs(self.output_dir, exist_ok=True)
+        if existing is not None and differences(existing, self.hp):
+            # Keep the old file: nothing already written is lost.
+            os.replace(self._path(HPARAMS_FILE),
+                       self._path(f"hparams.before-{int(time.time())}.json"))
+        write_text_atomic(self._path(HPARAMS_FILE),
+                          json.dumps(self.hp.to_dict(), indent=2) + "\n")
+        from rl import snapshot
+        snapshot.write_snapshot(
+            self.output_dir, list(argv if argv is not None else sys.argv),
+            flags={**(flags or {}), "device": self.device_info},
+            hparams=self.hp.to_dict(),
+            seeds={"seed": self.hp.seed,
+                   "rule": "init, generator and replay from seed; env resets "
+                           "from derived_seed(seed, 0|1, step)"})
 
     # --- paths and state -------------------------------------------------------
     def _path(self, *parts: str) -> str:
@@ -241,13 +272,6 @@ class Experiment:
     def step(self) -> int:
         """Environment steps taken so far (all copies together)."""
         return self.agent.env_steps
-
-    def _write_snapshot(self, argv: Optional[List[str]]) -> None:
-        from rl import snapshot
-        snapshot.write_snapshot(
-                self.output_dir, list(argv if argv is not None else sys.argv),
-                flags={"sys": self.device_info, "output_dir": self.output_dir},
-                hparams=self.hp.to_dict(), seeds={"seed": self.hp.seed})
 
     def _restore(self) -> Optional[str]:
         """Restores the newest readable checkpoint; reports unreadable ones."""
@@ -280,31 +304,39 @@ class Experiment:
         return path
 
     # --- evaluation ---------------------------------------------------------
-    def evaluate(self, episodes: Optional[int] = None) -> Dict[str, Any]:
+    def evaluate(self, episodes: Optional[int] = None, record: int = 0,
+                 video_name: str = "eval") -> Dict[str, Any]:
         """Runs ``episodes`` greedy episodes on separate env copies.
 
+        Args:
+            episodes: how many (default hparams.eval_episodes).
+            record: record this many of the episodes (the first ones) to
+                videos/<video_name>_ep<i>.mp4 and .gif.
+            video_name: file name stem of the recordings.
+
         Returns:
-            step, returns, lengths, return_mean, return_std, episodes.
+            step, returns, lengths, return_mean, return_std, episodes, and
+            videos (paths) when recording.
         """
         episodes = self.hp.eval_episodes if episodes is None else episodes
         if episodes <= 0:
             raise ValueError(f"episodes must be > 0, got {episodes}")
-        envs = self._eval_envs
-        if envs is None or envs.num_envs != episodes:
-            if envs is not None:
-                envs.close()
-            envs = self._eval_envs = make_vec_env(self.hp.env, episodes, "sync")
+        watched = min(record, episodes) if record else (1 if self.viewer else 0)
+        envs = self._eval_env_set(episodes, rendered=watched > 0)
+        recorders = [video.EpisodeRecorder() for _ in range(watched)]
         obs, _ = envs.reset(seed=derived_seed(self.hp.seed, 1, self.step))
         returns = np.zeros(episodes)
         lengths = np.zeros(episodes, np.int64)
         running = np.ones(episodes, bool)
+        self._capture(envs, recorders, running)
         while running.any():
             obs, rewards, terminated, truncated, _ = envs.step(
                     self.agent.act(obs, explore=False))
             returns += rewards * running
             lengths += running
             running &= ~(terminated | truncated)
-        return {
+            self._capture(envs, recorders, running)
+        result = {
                 "step": self.step,
                 "returns": returns.tolist(),
                 "lengths": lengths.tolist(),
@@ -312,9 +344,51 @@ class Experiment:
                 "return_std": float(returns.std()),
                 "episodes": episodes,
         }
+        if record:
+            result["videos"] = self._save_videos(envs, recorders, video_name)
+        return result
+
+    def _eval_env_set(self, episodes: int, rendered: bool):
+        """Evaluation envs, kept between evaluations; rgb_array only if watched."""
+        key = (episodes, rendered)
+        if self._eval_envs is None or self._eval_envs[0] != key:
+            if self._eval_envs is not None:
+                self._eval_envs[1].close()
+            envs = make_vec_env(self.hp.env, episodes, "sync",
+                                render_mode="rgb_array" if rendered else None)
+            self._eval_envs = (key, envs)
+        return self._eval_envs[1]
+
+    def _capture(self, envs, recorders, running) -> None:
+        """Frames of the watched episodes that are still running."""
+        sub_envs = envs.unwrapped.envs
+        for i, recorder in enumerate(recorders):
+            if running[i]:
+                frame = video.render_frame(sub_envs[i])
+                if frame is not None:
+                    recorder.add_frame(frame)
+                    if i == 0 and self.viewer:
+                        self.viewer.show(frame)
+
+    def _save_videos(self, envs, recorders, name: str) -> List[str]:
+        fps = int(envs.unwrapped.envs[0].metadata.get("render_fps") or 30)
+        paths = []
+        for i, recorder in enumerate(recorders):
+            saved = recorder.save(self._path("videos"), f"{name}_ep{i}", fps=fps,
+                                  gif_scale=0.5)
+            paths.extend(saved.values())
+            if i == 0 and saved:
+                gif = recorder.gif(fps=fps, gif_scale=0.5)
+                self.logbook.gif("eval/video", gif.data, self.step, gif.width, gif.height)
+        return paths
 
     def _evaluate_and_record(self, start_time: float) -> Dict[str, Any]:
-        result = self.evaluate()
+        record = self.record_video and self.step >= self._next_video
+        if record:
+            self._next_video = (next_multiple(self.step, self.hp.video_interval)
+                                if self.hp.video_interval > 0 else 0)
+        result = self.evaluate(record=1 if record else 0,
+                               video_name=f"eval_step{self.step:09d}")
         result["wall_time"] = time.time() - start_time
         self._last_eval = result
         self.logbook.eval_line(result)
@@ -337,10 +411,15 @@ class Experiment:
             step, episodes, episode_return_mean, eval_return_mean, steps_per_second,
             the last update's losses, and ``interrupted`` (signal number or None).
         """
+        if self.read_only:
+            raise RuntimeError("this experiment was loaded read-only; load it "
+                               "with read_only=False to train")
         hp = self.hp
         target = self.step + steps if steps is not None else hp.train_steps
         start_time = time.time()
         start_step = self.step
+        if start_step >= target:  # a finished run: nothing to do or rewrite
+            return self._result(0.0)
         self._install_signal_handlers()
         try:
             if self._obs is None:
@@ -390,9 +469,7 @@ class Experiment:
             finished = int(done.sum())
             self.counters.add("episodes", finished)
             step = self.step
-            for r, l in zip(info["episode"]["r"][done], info["episode"]["l"][done]):
-                self._recent_returns.append(float(r))
-                self._recent_lengths.append(int(l))
+            self._recent_returns.extend(float(r) for r in info["episode"]["r"][done])
             self.logbook.scalar("train/episode_return", float(np.mean(info["episode"]["r"][done])), step)
             self.logbook.scalar("train/episode_length", float(np.mean(info["episode"]["l"][done])), step)
 
@@ -432,7 +509,25 @@ class Experiment:
         """Closes the environments."""
         self.envs.close()
         if self._eval_envs is not None:
-            self._eval_envs.close()
+            self._eval_envs[1].close()
+        if self.viewer is not None:
+            self.viewer.close()
+
+
+def last_eval_record(path: str, step: int) -> Optional[Dict[str, Any]]:
+    """The last evaluation at or before ``step`` in an eval.jsonl, if any."""
+    if not os.path.exists(path):
+        return None
+    last = None
+    with open(path) as f:
+        for line in f:
+            try:
+                record = json.loads(line)
+            except ValueError:
+                continue  # a line cut by a kill
+            if record.get("step", math.inf) <= step:
+                last = record
+    return last
 
 
 def threading_is_main() -> bool:

@@ -24,6 +24,8 @@ from typing import Any, Dict, List, Tuple
 
 import tensorflow as tf
 
+from rl import video
+
 EVAL_FILE = "eval.jsonl"
 STAGED_PREFIX = ".staged-"
 
@@ -41,6 +43,7 @@ class Logbook:
         self.tb_dir = os.path.join(output_dir, "tb")
         self._scalars: List[Tuple[str, float, int]] = []
         self._texts: List[Tuple[str, str, int]] = []
+        self._gifs: List[Tuple[str, bytes, int, int, int]] = []
         self._eval_lines: List[Dict[str, Any]] = []
 
     def scalar(self, tag: str, value: float, step: int) -> None:
@@ -48,6 +51,10 @@ class Logbook:
 
     def text(self, tag: str, text: str, step: int) -> None:
         self._texts.append((tag, text, int(step)))
+
+    def gif(self, tag: str, data: bytes, step: int, width: int, height: int) -> None:
+        """An animated GIF for TensorBoard's Images tab (only the latest is kept)."""
+        self._gifs = [(tag, data, int(step), width, height)]
 
     def eval_line(self, record: Dict[str, Any]) -> None:
         """An evaluation result; must hold ``step``."""
@@ -62,19 +69,21 @@ class Logbook:
         building = staged + ".tmp"
         shutil.rmtree(building, ignore_errors=True)
         os.makedirs(building)
-        if self._scalars or self._texts:
+        if self._scalars or self._texts or self._gifs:
             writer = tf.summary.create_file_writer(os.path.join(building, "tb"))
             with writer.as_default():
                 for tag, value, s in self._scalars:
                     tf.summary.scalar(tag, value, step=s)
                 for tag, text, s in self._texts:
                     tf.summary.text(tag, text, step=s)
+                for tag, data, s, width, height in self._gifs:
+                    video.gif_summary(tag, data, s, width, height)
             writer.close()
         with open(os.path.join(building, EVAL_FILE), "w") as f:
             f.writelines(json.dumps(r) + "\n" for r in self._eval_lines)
         shutil.rmtree(staged, ignore_errors=True)
         os.replace(building, staged)
-        self._scalars, self._texts, self._eval_lines = [], [], []
+        self._scalars, self._texts, self._gifs, self._eval_lines = [], [], [], []
 
     def commit(self, step: int) -> None:
         """Moves the records staged for checkpoint ``step`` into place."""

@@ -7,6 +7,7 @@ vectors and everything is cast to float32, so models see a flat or image
 float tensor whatever the space.
 """
 
+import os
 from typing import Callable, List, Optional
 
 import gymnasium as gym
@@ -49,6 +50,11 @@ def make_env(name: str, render_mode: Optional[str] = None) -> gym.Env:
         render_mode: passed to the constructor, e.g. "rgb_array" for video.
     """
     check_env_name(name)
+    if render_mode == "rgb_array" and not (os.environ.get("DISPLAY") or
+                                           os.environ.get("WAYLAND_DISPLAY")):
+        # pygame-based envs draw off-screen; without this SDL probes for a
+        # display and prints errors on headless machines.
+        os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
     if name in registry.envs:
         env = registry.envs.get(name)(render_mode=render_mode)
     else:
