@@ -585,8 +585,16 @@ def format_seconds(seconds: float) -> str:
     return f"{seconds // 3600:d}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
 
 
-def load(output_dir: str, **kwargs: Any) -> Experiment:
-    """Opens a trained run from its output_dir (its hparams, latest checkpoint)."""
+def load(output_dir: str, read_only: bool = True, **kwargs: Any) -> Experiment:
+    """Opens a trained run from its output_dir (its hparams, latest checkpoint).
+
+    Args:
+        output_dir: the run folder.
+        read_only: True: evaluate, test or export only, nothing is written;
+            False: ``train()`` continues the run.
+        **kwargs: more Experiment arguments (record_video, verbose, ...).
+    """
     if not os.path.exists(os.path.join(output_dir, HPARAMS_FILE)):
         raise FileNotFoundError(f"{output_dir} holds no {HPARAMS_FILE}: not a run folder")
-    return Experiment(hparams=None, output_dir=output_dir, **kwargs)
+    kwargs.setdefault("verbose", False)
+    return Experiment(hparams=None, output_dir=output_dir, read_only=read_only, **kwargs)

@@ -9,7 +9,7 @@ import tensorflow as tf
 
 from rl import catalog, registry  # noqa: F401
 from rl.envs import make_vec_env
-from rl.experiment import Experiment
+from rl.experiment import Experiment, load
 
 
 @pytest.mark.parametrize("name", registry.hparams.names())
@@ -103,3 +103,60 @@ def test_policy_export_matches_agent(tmp_path):
     np.testing.assert_array_equal(list(out.values())[0].numpy(),
                                   exp.agent.act(obs, explore=False))
     exp.close()
+
+
+@pytest.mark.parametrize("hparams", ["ppo_tiny", "dqn_tiny"])
+def test_same_seed_gives_identical_runs(tmp_path, hparams):
+    results = []
+    for name in ("a", "b"):
+        exp = Experiment(hparams, str(tmp_path / name), seed=3, train_steps=1024,
+                         overrides="eval_interval=256", verbose=False)
+        exp.train()
+        evals = [json.loads(l)["returns"] for l in
+                 (tmp_path / name / "eval.jsonl").read_text().splitlines()]
+        results.append((evals, weights(exp.agent.model)))
+        exp.close()
+    (evals_a, weights_a), (evals_b, weights_b) = results
+    assert len(evals_a) == 4 and evals_a == evals_b
+    for a, b in zip(weights_a, weights_b):
+        np.testing.assert_array_equal(a, b)
+    other = Experiment(hparams, str(tmp_path / "c"), seed=4, train_steps=1024,
+                       verbose=False)
+    other.train()
+    assert any((a != b).any() for a, b in zip(weights_a, weights(other.agent.model)))
+    other.close()
+
+
+def test_python_api_result_and_compute_action(tmp_path):
+    exp = Experiment("ppo_tiny", str(tmp_path / "run"), overrides={"num_envs": 4},
+                     verbose=False)
+    result = exp.train(steps=128)
+    for key in ("step", "episode_return_mean", "eval_return_mean", "loss",
+                "policy_loss", "value_loss", "entropy", "steps_per_second"):
+        assert key in result, key
+    assert result["step"] == 128
+    evaluation = exp.evaluate(episodes=3)
+    assert evaluation["episodes"] == 3 and len(evaluation["returns"]) == 3
+    single = exp.agent.compute_action(np.zeros(4, np.float32))
+    assert isinstance(single, int)
+    batch = exp.agent.compute_action(np.zeros((5, 4), np.float32))
+    assert batch.shape == (5,)
+    with pytest.raises(ValueError, match="observation shape"):
+        exp.agent.compute_action(np.zeros(3))
+    exp.close()
+
+
+def test_load_is_read_only(tmp_path):
+    out = tmp_path / "run"
+    exp = Experiment("ppo_tiny", str(out), verbose=False)
+    exp.train()
+    exp.close()
+    before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    run = load(str(out))
+    assert run.step == 256 and run.restored_from.endswith("ckpt-256")
+    run.evaluate(episodes=2)
+    with pytest.raises(RuntimeError, match="read-only"):
+        run.train()
+    run.close()
+    after = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    assert before == after

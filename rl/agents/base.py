@@ -95,6 +95,24 @@ class Agent(tf.Module):
             actions = self._act_greedy(obs)
         return actions.numpy()
 
+    def compute_action(self, obs, explore: bool = False):
+        """Actions for one observation or a batch (for notebooks and serving).
+
+        Args:
+            obs: one observation shaped like the env's, or a batch [N, ...].
+            explore: sample with the training act_select instead of greedy.
+
+        Returns:
+            An int for a single observation, else an [N] int32 array.
+        """
+        obs = np.asarray(obs, np.float32)
+        single = obs.shape == self.obs_shape
+        if not single and obs.shape[1:] != self.obs_shape:
+            raise ValueError(f"observation shape {obs.shape} is neither "
+                             f"{self.obs_shape} nor [N, *{self.obs_shape}]")
+        actions = self.act(obs[None] if single else obs, explore=explore)
+        return int(actions[0]) if single else actions
+
     # --- learning ----------------------------------------------------------
     def observe(self, obs: np.ndarray, actions: np.ndarray, rewards: np.ndarray,
                             terminated: np.ndarray, truncated: np.ndarray,

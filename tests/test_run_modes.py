@@ -1,0 +1,129 @@
+"""Test mode, copies, video and export as a user runs them (subprocesses)."""
+
+import json
+import os
+import subprocess
+import sys
+
+import imageio
+import numpy as np
+import pytest
+from PIL import Image, ImageSequence
+
+from rl.video import gif_delay_ms
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def run(script, *args, timeout=300, **kwargs):
+    return subprocess.run([sys.executable, os.path.join(ROOT, script), *args],
+                          capture_output=True, text=True, timeout=timeout, cwd=ROOT,
+                          **kwargs)
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    out = tmp_path_factory.mktemp("trained") / "run"
+    proc = run("train.py", "--hparams", "ppo_tiny", "--output_dir", str(out),
+               "--record_video")
+    assert proc.returncode == 0, proc.stderr
+    return out
+
+
+def files(path):
+    return {p: p.read_bytes() for p in path.rglob("*") if p.is_file()}
+
+
+def test_training_writes_snapshot_and_eval_videos(trained):
+    assert (trained / "snapshot" / "hparams.json").exists()
+    assert "ppo_tiny" in (trained / "snapshot" / "command.txt").read_text()
+    videos = sorted(os.listdir(trained / "videos"))
+    # video_interval 0: the first episode of every evaluation (128 and 256).
+    assert videos == ["eval_step000000128_ep0.gif", "eval_step000000128_ep0.mp4",
+                      "eval_step000000256_ep0.gif", "eval_step000000256_ep0.mp4"]
+
+
+def test_test_mode_records_and_leaves_training_outputs_untouched(trained):
+    before = files(trained)
+    proc = run("train.py", "--training=false", "--output_dir", str(trained),
+               "--test_episodes", "3", "--record_video")
+    assert proc.returncode == 0, proc.stderr
+    assert "test: 3 episodes at step 256" in proc.stdout
+    after = files(trained)
+    for path, data in before.items():
+        assert after[path] == data, path  # checkpoints, logs: byte-identical
+    test = json.loads((trained / "test.json").read_text())
+    assert test["episodes"] == 3 and len(test["returns"]) == 3
+    assert test["return_mean"] == pytest.approx(np.mean(test["returns"]))
+    assert test["checkpoint"].endswith("ckpt-256")
+    for i, length in enumerate(test["lengths"]):
+        mp4 = trained / "videos" / f"test_step000000256_ep{i}.mp4"
+        with imageio.get_reader(str(mp4), "ffmpeg") as reader:
+            assert sum(1 for _ in reader) == length  # one frame per step
+        # Pillow merges identical consecutive GIF frames and adds up their
+        # delays, so the GIF's total duration counts its frames.
+        with Image.open(mp4.with_suffix(".gif")) as gif:
+            delays = []
+            for frame in ImageSequence.Iterator(gif):
+                delays.append(frame.info["duration"])
+        assert sum(delays) == length * gif_delay_ms(50)
+
+
+def test_test_mode_without_checkpoint_is_exit_2(tmp_path):
+    proc = run("train.py", "--training=false", "--output_dir", str(tmp_path / "none"))
+    assert proc.returncode == 2
+    assert "holds no trained run" in proc.stderr
+    assert not (tmp_path / "none").exists()
+
+
+def test_copies_produce_runs_and_a_matching_summary(tmp_path):
+    out = tmp_path / "copies"
+    proc = run("train.py", "--hparams", "ppo_tiny", "--copies", "2", "--seed", "5",
+               "--output_dir", str(out))
+    assert proc.returncode == 0, proc.stderr
+    summary = json.loads((out / "summary.json").read_text())
+    finals = []
+    seeds = []
+    for i in range(2):
+        lines = (out / f"run_{i}" / "eval.jsonl").read_text().splitlines()
+        finals.append(json.loads(lines[-1])["return_mean"])
+        seeds.append(json.loads((out / f"run_{i}" / "hparams.json").read_text())["seed"])
+    assert len(set(seeds)) == 2
+    assert summary["num_runs"] == 2
+    assert summary["final_return_mean"] == pytest.approx(np.mean(finals))
+    assert summary["final_return_std"] == pytest.approx(np.std(finals))
+    assert (out / "curves.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    # Rerunning resumes each finished copy: nothing changes.
+    before = files(out / "run_0" / "checkpoints")
+    again = run("train.py", "--hparams", "ppo_tiny", "--copies", "2", "--seed", "5",
+                "--output_dir", str(out))
+    assert again.returncode == 0, again.stderr
+    assert files(out / "run_0" / "checkpoints") == before
+
+
+PLAIN_TF = """
+import sys, numpy as np, tensorflow as tf
+policy = tf.saved_model.load(sys.argv[1])
+obs = np.load(sys.argv[2])
+print(",".join(str(a) for a in policy(tf.constant(obs)).numpy()))
+assert "rl" not in sys.modules
+"""
+
+
+def test_exported_policy_runs_without_rl(trained, tmp_path):
+    export_dir = tmp_path / "policy"
+    proc = run("scripts/export.py", str(trained), "--export_dir", str(export_dir))
+    assert proc.returncode == 0, proc.stderr
+    obs = np.random.default_rng(0).normal(size=(16, 4)).astype(np.float32)
+    np.save(tmp_path / "obs.npy", obs)
+    plain = subprocess.run(
+        [sys.executable, "-c", PLAIN_TF, str(export_dir), str(tmp_path / "obs.npy")],
+        capture_output=True, text=True, cwd=str(tmp_path), timeout=120)
+    assert plain.returncode == 0, plain.stderr
+    exported = [int(a) for a in plain.stdout.strip().split(",")]
+    sys.path.insert(0, ROOT)
+    from rl.experiment import load
+    agent_actions = load(str(trained)).agent.act(obs, explore=False)
+    assert exported == agent_actions.tolist()
+    again = run("scripts/export.py", str(trained), "--export_dir", str(export_dir))
+    assert again.returncode == 2 and "exists already" in again.stderr
