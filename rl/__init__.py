@@ -20,5 +20,6 @@ __version__ = "0.1.0"
 def __getattr__(name):
     if name in ("Experiment", "load"):
         from rl import experiment
+
         return getattr(experiment, name)
     raise AttributeError(f"module 'rl' has no attribute '{name}'")

@@ -20,43 +20,64 @@ PROG = "train.py"
 def define_flags() -> None:
     """Defines train.py's flags (once per process)."""
     flags.DEFINE_string("sys", "local", "Where to run: a registered --sys target.")
-    flags.DEFINE_string("hparams", None,
-                                            "Registered hparams set, e.g. ppo_cartpole "
-                                            "(default: the run in --output_dir).")
-    flags.DEFINE_string("hparam_override", "",
-                                            'Overrides, e.g. "learning_rate=1e-3,hidden_sizes=[128,128]".')
-    flags.DEFINE_string("env", None, "Registered env name or Gymnasium id "
-                                            "(overrides the hparams' env).")
+    flags.DEFINE_string(
+        "hparams",
+        None,
+        "Registered hparams set, e.g. ppo_cartpole (default: the run in --output_dir).",
+    )
+    flags.DEFINE_string(
+        "hparam_override", "", 'Overrides, e.g. "learning_rate=1e-3,hidden_sizes=[128,128]".'
+    )
+    flags.DEFINE_string(
+        "env", None, "Registered env name or Gymnasium id (overrides the hparams' env)."
+    )
     flags.DEFINE_string("output_dir", None, "Folder for checkpoints, logs, videos.")
-    flags.DEFINE_integer("train_steps", None, "Total env steps (overrides hparams).",
-                                              lower_bound=1)
-    flags.DEFINE_integer("eval_episodes", None,
-                                              "Greedy episodes per evaluation (overrides hparams).",
-                                              lower_bound=0)
-    flags.DEFINE_integer("seed", None, "Random seed (overrides hparams).",
-                                              lower_bound=0)
+    flags.DEFINE_integer("train_steps", None, "Total env steps (overrides hparams).", lower_bound=1)
+    flags.DEFINE_integer(
+        "eval_episodes", None, "Greedy episodes per evaluation (overrides hparams).", lower_bound=0
+    )
+    flags.DEFINE_integer("seed", None, "Random seed (overrides hparams).", lower_bound=0)
     flags.DEFINE_bool("list", False, "Print every registered name by kind and exit.")
-    flags.DEFINE_bool("allow_hparam_change", False,
-                      "Resume a run in --output_dir with hparams that differ "
-                      "from its hparams.json (the old file is kept).")
-    flags.DEFINE_bool("training", True,
-                      "false: load the latest checkpoint in --output_dir and run "
-                      "--test_episodes greedy episodes into test.json; nothing "
-                      "is trained or overwritten.")
-    flags.DEFINE_integer("test_episodes", 10, "Episodes of --training=false.",
-                         lower_bound=1)
-    flags.DEFINE_integer("copies", 1, "Train N independent copies with seeds "
-                         "derived from --seed into --output_dir/run_<i>, then "
-                         "write summary.json and curves.png.", lower_bound=1)
-    flags.DEFINE_integer("copies_parallel", 1, "How many copies run at once "
-                         "(each in its own process when > 1).", lower_bound=1)
-    flags.DEFINE_bool("record_video", False,
-                      "Record evaluation episodes (every hparams.video_interval "
-                      "steps; 0: every evaluation) and test episodes to "
-                      "--output_dir/videos as MP4 and GIF.")
-    flags.DEFINE_bool("render", False,
-                      "Show evaluation/test episodes on screen; without a "
-                      "display, says so once and carries on.")
+    flags.DEFINE_bool(
+        "allow_hparam_change",
+        False,
+        "Resume a run in --output_dir with hparams that differ "
+        "from its hparams.json (the old file is kept).",
+    )
+    flags.DEFINE_bool(
+        "training",
+        True,
+        "false: load the latest checkpoint in --output_dir and run "
+        "--test_episodes greedy episodes into test.json; nothing "
+        "is trained or overwritten.",
+    )
+    flags.DEFINE_integer("test_episodes", 10, "Episodes of --training=false.", lower_bound=1)
+    flags.DEFINE_integer(
+        "copies",
+        1,
+        "Train N independent copies with seeds "
+        "derived from --seed into --output_dir/run_<i>, then "
+        "write summary.json and curves.png.",
+        lower_bound=1,
+    )
+    flags.DEFINE_integer(
+        "copies_parallel",
+        1,
+        "How many copies run at once (each in its own process when > 1).",
+        lower_bound=1,
+    )
+    flags.DEFINE_bool(
+        "record_video",
+        False,
+        "Record evaluation episodes (every hparams.video_interval "
+        "steps; 0: every evaluation) and test episodes to "
+        "--output_dir/videos as MP4 and GIF.",
+    )
+    flags.DEFINE_bool(
+        "render",
+        False,
+        "Show evaluation/test episodes on screen; without a display, says so once and carries on.",
+    )
 
 
 def fail(message: str) -> NoReturn:
@@ -78,6 +99,7 @@ def user_errors() -> tuple:
     from rl.experiment import CheckpointError, RunConflictError
     from rl.hparams.base import HParamsError
     from rl.registry import UnknownNameError
+
     return (UnknownNameError, HParamsError, RunConflictError, CheckpointError)
 
 
@@ -97,6 +119,7 @@ def import_tensorflow_quietly() -> None:
     try:
         os.dup2(devnull, 2)
         import tensorflow as tf
+
         tf.config.list_physical_devices()
     finally:
         os.dup2(saved, 2)
@@ -109,10 +132,23 @@ def our_flags() -> Dict[str, Any]:
     return {name: FLAGS[name].value for name in FLAG_NAMES}
 
 
-FLAG_NAMES = ("sys", "hparams", "hparam_override", "env", "output_dir",
-              "train_steps", "eval_episodes", "seed", "allow_hparam_change",
-              "training", "test_episodes", "copies", "copies_parallel",
-              "record_video", "render")
+FLAG_NAMES = (
+    "sys",
+    "hparams",
+    "hparam_override",
+    "env",
+    "output_dir",
+    "train_steps",
+    "eval_episodes",
+    "seed",
+    "allow_hparam_change",
+    "training",
+    "test_episodes",
+    "copies",
+    "copies_parallel",
+    "record_video",
+    "render",
+)
 
 
 def main(argv: List[str]) -> int:
@@ -122,6 +158,7 @@ def main(argv: List[str]) -> int:
     import_tensorflow_quietly()
     absl_logging.set_verbosity(absl_logging.WARNING)
     from rl import catalog, registry
+
     if FLAGS.list:
         print(catalog.list_all())
         return 0
@@ -141,17 +178,29 @@ def main(argv: List[str]) -> int:
 def build_experiment(output_dir: str, seed: Optional[int], **kwargs: Any):
     """An Experiment from the flags; bad input ends the process (exit 2)."""
     from rl.experiment import Experiment, load_run_hparams
+
     try:
         if FLAGS.hparams is None and load_run_hparams(output_dir) is None:
-            fail("--hparams is required for a new run, e.g. --hparams ppo_cartpole "
-                 "(list them with --list)")
+            fail(
+                "--hparams is required for a new run, e.g. --hparams ppo_cartpole "
+                "(list them with --list)"
+            )
         return Experiment(
-            hparams=FLAGS.hparams, output_dir=output_dir,
-            overrides=FLAGS.hparam_override, env=FLAGS.env, seed=seed,
-            train_steps=FLAGS.train_steps, eval_episodes=FLAGS.eval_episodes,
-            allow_hparam_change=FLAGS.allow_hparam_change, sys_name=FLAGS.sys,
-            record_video=FLAGS.record_video, render=FLAGS.render,
-            argv=sys.argv, flags=our_flags(), **kwargs)
+            hparams=FLAGS.hparams,
+            output_dir=output_dir,
+            overrides=FLAGS.hparam_override,
+            env=FLAGS.env,
+            seed=seed,
+            train_steps=FLAGS.train_steps,
+            eval_episodes=FLAGS.eval_episodes,
+            allow_hparam_change=FLAGS.allow_hparam_change,
+            sys_name=FLAGS.sys,
+            record_video=FLAGS.record_video,
+            render=FLAGS.render,
+            argv=sys.argv,
+            flags=our_flags(),
+            **kwargs,
+        )
     except user_errors() as e:
         fail(str(e))
 
@@ -164,8 +213,11 @@ def run_training(output_dir: str, seed: Optional[int]) -> int:
         result = experiment.train()
     finally:
         experiment.close()
-    print(json.dumps({k: v for k, v in result.items()
-                      if isinstance(v, (int, float, str, type(None)))}))
+    print(
+        json.dumps(
+            {k: v for k, v in result.items() if isinstance(v, (int, float, str, type(None)))}
+        )
+    )
     if result["interrupted"]:
         return 128 + int(result["interrupted"])
     return 0
@@ -174,36 +226,48 @@ def run_training(output_dir: str, seed: Optional[int]) -> int:
 def run_test() -> int:
     """--training=false: greedy episodes from the latest checkpoint into test.json."""
     from rl.experiment import Experiment, write_text_atomic
+
     output_dir = FLAGS.output_dir
     if not os.path.exists(os.path.join(output_dir, "hparams.json")):
-        fail(f"cannot test {output_dir}: it holds no trained run (no hparams.json); "
-             "train one there first")
+        fail(
+            f"cannot test {output_dir}: it holds no trained run (no hparams.json); "
+            "train one there first"
+        )
     try:
-        experiment = Experiment(hparams=None, output_dir=output_dir, read_only=True,
-                                sys_name=FLAGS.sys, record_video=FLAGS.record_video,
-                                render=FLAGS.render, verbose=False)
+        experiment = Experiment(
+            hparams=None,
+            output_dir=output_dir,
+            read_only=True,
+            sys_name=FLAGS.sys,
+            record_video=FLAGS.record_video,
+            render=FLAGS.render,
+            verbose=False,
+        )
     except user_errors() + (FileNotFoundError,) as e:
         fail(f"cannot test {output_dir}: {e}; train a run there first")
     try:
         result = experiment.evaluate(
             episodes=FLAGS.test_episodes,
             record=FLAGS.test_episodes if FLAGS.record_video else 0,
-            video_name=f"test_step{experiment.step:09d}")
+            video_name=f"test_step{experiment.step:09d}",
+        )
     finally:
         experiment.close()
     result["checkpoint"] = experiment.restored_from
-    write_text_atomic(os.path.join(output_dir, "test.json"),
-                      json.dumps(result, indent=2) + "\n")
-    print(f"test: {result['episodes']} episodes at step {result['step']}: return "
-          f"{result['return_mean']:.1f} +- {result['return_std']:.1f} "
-          f"(min {min(result['returns']):.1f}, max {max(result['returns']):.1f}); "
-          f"wrote {os.path.join(output_dir, 'test.json')}")
+    write_text_atomic(os.path.join(output_dir, "test.json"), json.dumps(result, indent=2) + "\n")
+    print(
+        f"test: {result['episodes']} episodes at step {result['step']}: return "
+        f"{result['return_mean']:.1f} +- {result['return_std']:.1f} "
+        f"(min {min(result['returns']):.1f}, max {max(result['returns']):.1f}); "
+        f"wrote {os.path.join(output_dir, 'test.json')}"
+    )
     return 0
 
 
 def copy_seeds(base_seed: int, copies: int) -> List[int]:
     """Seeds of the copies: independent streams derived from --seed."""
     from rl.experiment import derived_seed
+
     return [derived_seed(base_seed, 7919, i) for i in range(copies)]
 
 
@@ -211,14 +275,20 @@ def run_copies() -> int:
     """--copies N: N runs in run_<i>, one after another or side by side."""
     from rl import analysis
     from rl.experiment import check_resume, resolve_hparams
+
     output_dir = FLAGS.output_dir
     run_dirs = [os.path.join(output_dir, f"run_{i}") for i in range(FLAGS.copies)]
     try:
         if FLAGS.hparams is None:
             fail("--hparams is required with --copies, e.g. --hparams ppo_cartpole")
-        hp = resolve_hparams(FLAGS.hparams, FLAGS.hparam_override, env=FLAGS.env,
-                             seed=FLAGS.seed, train_steps=FLAGS.train_steps,
-                             eval_episodes=FLAGS.eval_episodes)
+        hp = resolve_hparams(
+            FLAGS.hparams,
+            FLAGS.hparam_override,
+            env=FLAGS.env,
+            seed=FLAGS.seed,
+            train_steps=FLAGS.train_steps,
+            eval_episodes=FLAGS.eval_episodes,
+        )
         seeds = copy_seeds(hp.seed, FLAGS.copies)
         for run_dir, seed in zip(run_dirs, seeds):  # check all before writing
             check_resume(run_dir, hp.replace(seed=seed), FLAGS.allow_hparam_change)
@@ -229,8 +299,7 @@ def run_copies() -> int:
     else:
         code = 0
         for i, (run_dir, seed) in enumerate(zip(run_dirs, seeds)):
-            print(f"rl: copy {i + 1}/{FLAGS.copies} (seed {seed}) in {run_dir}",
-                  file=sys.stderr)
+            print(f"rl: copy {i + 1}/{FLAGS.copies} (seed {seed}) in {run_dir}", file=sys.stderr)
             code = run_training(run_dir, seed)
             if code:
                 break
@@ -244,10 +313,21 @@ def run_copies() -> int:
 def run_copies_in_processes(run_dirs: List[str], seeds: List[int]) -> int:
     """Runs copies as train.py subprocesses, ``copies_parallel`` at a time."""
     import subprocess
-    passed = [f"--{name}={FLAGS[name].value}" for name in
-              ("sys", "hparams", "hparam_override", "env", "train_steps",
-               "eval_episodes", "allow_hparam_change", "record_video")
-              if FLAGS[name].value is not None]
+
+    passed = [
+        f"--{name}={FLAGS[name].value}"
+        for name in (
+            "sys",
+            "hparams",
+            "hparam_override",
+            "env",
+            "train_steps",
+            "eval_episodes",
+            "allow_hparam_change",
+            "record_video",
+        )
+        if FLAGS[name].value is not None
+    ]
     waiting = list(zip(run_dirs, seeds))
     running: List[subprocess.Popen] = []
     code = 0
@@ -255,9 +335,17 @@ def run_copies_in_processes(run_dirs: List[str], seeds: List[int]) -> int:
         while waiting or running:
             while waiting and len(running) < FLAGS.copies_parallel:
                 run_dir, seed = waiting.pop(0)
-                running.append(subprocess.Popen(
-                    [sys.executable, os.path.abspath(sys.argv[0]), *passed,
-                     f"--output_dir={run_dir}", f"--seed={seed}"]))
+                running.append(
+                    subprocess.Popen(
+                        [
+                            sys.executable,
+                            os.path.abspath(sys.argv[0]),
+                            *passed,
+                            f"--output_dir={run_dir}",
+                            f"--seed={seed}",
+                        ]
+                    )
+                )
             finished = running.pop(0)
             code = code or finished.wait()
     except KeyboardInterrupt:

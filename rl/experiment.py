@@ -36,10 +36,16 @@ import tensorflow as tf
 
 from rl import catalog, registry, video  # noqa: F401  (catalog fills the registries)
 from rl.counters import Counters
-from rl.logbook import EVAL_FILE, Logbook
 from rl.envs import check_env_name, make_vec_env, true_next_obs
-from rl.hparams.base import (RESUMABLE_FIELDS, HParams, HParamsError,
-                                                          apply_overrides, differences, from_dict)
+from rl.hparams.base import (
+    RESUMABLE_FIELDS,
+    HParams,
+    HParamsError,
+    apply_overrides,
+    differences,
+    from_dict,
+)
+from rl.logbook import EVAL_FILE, Logbook
 
 HPARAMS_FILE = "hparams.json"
 
@@ -71,9 +77,9 @@ def read_json(path: str) -> Any:
 
 
 # --- resolving hparams -------------------------------------------------------
-def resolve_hparams(hparams: Union[str, HParams],
-                                        overrides: Union[str, Dict[str, Any], None] = None,
-                                        **fields: Any) -> HParams:
+def resolve_hparams(
+    hparams: Union[str, HParams], overrides: Union[str, Dict[str, Any], None] = None, **fields: Any
+) -> HParams:
     """Named set (or object) + overrides + explicit fields -> checked hparams.
 
     Args:
@@ -105,15 +111,21 @@ def validate_hparams(hp: HParams) -> None:
     registry.act_select.get(hp.eval_act_select)
     registry.grad_comp.get(hp.grad_comp)
     check_env_name(hp.env)
-    for name in ("num_envs", "train_steps", "eval_interval", "checkpoint_interval",
-                              "keep_checkpoints"):
+    for name in (
+        "num_envs",
+        "train_steps",
+        "eval_interval",
+        "checkpoint_interval",
+        "keep_checkpoints",
+    ):
         if getattr(hp, name) <= 0:
             raise HParamsError(f"hparam '{name}' must be > 0, got {getattr(hp, name)}")
     if hp.eval_episodes < 0:
         raise HParamsError(f"hparam 'eval_episodes' must be >= 0, got {hp.eval_episodes}")
     if hp.vectorization not in ("sync", "async"):
         raise HParamsError(
-                f"hparam 'vectorization' must be 'sync' or 'async', got {hp.vectorization!r}")
+            f"hparam 'vectorization' must be 'sync' or 'async', got {hp.vectorization!r}"
+        )
 
 
 def load_run_hparams(output_dir: str) -> Optional[HParams]:
@@ -139,13 +151,13 @@ def check_resume(output_dir: str, hp: HParams, allow_change: bool) -> Optional[H
     saved = load_run_hparams(output_dir)
     if saved is None:
         return None
-    changed = {k: v for k, v in differences(saved, hp).items()
-                          if k not in RESUMABLE_FIELDS}
+    changed = {k: v for k, v in differences(saved, hp).items() if k not in RESUMABLE_FIELDS}
     if changed and not allow_change:
         listed = ", ".join(f"{k}: {old!r} -> {new!r}" for k, (old, new) in changed.items())
         raise RunConflictError(
-                f"{output_dir} holds a run with other hparams ({listed}); use another "
-                "--output_dir, or pass --allow_hparam_change to resume it with these")
+            f"{output_dir} holds a run with other hparams ({listed}); use another "
+            "--output_dir, or pass --allow_hparam_change to resume it with these"
+        )
     return saved
 
 
@@ -158,16 +170,24 @@ def derived_seed(*parts: int) -> int:
 class Experiment:
     """Trains, evaluates and checkpoints one agent in one output folder."""
 
-    def __init__(self, hparams: Union[str, HParams, None] = "ppo_cartpole",
-                 output_dir: Optional[str] = None,
-                 overrides: Union[str, Dict[str, Any], None] = None,
-                 env: Optional[str] = None, seed: Optional[int] = None,
-                 train_steps: Optional[int] = None,
-                 eval_episodes: Optional[int] = None,
-                 allow_hparam_change: bool = False, sys_name: str = "local",
-                 read_only: bool = False, record_video: bool = False,
-                 render: bool = False, argv: Optional[List[str]] = None,
-                 flags: Optional[Dict[str, Any]] = None, verbose: bool = True):
+    def __init__(
+        self,
+        hparams: Union[str, HParams, None] = "ppo_cartpole",
+        output_dir: Optional[str] = None,
+        overrides: Union[str, Dict[str, Any], None] = None,
+        env: Optional[str] = None,
+        seed: Optional[int] = None,
+        train_steps: Optional[int] = None,
+        eval_episodes: Optional[int] = None,
+        allow_hparam_change: bool = False,
+        sys_name: str = "local",
+        read_only: bool = False,
+        record_video: bool = False,
+        render: bool = False,
+        argv: Optional[List[str]] = None,
+        flags: Optional[Dict[str, Any]] = None,
+        verbose: bool = True,
+    ):
         """Checks everything, then creates output_dir and builds the agent.
 
         Nothing is written until every name and value has been checked. If
@@ -199,8 +219,14 @@ class Experiment:
             if existing is None:
                 raise HParamsError(f"{output_dir} holds no {HPARAMS_FILE}; name --hparams")
             hparams = existing
-        hp = resolve_hparams(hparams, overrides, env=env, seed=seed,
-                             train_steps=train_steps, eval_episodes=eval_episodes)
+        hp = resolve_hparams(
+            hparams,
+            overrides,
+            env=env,
+            seed=seed,
+            train_steps=train_steps,
+            eval_episodes=eval_episodes,
+        )
         if output_dir is not None:
             existing = check_resume(output_dir, hp, allow_hparam_change or read_only)
         if read_only and (output_dir is None or existing is None):
@@ -220,13 +246,16 @@ class Experiment:
 
         self.envs = make_vec_env(hp.env, hp.num_envs, hp.vectorization)
         agent_class = registry.agents.get(hp.agent)
-        self.agent = agent_class(hp, self.envs.single_observation_space,
-                                 self.envs.single_action_space)
+        self.agent = agent_class(
+            hp, self.envs.single_observation_space, self.envs.single_action_space
+        )
         self.counters = Counters(episodes=0)
-        self.checkpoint = tf.train.Checkpoint(loop_counters=self.counters,
-                                              **self.agent.checkpoint_items())
+        self.checkpoint = tf.train.Checkpoint(
+            loop_counters=self.counters, **self.agent.checkpoint_items()
+        )
         self.manager = tf.train.CheckpointManager(
-            self.checkpoint, self._path("checkpoints"), max_to_keep=hp.keep_checkpoints)
+            self.checkpoint, self._path("checkpoints"), max_to_keep=hp.keep_checkpoints
+        )
         self.restored_from = self._restore()
         if read_only and self.restored_from is None:
             raise CheckpointError(f"no checkpoint in {self._path('checkpoints')}")
@@ -236,7 +265,8 @@ class Experiment:
         self._recent_returns: collections.deque = collections.deque(maxlen=100)
         self._last_metrics: Dict[str, float] = {}
         self._last_eval: Optional[Dict[str, Any]] = last_eval_record(
-            self._path(EVAL_FILE), self.step)
+            self._path(EVAL_FILE), self.step
+        )
         self._next_video = 0
         self._obs: Optional[np.ndarray] = None
         self._eval_envs = None
@@ -245,24 +275,32 @@ class Experiment:
             rows = "\n".join(f"| {k} | {v} |" for k, v in hp.to_dict().items())
             self.logbook.text("hparams", f"| hparam | value |\n|---|---|\n{rows}", 0)
 
-    def _prepare_output_dir(self, existing: Optional[HParams],
-                            argv: Optional[List[str]],
-                            flags: Optional[Dict[str, Any]]) -> None:
+    def _prepare_output_dir(
+        self,
+        existing: Optional[HParams],
+        argv: Optional[List[str]],
+        flags: Optional[Dict[str, Any]],
+    ) -> None:
         os.makedirs(self.output_dir, exist_ok=True)
         if existing is not None and differences(existing, self.hp):
             # Keep the old file: nothing already written is lost.
-            os.replace(self._path(HPARAMS_FILE),
-                       self._path(f"hparams.before-{int(time.time())}.json"))
-        write_text_atomic(self._path(HPARAMS_FILE),
-                          json.dumps(self.hp.to_dict(), indent=2) + "\n")
+            os.replace(
+                self._path(HPARAMS_FILE), self._path(f"hparams.before-{int(time.time())}.json")
+            )
+        write_text_atomic(self._path(HPARAMS_FILE), json.dumps(self.hp.to_dict(), indent=2) + "\n")
         from rl import snapshot
+
         snapshot.write_snapshot(
-            self.output_dir, list(argv if argv is not None else sys.argv),
+            self.output_dir,
+            list(argv if argv is not None else sys.argv),
             flags={**(flags or {}), "device": self.device_info},
             hparams=self.hp.to_dict(),
-            seeds={"seed": self.hp.seed,
-                   "rule": "init, generator and replay from seed; env resets "
-                           "from derived_seed(seed, 0|1, step)"})
+            seeds={
+                "seed": self.hp.seed,
+                "rule": "init, generator and replay from seed; env resets "
+                "from derived_seed(seed, 0|1, step)",
+            },
+        )
 
     # --- paths and state -------------------------------------------------------
     def _path(self, *parts: str) -> str:
@@ -287,8 +325,9 @@ class Experiment:
                 self._say(f"checkpoint {path} cannot be read: {reason}")
         if candidates:
             raise CheckpointError(
-                    f"no checkpoint in {self._path('checkpoints')} can be read "
-                    f"(tried {', '.join(candidates)})")
+                f"no checkpoint in {self._path('checkpoints')} can be read "
+                f"(tried {', '.join(candidates)})"
+            )
         return None
 
     def _say(self, text: str) -> None:
@@ -304,8 +343,9 @@ class Experiment:
         return path
 
     # --- evaluation ---------------------------------------------------------
-    def evaluate(self, episodes: Optional[int] = None, record: int = 0,
-                 video_name: str = "eval") -> Dict[str, Any]:
+    def evaluate(
+        self, episodes: Optional[int] = None, record: int = 0, video_name: str = "eval"
+    ) -> Dict[str, Any]:
         """Runs ``episodes`` greedy episodes on separate env copies.
 
         Args:
@@ -330,19 +370,18 @@ class Experiment:
         running = np.ones(episodes, bool)
         self._capture(envs, recorders, running)
         while running.any():
-            obs, rewards, terminated, truncated, _ = envs.step(
-                    self.agent.act(obs, explore=False))
+            obs, rewards, terminated, truncated, _ = envs.step(self.agent.act(obs, explore=False))
             returns += rewards * running
             lengths += running
             running &= ~(terminated | truncated)
             self._capture(envs, recorders, running)
         result = {
-                "step": self.step,
-                "returns": returns.tolist(),
-                "lengths": lengths.tolist(),
-                "return_mean": float(returns.mean()),
-                "return_std": float(returns.std()),
-                "episodes": episodes,
+            "step": self.step,
+            "returns": returns.tolist(),
+            "lengths": lengths.tolist(),
+            "return_mean": float(returns.mean()),
+            "return_std": float(returns.std()),
+            "episodes": episodes,
         }
         if record:
             result["videos"] = self._save_videos(envs, recorders, video_name)
@@ -354,8 +393,9 @@ class Experiment:
         if self._eval_envs is None or self._eval_envs[0] != key:
             if self._eval_envs is not None:
                 self._eval_envs[1].close()
-            envs = make_vec_env(self.hp.env, episodes, "sync",
-                                render_mode="rgb_array" if rendered else None)
+            envs = make_vec_env(
+                self.hp.env, episodes, "sync", render_mode="rgb_array" if rendered else None
+            )
             self._eval_envs = (key, envs)
         return self._eval_envs[1]
 
@@ -374,8 +414,7 @@ class Experiment:
         fps = int(envs.unwrapped.envs[0].metadata.get("render_fps") or 30)
         paths = []
         for i, recorder in enumerate(recorders):
-            saved = recorder.save(self._path("videos"), f"{name}_ep{i}", fps=fps,
-                                  gif_scale=0.5)
+            saved = recorder.save(self._path("videos"), f"{name}_ep{i}", fps=fps, gif_scale=0.5)
             paths.extend(saved.values())
             if i == 0 and saved:
                 gif = recorder.gif(fps=fps, gif_scale=0.5)
@@ -385,10 +424,12 @@ class Experiment:
     def _evaluate_and_record(self, start_time: float) -> Dict[str, Any]:
         record = self.record_video and self.step >= self._next_video
         if record:
-            self._next_video = (next_multiple(self.step, self.hp.video_interval)
-                                if self.hp.video_interval > 0 else 0)
-        result = self.evaluate(record=1 if record else 0,
-                               video_name=f"eval_step{self.step:09d}")
+            self._next_video = (
+                next_multiple(self.step, self.hp.video_interval)
+                if self.hp.video_interval > 0
+                else 0
+            )
+        result = self.evaluate(record=1 if record else 0, video_name=f"eval_step{self.step:09d}")
         result["wall_time"] = time.time() - start_time
         self._last_eval = result
         self.logbook.eval_line(result)
@@ -412,8 +453,9 @@ class Experiment:
             the last update's losses, and ``interrupted`` (signal number or None).
         """
         if self.read_only:
-            raise RuntimeError("this experiment was loaded read-only; load it "
-                               "with read_only=False to train")
+            raise RuntimeError(
+                "this experiment was loaded read-only; load it with read_only=False to train"
+            )
         hp = self.hp
         target = self.step + steps if steps is not None else hp.train_steps
         start_time = time.time()
@@ -436,7 +478,9 @@ class Experiment:
                     for name, value in metrics.items():
                         self.logbook.scalar(f"train/{name}", value, step)
                     elapsed = max(time.time() - start_time, 1e-9)
-                    self.logbook.scalar("train/steps_per_second", (step - start_step) / elapsed, step)
+                    self.logbook.scalar(
+                        "train/steps_per_second", (step - start_step) / elapsed, step
+                    )
                 # Wait for a clean point (no partial rollout) past each interval.
                 if self.agent.pending_steps() == 0:
                     if step >= next_eval:
@@ -447,8 +491,11 @@ class Experiment:
                         next_checkpoint = next_multiple(step, hp.checkpoint_interval)
                         self.save()
                 progress.maybe_print()
-            if (self._stop_signal is None and hp.eval_episodes > 0
-                    and (self._last_eval is None or self._last_eval["step"] != self.step)):
+            if (
+                self._stop_signal is None
+                and hp.eval_episodes > 0
+                and (self._last_eval is None or self._last_eval["step"] != self.step)
+            ):
                 self._evaluate_and_record(start_time)
             self.save()
             progress.finish()
@@ -461,8 +508,9 @@ class Experiment:
         obs = self._obs
         actions = self.agent.act(obs)
         next_obs, rewards, terminated, truncated, info = self.envs.step(actions)
-        self.agent.observe(obs, actions, rewards, terminated, truncated,
-                                              true_next_obs(next_obs, info))
+        self.agent.observe(
+            obs, actions, rewards, terminated, truncated, true_next_obs(next_obs, info)
+        )
         self._obs = next_obs
         if "_episode" in info and info["_episode"].any():
             done = info["_episode"]
@@ -470,20 +518,23 @@ class Experiment:
             self.counters.add("episodes", finished)
             step = self.step
             self._recent_returns.extend(float(r) for r in info["episode"]["r"][done])
-            self.logbook.scalar("train/episode_return", float(np.mean(info["episode"]["r"][done])), step)
-            self.logbook.scalar("train/episode_length", float(np.mean(info["episode"]["l"][done])), step)
+            self.logbook.scalar(
+                "train/episode_return", float(np.mean(info["episode"]["r"][done])), step
+            )
+            self.logbook.scalar(
+                "train/episode_length", float(np.mean(info["episode"]["l"][done])), step
+            )
 
     def _result(self, steps_per_second: float) -> Dict[str, Any]:
         recent = list(self._recent_returns)
         return {
-                "step": self.step,
-                "episodes": self.counters["episodes"],
-                "episode_return_mean": float(np.mean(recent)) if recent else math.nan,
-                "eval_return_mean": (self._last_eval["return_mean"]
-                                                          if self._last_eval else math.nan),
-                "steps_per_second": steps_per_second,
-                "interrupted": self._stop_signal,
-                **self._last_metrics,
+            "step": self.step,
+            "episodes": self.counters["episodes"],
+            "episode_return_mean": float(np.mean(recent)) if recent else math.nan,
+            "eval_return_mean": (self._last_eval["return_mean"] if self._last_eval else math.nan),
+            "steps_per_second": steps_per_second,
+            "interrupted": self._stop_signal,
+            **self._last_metrics,
         }
 
     # --- signals --------------------------------------------------------------
@@ -532,6 +583,7 @@ def last_eval_record(path: str, step: int) -> Optional[Dict[str, Any]]:
 
 def threading_is_main() -> bool:
     import threading
+
     return threading.current_thread() is threading.main_thread()
 
 
@@ -562,8 +614,10 @@ class Progress:
         recent = list(exp._recent_returns)[-20:]
         ret = f"{np.mean(recent):8.1f}" if recent else "     n/a"
         ev = f"{exp._last_eval['return_mean']:.1f}" if exp._last_eval else "n/a"
-        return (f"step {step:>9,}/{self.target:,}  {rate:8.0f} steps/s  "
-                        f"return(last 20) {ret}  eval {ev}  ETA {format_seconds(eta)}")
+        return (
+            f"step {step:>9,}/{self.target:,}  {rate:8.0f} steps/s  "
+            f"return(last 20) {ret}  eval {ev}  ETA {format_seconds(eta)}"
+        )
 
     def maybe_print(self) -> None:
         now = time.time()

@@ -116,7 +116,7 @@ class Logbook:
     def recover(self, restored_step: int) -> None:
         """At start-up: commits what checkpoint ``restored_step`` staged, drops the rest."""
         for path in glob.glob(os.path.join(self.output_dir, STAGED_PREFIX + "*")):
-            name = os.path.basename(path)[len(STAGED_PREFIX):]
+            name = os.path.basename(path)[len(STAGED_PREFIX) :]
             if name == str(restored_step):
                 self.commit(restored_step)
             else:

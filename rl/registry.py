@@ -62,8 +62,9 @@ class Registry:
             key = name or snake_case(obj.__name__)
             if key in self._entries:
                 raise ValueError(
-                        f"{self.kind} '{key}' is already registered "
-                        f"(by {self._entries[key].__module__}).")
+                    f"{self.kind} '{key}' is already registered "
+                    f"(by {self._entries[key].__module__})."
+                )
             self._entries[key] = obj
             return obj
 
@@ -84,11 +85,11 @@ class Registry:
         if name in self._entries:
             return self._entries[name]
         matches = self.closest(name)
-        hint = (f"did you mean {', '.join(repr(m) for m in matches)}? "
-                        if matches else "")
+        hint = f"did you mean {', '.join(repr(m) for m in matches)}? " if matches else ""
         raise UnknownNameError(
-                f"unknown {self.kind} '{name}': {hint}valid: "
-                f"{', '.join(self.names())} (list all with `python train.py --list`)")
+            f"unknown {self.kind} '{name}': {hint}valid: "
+            f"{', '.join(self.names())} (list all with `python train.py --list`)"
+        )
 
     def names(self) -> List[str]:
         return sorted(self._entries)
@@ -112,12 +113,12 @@ envs = Registry("env")
 systems = Registry("sys")
 
 ALL = {
-        "agents": agents,
-        "models": models,
-        "act_select": act_select,
-        "grad_comp": grad_comp,
-        "hparams": hparams,
-        "envs": envs,
+    "agents": agents,
+    "models": models,
+    "act_select": act_select,
+    "grad_comp": grad_comp,
+    "hparams": hparams,
+    "envs": envs,
     "systems": systems,
 }
 

@@ -24,5 +24,4 @@ class LocalSystem:
             # Share the GPU with other processes instead of claiming all memory.
             tf.config.experimental.set_memory_growth(gpu, True)
         device = "GPU:0" if gpus else "CPU:0"
-        return {"sys": "local", "device": device,
-                        "gpus": str(len(gpus))}
+        return {"sys": "local", "device": device, "gpus": str(len(gpus))}

@@ -22,21 +22,23 @@ from rl import cli  # noqa: E402
 def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("output_dir", help="a trained run's folder")
-    parser.add_argument("--export_dir", default=None,
-                        help="where to write (default OUTPUT_DIR/export/step_<step>); "
-                             "must not exist yet")
+    parser.add_argument(
+        "--export_dir",
+        default=None,
+        help="where to write (default OUTPUT_DIR/export/step_<step>); must not exist yet",
+    )
     args = parser.parse_args(argv)
     cli.PROG = "export.py"
     if not os.path.exists(os.path.join(args.output_dir, "hparams.json")):
         cli.fail(f"{args.output_dir} holds no trained run (no hparams.json)")
     cli.import_tensorflow_quietly()
     from rl import experiment
+
     try:
         run = experiment.load(args.output_dir)
     except cli.user_errors() as e:
         cli.fail(str(e))
-    export_dir = args.export_dir or os.path.join(
-        args.output_dir, "export", f"step_{run.step}")
+    export_dir = args.export_dir or os.path.join(args.output_dir, "export", f"step_{run.step}")
     if os.path.exists(export_dir):
         cli.fail(f"{export_dir} exists already; choose another --export_dir")
     run.agent.policy_module().save(export_dir)

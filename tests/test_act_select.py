@@ -24,8 +24,7 @@ def test_categorical_matches_softmax_frequencies_and_is_seeded():
 
 def test_epsilon_greedy_extremes_and_rate():
     big = tf.tile(PREFS, [5000, 1])
-    np.testing.assert_array_equal(epsilon_greedy(big, SEED, 0.0).numpy(),
-                                  np.tile([1, 0], 5000))
+    np.testing.assert_array_equal(epsilon_greedy(big, SEED, 0.0).numpy(), np.tile([1, 0], 5000))
     uniform = epsilon_greedy(big, SEED, 1.0).numpy()
     assert set(np.unique(uniform)) == {0, 1, 2}
     greedy_share = (epsilon_greedy(big, SEED, 0.3).numpy() == np.tile([1, 0], 5000)).mean()

@@ -16,8 +16,9 @@ from rl.experiment import Experiment, load
 def test_every_hparam_set_builds_its_agent_and_acts(name):
     hp = registry.hparams.get(name)()
     envs = make_vec_env(hp.env, 2)
-    agent = registry.agents.get(hp.agent)(hp, envs.single_observation_space,
-                                          envs.single_action_space)
+    agent = registry.agents.get(hp.agent)(
+        hp, envs.single_observation_space, envs.single_action_space
+    )
     obs, _ = envs.reset(seed=0)
     for explore in (True, False):
         actions = agent.act(obs, explore=explore)
@@ -40,8 +41,11 @@ def test_checkpoint_round_trip_restores_everything(tmp_path, hparams):
     saved_opt = [v.numpy().copy() for v in first.agent.optimizer.variables]
     saved_counters = (first.agent.counters.as_dict(), first.counters.as_dict())
     replay = getattr(first.agent, "replay", None)
-    saved_replay = ({k: v[:len(replay)].copy() for k, v in replay.storage.items()}
-                    if replay is not None else None)
+    saved_replay = (
+        {k: v[: len(replay)].copy() for k, v in replay.storage.items()}
+        if replay is not None
+        else None
+    )
     expected_actions = [first.agent.act(obs) for _ in range(3)]
     first.close()
 
@@ -58,7 +62,7 @@ def test_checkpoint_round_trip_restores_everything(tmp_path, hparams):
     if saved_replay is not None:
         assert len(second.agent.replay) == len(replay)
         for k, v in saved_replay.items():
-            np.testing.assert_array_equal(v, second.agent.replay.storage[k][:len(v)])
+            np.testing.assert_array_equal(v, second.agent.replay.storage[k][: len(v)])
         for a, b in zip(weights(first.agent.target_model), weights(second.agent.target_model)):
             np.testing.assert_array_equal(a, b)
         assert second.agent.exploration_rate() == first.agent.exploration_rate()
@@ -97,11 +101,11 @@ def test_policy_export_matches_agent(tmp_path):
     exp.agent.policy_module().save(path)
     loaded = tf.saved_model.load(path)
     obs = np.random.default_rng(1).normal(size=(7, 4)).astype(np.float32)
-    np.testing.assert_array_equal(loaded(tf.constant(obs)).numpy(),
-                                  exp.agent.act(obs, explore=False))
+    np.testing.assert_array_equal(
+        loaded(tf.constant(obs)).numpy(), exp.agent.act(obs, explore=False)
+    )
     out = loaded.signatures["serving_default"](observations=tf.constant(obs))
-    np.testing.assert_array_equal(list(out.values())[0].numpy(),
-                                  exp.agent.act(obs, explore=False))
+    np.testing.assert_array_equal(list(out.values())[0].numpy(), exp.agent.act(obs, explore=False))
     exp.close()
 
 
@@ -109,30 +113,44 @@ def test_policy_export_matches_agent(tmp_path):
 def test_same_seed_gives_identical_runs(tmp_path, hparams):
     results = []
     for name in ("a", "b"):
-        exp = Experiment(hparams, str(tmp_path / name), seed=3, train_steps=1024,
-                         overrides="eval_interval=256", verbose=False)
+        exp = Experiment(
+            hparams,
+            str(tmp_path / name),
+            seed=3,
+            train_steps=1024,
+            overrides="eval_interval=256",
+            verbose=False,
+        )
         exp.train()
-        evals = [json.loads(l)["returns"] for l in
-                 (tmp_path / name / "eval.jsonl").read_text().splitlines()]
+        evals = [
+            json.loads(l)["returns"]
+            for l in (tmp_path / name / "eval.jsonl").read_text().splitlines()
+        ]
         results.append((evals, weights(exp.agent.model)))
         exp.close()
     (evals_a, weights_a), (evals_b, weights_b) = results
     assert len(evals_a) == 4 and evals_a == evals_b
     for a, b in zip(weights_a, weights_b):
         np.testing.assert_array_equal(a, b)
-    other = Experiment(hparams, str(tmp_path / "c"), seed=4, train_steps=1024,
-                       verbose=False)
+    other = Experiment(hparams, str(tmp_path / "c"), seed=4, train_steps=1024, verbose=False)
     other.train()
     assert any((a != b).any() for a, b in zip(weights_a, weights(other.agent.model)))
     other.close()
 
 
 def test_python_api_result_and_compute_action(tmp_path):
-    exp = Experiment("ppo_tiny", str(tmp_path / "run"), overrides={"num_envs": 4},
-                     verbose=False)
+    exp = Experiment("ppo_tiny", str(tmp_path / "run"), overrides={"num_envs": 4}, verbose=False)
     result = exp.train(steps=128)
-    for key in ("step", "episode_return_mean", "eval_return_mean", "loss",
-                "policy_loss", "value_loss", "entropy", "steps_per_second"):
+    for key in (
+        "step",
+        "episode_return_mean",
+        "eval_return_mean",
+        "loss",
+        "policy_loss",
+        "value_loss",
+        "entropy",
+        "steps_per_second",
+    ):
         assert key in result, key
     assert result["step"] == 128
     evaluation = exp.evaluate(episodes=3)

@@ -21,9 +21,13 @@ def test_gae_terminal_step_is_not_bootstrapped(mode):
     # deltas: 1 + .9*1 - .5 = 1.4, 2 + .9*1.5 - 1 = 2.35, 3 + 0 - 1.5 = 1.5
     # A_2 = 1.5, A_1 = 2.35 + .72*1.5 = 3.43, A_0 = 1.4 + .72*3.43 = 3.8696
     gae = MODES[mode](lambda *a: gae_advantages(*a, gamma=0.9, lam=0.8))
-    adv, ret = gae(rows(1, 2, 3), rows(0.5, 1.0, 1.5), rows(1.0, 1.5, 2.0),
-                   tf.constant([[False, False, True]]),
-                   tf.constant([[False, False, False]]))
+    adv, ret = gae(
+        rows(1, 2, 3),
+        rows(0.5, 1.0, 1.5),
+        rows(1.0, 1.5, 2.0),
+        tf.constant([[False, False, True]]),
+        tf.constant([[False, False, False]]),
+    )
     np.testing.assert_allclose(adv.numpy(), [[3.8696, 3.43, 1.5]], rtol=1e-5)
     np.testing.assert_allclose(ret.numpy(), [[4.3696, 4.43, 3.0]], rtol=1e-5)
 
@@ -35,9 +39,13 @@ def test_gae_truncated_step_bootstraps_and_cuts_the_chain(mode):
     # A_2 = 3 + .9*2 - 1.5 = 3.3, A_1 = 2 + .9*1.5 - 1 = 2.35,
     # A_0 = 1.4 + .72*2.35 = 3.092
     gae = MODES[mode](lambda *a: gae_advantages(*a, gamma=0.9, lam=0.8))
-    adv, _ = gae(rows(1, 2, 3), rows(0.5, 1.0, 1.5), rows(1.0, 1.5, 2.0),
-                 tf.constant([[False, False, False]]),
-                 tf.constant([[False, True, False]]))
+    adv, _ = gae(
+        rows(1, 2, 3),
+        rows(0.5, 1.0, 1.5),
+        rows(1.0, 1.5, 2.0),
+        tf.constant([[False, False, False]]),
+        tf.constant([[False, True, False]]),
+    )
     np.testing.assert_allclose(adv.numpy(), [[3.092, 2.35, 3.3]], rtol=1e-5)
 
 
@@ -51,17 +59,32 @@ def test_gae_batch_rows_are_independent():
 
 def test_gae_rejects_wrong_rank():
     with pytest.raises((ValueError, tf.errors.InvalidArgumentError)):
-        gae_advantages(tf.zeros([3]), tf.zeros([3]), tf.zeros([3]),
-                       tf.zeros([3], tf.bool), tf.zeros([3], tf.bool), 0.9, 0.9)
+        gae_advantages(
+            tf.zeros([3]),
+            tf.zeros([3]),
+            tf.zeros([3]),
+            tf.zeros([3], tf.bool),
+            tf.zeros([3], tf.bool),
+            0.9,
+            0.9,
+        )
 
 
 @pytest.mark.parametrize("mode", MODES)
 def test_ppo_clip_loss_positive_advantages(mode):
-    loss_fn = MODES[mode](lambda lp: ppo_clip_loss(
-        log_probs=lp, old_log_probs=tf.zeros([2]), advantages=tf.ones([2]),
-        values=tf.constant([1.0, 2.0]), returns=tf.constant([2.0, 2.0]),
-        entropy=tf.constant([0.5, 0.7]), clip_ratio=0.2, value_coef=0.5,
-        entropy_coef=0.01))
+    loss_fn = MODES[mode](
+        lambda lp: ppo_clip_loss(
+            log_probs=lp,
+            old_log_probs=tf.zeros([2]),
+            advantages=tf.ones([2]),
+            values=tf.constant([1.0, 2.0]),
+            returns=tf.constant([2.0, 2.0]),
+            entropy=tf.constant([0.5, 0.7]),
+            clip_ratio=0.2,
+            value_coef=0.5,
+            entropy_coef=0.01,
+        )
+    )
     # ratios 1.5 and 0.5: min(1.5, 1.2) = 1.2, min(0.5, 0.8) = 0.5
     loss, extras = loss_fn(tf.math.log([1.5, 0.5]))
     assert extras["policy_loss"].numpy() == pytest.approx(-0.85, abs=1e-6)
@@ -76,9 +99,16 @@ def test_ppo_clip_loss_positive_advantages(mode):
 def test_ppo_clip_loss_negative_advantages_take_the_pessimistic_side():
     # A = -1: min(-1.5, -1.2) = -1.5, min(-0.5, -0.8) = -0.8 -> loss 1.15
     loss, extras = ppo_clip_loss(
-        tf.math.log([1.5, 0.5]), tf.zeros([2]), -tf.ones([2]), tf.zeros([2]),
-        tf.zeros([2]), tf.zeros([2]), clip_ratio=0.2, value_coef=0.0,
-        entropy_coef=0.0)
+        tf.math.log([1.5, 0.5]),
+        tf.zeros([2]),
+        -tf.ones([2]),
+        tf.zeros([2]),
+        tf.zeros([2]),
+        tf.zeros([2]),
+        clip_ratio=0.2,
+        value_coef=0.0,
+        entropy_coef=0.0,
+    )
     assert extras["policy_loss"].numpy() == pytest.approx(1.15, abs=1e-6)
     assert loss.numpy() == pytest.approx(1.15, abs=1e-6)
 
@@ -86,9 +116,18 @@ def test_ppo_clip_loss_negative_advantages_take_the_pessimistic_side():
 def test_ppo_value_clip_takes_the_larger_error():
     # old V 0, new V 2, target 3, clip 0.5: max((2-3)^2, (0.5-3)^2) = 6.25
     _, extras = ppo_clip_loss(
-        tf.zeros([1]), tf.zeros([1]), tf.zeros([1]), tf.constant([2.0]),
-        tf.constant([3.0]), tf.zeros([1]), 0.2, 1.0, 0.0,
-        old_values=tf.zeros([1]), value_clip=0.5)
+        tf.zeros([1]),
+        tf.zeros([1]),
+        tf.zeros([1]),
+        tf.constant([2.0]),
+        tf.constant([3.0]),
+        tf.zeros([1]),
+        0.2,
+        1.0,
+        0.0,
+        old_values=tf.zeros([1]),
+        value_clip=0.5,
+    )
     assert extras["value_loss"].numpy() == pytest.approx(0.5 * 6.25)
 
 
@@ -104,8 +143,7 @@ Q_T_ONLINE = tf.constant([[3.0, 1.0], [0.0, 0.0]])
 def test_dqn_td_loss(mode):
     # targets 1 + .9*5 = 5.5 and 1 + 0; TD errors 4.5 and -3;
     # Huber(4.5) = 4.0, Huber(3) = 2.5
-    loss, extras = MODES[mode](dqn_td_loss)(
-        Q_TM1, ACTIONS, REWARDS, DISCOUNTS, Q_T_TARGET)
+    loss, extras = MODES[mode](dqn_td_loss)(Q_TM1, ACTIONS, REWARDS, DISCOUNTS, Q_T_TARGET)
     np.testing.assert_allclose(extras["td_error"].numpy(), [4.5, -3.0])
     assert loss.numpy() == pytest.approx(3.25)
 
@@ -114,7 +152,8 @@ def test_dqn_td_loss(mode):
 def test_double_dqn_selects_with_online_evaluates_with_target(mode):
     # online argmax at s' is action 0 -> target Q 2: 1 + .9*2 = 2.8
     loss, extras = MODES[mode](dqn_td_loss)(
-        Q_TM1, ACTIONS, REWARDS, DISCOUNTS, Q_T_TARGET, Q_T_ONLINE)
+        Q_TM1, ACTIONS, REWARDS, DISCOUNTS, Q_T_TARGET, Q_T_ONLINE
+    )
     np.testing.assert_allclose(extras["td_error"].numpy(), [1.8, -3.0], rtol=1e-6)
     assert loss.numpy() == pytest.approx((1.3 + 2.5) / 2)
 
@@ -131,5 +170,4 @@ def test_dqn_loss_gradient_flows_only_through_q_tm1():
 
 
 def test_huber():
-    np.testing.assert_allclose(huber(tf.constant([0.5, -2.0]), 1.0).numpy(),
-                               [0.125, 1.5])
+    np.testing.assert_allclose(huber(tf.constant([0.5, -2.0]), 1.0).numpy(), [0.125, 1.5])

@@ -34,8 +34,11 @@ def test_commit_after_checkpoint(tmp_path):
 
 def test_kill_before_checkpoint_drops_the_staged_records(tmp_path):
     book = Logbook(str(tmp_path))
-    log(book, 10); book.stage(10); book.commit(10)
-    log(book, 20); book.stage(20)  # killed before checkpoint 20 was saved
+    log(book, 10)
+    book.stage(10)
+    book.commit(10)
+    log(book, 20)
+    book.stage(20)  # killed before checkpoint 20 was saved
     Logbook(str(tmp_path)).recover(restored_step=10)
     assert eval_steps(tmp_path) == [10] and steps_in_tb(tmp_path) == [10]
     assert not list(tmp_path.glob(".staged-*"))
@@ -43,7 +46,8 @@ def test_kill_before_checkpoint_drops_the_staged_records(tmp_path):
 
 def test_kill_after_checkpoint_commits_on_recovery_once(tmp_path):
     book = Logbook(str(tmp_path))
-    log(book, 10); book.stage(10)  # checkpoint 10 saved, then killed
+    log(book, 10)
+    book.stage(10)  # checkpoint 10 saved, then killed
     Logbook(str(tmp_path)).recover(restored_step=10)
     Logbook(str(tmp_path)).recover(restored_step=10)
     assert eval_steps(tmp_path) == [10] and steps_in_tb(tmp_path) == [10]
@@ -52,12 +56,16 @@ def test_kill_after_checkpoint_commits_on_recovery_once(tmp_path):
 def test_a_cut_last_line_is_replaced_not_glued(tmp_path):
     (tmp_path / "eval.jsonl").write_text('{"step": 5}\n{"step": 1')
     book = Logbook(str(tmp_path))
-    log(book, 10); book.stage(10); book.commit(10)
+    log(book, 10)
+    book.stage(10)
+    book.commit(10)
     assert eval_steps(tmp_path) == [5, 10]
 
 
 def test_event_files_sort_by_step(tmp_path):
     book = Logbook(str(tmp_path))
     for step in (9, 10, 100, 1000):
-        log(book, step); book.stage(step); book.commit(step)
+        log(book, step)
+        book.stage(step)
+        book.commit(step)
     assert steps_in_tb(tmp_path) == [9, 10, 100, 1000]

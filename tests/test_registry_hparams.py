@@ -46,8 +46,14 @@ def test_every_kind_is_registered():
     assert {"mlp_actor_critic", "mlp_q"} <= set(registry.models.names())
     assert {"greedy", "categorical", "epsilon_greedy"} <= set(registry.act_select.names())
     assert {"ppo_clip", "dqn_td", "gae"} <= set(registry.grad_comp.names())
-    assert {"ppo_cartpole", "dqn_cartpole", "ppo_acrobot", "dqn_acrobot",
-            "ppo_tiny", "dqn_tiny"} <= set(registry.hparams.names())
+    assert {
+        "ppo_cartpole",
+        "dqn_cartpole",
+        "ppo_acrobot",
+        "dqn_acrobot",
+        "ppo_tiny",
+        "dqn_tiny",
+    } <= set(registry.hparams.names())
     assert "local" in registry.systems.names()
     listing = catalog.list_all()
     assert "hparams:" in listing and "  ppo_cartpole" in listing
@@ -73,8 +79,10 @@ def test_sets_build_on_their_base():
 def test_overrides_are_parsed_with_types():
     hp = registry.hparams.get("ppo_cartpole")()
     hp = apply_overrides(
-        hp, "learning_rate=1e-3, num_envs=16,hidden_sizes=[128,128],"
-            "activation=relu,normalize_advantages=false,value_clip=0.2,gamma=1")
+        hp,
+        "learning_rate=1e-3, num_envs=16,hidden_sizes=[128,128],"
+        "activation=relu,normalize_advantages=false,value_clip=0.2,gamma=1",
+    )
     assert hp.learning_rate == 1e-3 and hp.num_envs == 16
     assert hp.hidden_sizes == (128, 128)
     assert hp.activation == "relu"
@@ -88,14 +96,17 @@ def test_split_keeps_commas_inside_brackets_and_quotes():
     assert split_overrides("a=[1,2],b='x,y',c=3") == ["a=[1,2]", "b='x,y'", "c=3"]
 
 
-@pytest.mark.parametrize("text, message", [
-    ("learning_rat=1", "unknown hparam 'learning_rat': did you mean learning_rate"),
-    ("num_envs=2.5", "hparam 'num_envs' expects int, got 2.5"),
-    ("num_envs=true", "expects int"),
-    ("hidden_sizes=[64,'a']", "expects"),
-    ("gamma=abc", "hparam 'gamma' expects float, could not read 'abc'"),
-    ("num_envs", "bad override 'num_envs': expected name=value"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("learning_rat=1", "unknown hparam 'learning_rat': did you mean learning_rate"),
+        ("num_envs=2.5", "hparam 'num_envs' expects int, got 2.5"),
+        ("num_envs=true", "expects int"),
+        ("hidden_sizes=[64,'a']", "expects"),
+        ("gamma=abc", "hparam 'gamma' expects float, could not read 'abc'"),
+        ("num_envs", "bad override 'num_envs': expected name=value"),
+    ],
+)
 def test_bad_overrides_raise_one_clear_line(text, message):
     hp = registry.hparams.get("ppo_cartpole")()
     with pytest.raises(HParamsError) as info:

@@ -16,16 +16,20 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def run(script, *args, timeout=300, **kwargs):
-    return subprocess.run([sys.executable, os.path.join(ROOT, script), *args],
-                          capture_output=True, text=True, timeout=timeout, cwd=ROOT,
-                          **kwargs)
+    return subprocess.run(
+        [sys.executable, os.path.join(ROOT, script), *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=ROOT,
+        **kwargs,
+    )
 
 
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory):
     out = tmp_path_factory.mktemp("trained") / "run"
-    proc = run("train.py", "--hparams", "ppo_tiny", "--output_dir", str(out),
-               "--record_video")
+    proc = run("train.py", "--hparams", "ppo_tiny", "--output_dir", str(out), "--record_video")
     assert proc.returncode == 0, proc.stderr
     return out
 
@@ -39,14 +43,25 @@ def test_training_writes_snapshot_and_eval_videos(trained):
     assert "ppo_tiny" in (trained / "snapshot" / "command.txt").read_text()
     videos = sorted(os.listdir(trained / "videos"))
     # video_interval 0: the first episode of every evaluation (128 and 256).
-    assert videos == ["eval_step000000128_ep0.gif", "eval_step000000128_ep0.mp4",
-                      "eval_step000000256_ep0.gif", "eval_step000000256_ep0.mp4"]
+    assert videos == [
+        "eval_step000000128_ep0.gif",
+        "eval_step000000128_ep0.mp4",
+        "eval_step000000256_ep0.gif",
+        "eval_step000000256_ep0.mp4",
+    ]
 
 
 def test_test_mode_records_and_leaves_training_outputs_untouched(trained):
     before = files(trained)
-    proc = run("train.py", "--training=false", "--output_dir", str(trained),
-               "--test_episodes", "3", "--record_video")
+    proc = run(
+        "train.py",
+        "--training=false",
+        "--output_dir",
+        str(trained),
+        "--test_episodes",
+        "3",
+        "--record_video",
+    )
     assert proc.returncode == 0, proc.stderr
     assert "test: 3 episodes at step 256" in proc.stdout
     after = files(trained)
@@ -78,8 +93,17 @@ def test_test_mode_without_checkpoint_is_exit_2(tmp_path):
 
 def test_copies_produce_runs_and_a_matching_summary(tmp_path):
     out = tmp_path / "copies"
-    proc = run("train.py", "--hparams", "ppo_tiny", "--copies", "2", "--seed", "5",
-               "--output_dir", str(out))
+    proc = run(
+        "train.py",
+        "--hparams",
+        "ppo_tiny",
+        "--copies",
+        "2",
+        "--seed",
+        "5",
+        "--output_dir",
+        str(out),
+    )
     assert proc.returncode == 0, proc.stderr
     summary = json.loads((out / "summary.json").read_text())
     finals = []
@@ -95,8 +119,17 @@ def test_copies_produce_runs_and_a_matching_summary(tmp_path):
     assert (out / "curves.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     # Rerunning resumes each finished copy: nothing changes.
     before = files(out / "run_0" / "checkpoints")
-    again = run("train.py", "--hparams", "ppo_tiny", "--copies", "2", "--seed", "5",
-                "--output_dir", str(out))
+    again = run(
+        "train.py",
+        "--hparams",
+        "ppo_tiny",
+        "--copies",
+        "2",
+        "--seed",
+        "5",
+        "--output_dir",
+        str(out),
+    )
     assert again.returncode == 0, again.stderr
     assert files(out / "run_0" / "checkpoints") == before
 
@@ -118,11 +151,16 @@ def test_exported_policy_runs_without_rl(trained, tmp_path):
     np.save(tmp_path / "obs.npy", obs)
     plain = subprocess.run(
         [sys.executable, "-c", PLAIN_TF, str(export_dir), str(tmp_path / "obs.npy")],
-        capture_output=True, text=True, cwd=str(tmp_path), timeout=120)
+        capture_output=True,
+        text=True,
+        cwd=str(tmp_path),
+        timeout=120,
+    )
     assert plain.returncode == 0, plain.stderr
     exported = [int(a) for a in plain.stdout.strip().split(",")]
     sys.path.insert(0, ROOT)
     from rl.experiment import load
+
     agent_actions = load(str(trained)).agent.act(obs, explore=False)
     assert exported == agent_actions.tolist()
     again = run("scripts/export.py", str(trained), "--export_dir", str(export_dir))

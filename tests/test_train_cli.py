@@ -14,8 +14,9 @@ TRAIN = os.path.join(ROOT, "train.py")
 
 
 def run(*args, timeout=240):
-    return subprocess.run([sys.executable, TRAIN, *args], capture_output=True,
-                          text=True, timeout=timeout, cwd=ROOT)
+    return subprocess.run(
+        [sys.executable, TRAIN, *args], capture_output=True, text=True, timeout=timeout, cwd=ROOT
+    )
 
 
 def error_line(proc):
@@ -24,15 +25,27 @@ def error_line(proc):
     return lines[0]
 
 
-@pytest.mark.parametrize("args, expected", [
-    (["--hparams", "ppo_cartpol"], "unknown hparams 'ppo_cartpol': did you mean 'ppo_cartpole'"),
-    (["--hparams", "ppo_tiny", "--sys", "tpu_pod"], "unknown sys 'tpu_pod'"),
-    (["--hparams", "ppo_tiny", "--env", "CartPole-v7"], "unknown env 'CartPole-v7': did you mean 'CartPole-v1'"),
-    (["--hparams", "ppo_tiny", "--hparam_override", "lr=1"], "unknown hparam 'lr'"),
-    (["--hparams", "ppo_tiny", "--hparam_override", "num_envs=two"], "hparam 'num_envs' expects int"),
-    (["--hparams", "ppo_tiny", "--train_steps", "abc"], "train_steps"),
-    (["--hparams", "ppo_tiny", "--no_such_flag"], "no_such_flag"),
-])
+@pytest.mark.parametrize(
+    "args, expected",
+    [
+        (
+            ["--hparams", "ppo_cartpol"],
+            "unknown hparams 'ppo_cartpol': did you mean 'ppo_cartpole'",
+        ),
+        (["--hparams", "ppo_tiny", "--sys", "tpu_pod"], "unknown sys 'tpu_pod'"),
+        (
+            ["--hparams", "ppo_tiny", "--env", "CartPole-v7"],
+            "unknown env 'CartPole-v7': did you mean 'CartPole-v1'",
+        ),
+        (["--hparams", "ppo_tiny", "--hparam_override", "lr=1"], "unknown hparam 'lr'"),
+        (
+            ["--hparams", "ppo_tiny", "--hparam_override", "num_envs=two"],
+            "hparam 'num_envs' expects int",
+        ),
+        (["--hparams", "ppo_tiny", "--train_steps", "abc"], "train_steps"),
+        (["--hparams", "ppo_tiny", "--no_such_flag"], "no_such_flag"),
+    ],
+)
 def test_bad_input_is_one_line_exit_2_and_writes_nothing(tmp_path, args, expected):
     out = tmp_path / "new_dir"
     proc = run(*args, "--output_dir", str(out))
@@ -64,16 +77,26 @@ def test_other_runs_hparams_are_refused_unless_asked(tmp_path):
     proc = run("--hparams", "dqn_tiny", "--output_dir", str(out))
     assert proc.returncode == 2
     assert "holds a run with other hparams" in error_line(proc)
-    proc = run("--hparams", "ppo_tiny", "--hparam_override", "learning_rate=0.1",
-               "--output_dir", str(out))
+    proc = run(
+        "--hparams", "ppo_tiny", "--hparam_override", "learning_rate=0.1", "--output_dir", str(out)
+    )
     assert proc.returncode == 2 and "learning_rate" in error_line(proc)
     after = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
     assert before == after  # nothing written or lost
     # Longer training is not a different run.
-    assert run("--hparams", "ppo_tiny", "--train_steps", "384",
-               "--output_dir", str(out)).returncode == 0
-    proc = run("--hparams", "ppo_tiny", "--hparam_override", "learning_rate=0.1",
-               "--allow_hparam_change", "--output_dir", str(out))
+    assert (
+        run("--hparams", "ppo_tiny", "--train_steps", "384", "--output_dir", str(out)).returncode
+        == 0
+    )
+    proc = run(
+        "--hparams",
+        "ppo_tiny",
+        "--hparam_override",
+        "learning_rate=0.1",
+        "--allow_hparam_change",
+        "--output_dir",
+        str(out),
+    )
     assert proc.returncode == 0, proc.stderr
     assert json.loads((out / "hparams.json").read_text())["learning_rate"] == 0.1
     assert list(out.glob("hparams.before-*.json"))
@@ -85,6 +108,7 @@ def eval_steps(out):
 
 def tensorboard_steps(out, tag):
     from tensorboard.backend.event_processing import event_accumulator
+
     acc = event_accumulator.EventAccumulator(str(out / "tb"), size_guidance={"tensors": 0})
     acc.Reload()
     return [e.step for e in acc.Tensors(tag)]
@@ -92,11 +116,22 @@ def tensorboard_steps(out, tag):
 
 def test_kill_9_then_rerun_resumes_without_doubling(tmp_path):
     out = tmp_path / "run"
-    args = ["--hparams", "dqn_tiny", "--train_steps", "20000",
-            "--hparam_override", "eval_interval=1024,checkpoint_interval=1024",
-            "--output_dir", str(out)]
-    proc = subprocess.Popen([sys.executable, TRAIN, *args], cwd=ROOT,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    args = [
+        "--hparams",
+        "dqn_tiny",
+        "--train_steps",
+        "20000",
+        "--hparam_override",
+        "eval_interval=1024,checkpoint_interval=1024",
+        "--output_dir",
+        str(out),
+    ]
+    proc = subprocess.Popen(
+        [sys.executable, TRAIN, *args],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     state = out / "checkpoints" / "checkpoint"
     deadline = time.time() + 180
     while time.time() < deadline and not (state.exists() and "ckpt-2048" in state.read_text()):
@@ -119,9 +154,21 @@ def test_kill_9_then_rerun_resumes_without_doubling(tmp_path):
 def test_ctrl_c_saves_a_checkpoint_and_exits_130(tmp_path):
     out = tmp_path / "run"
     proc = subprocess.Popen(
-        [sys.executable, TRAIN, "--hparams", "ppo_tiny", "--train_steps", "1000000",
-         "--output_dir", str(out)], cwd=ROOT, stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE, text=True)
+        [
+            sys.executable,
+            TRAIN,
+            "--hparams",
+            "ppo_tiny",
+            "--train_steps",
+            "1000000",
+            "--output_dir",
+            str(out),
+        ],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     state = out / "checkpoints" / "checkpoint"
     deadline = time.time() + 120
     while time.time() < deadline and not state.exists():

@@ -25,8 +25,7 @@ class Agent(tf.Module):
 
     hparams_class = HParams  # subclasses name their typed hparams
 
-    def __init__(self, hp: HParams, observation_space: gym.Space,
-                              action_space: gym.Space):
+    def __init__(self, hp: HParams, observation_space: gym.Space, action_space: gym.Space):
         """Builds model, algo, optimizer and generator from ``hp``.
 
         Args:
@@ -39,8 +38,7 @@ class Agent(tf.Module):
         self.obs_shape: Tuple[int, ...] = tuple(observation_space.shape)
         self.num_actions = num_actions(action_space)
         input_size = int(np.prod(self.obs_shape))
-        self.model = registry.models.get(hp.model)(
-                hp, input_size, self.num_actions, seed=hp.seed)
+        self.model = registry.models.get(hp.model)(hp, input_size, self.num_actions, seed=hp.seed)
         self.algo = make_algo(hp.act_select, hp.eval_act_select, hp.grad_comp)
         self.generator = tf.random.Generator.from_seed(hp.seed)
         self.optimizer = keras.optimizers.Adam(learning_rate=hp.learning_rate)
@@ -51,9 +49,9 @@ class Agent(tf.Module):
         # Concrete functions: calling them skips tf.function's dispatch (~0.15
         # ms saved per env step here).
         self._act_explore = tf.function(self._select_explore).get_concrete_function(
-                obs_spec, tf.TensorSpec([], tf.float32))
-        self._act_greedy = tf.function(self._select_greedy).get_concrete_function(
-                obs_spec)
+            obs_spec, tf.TensorSpec([], tf.float32)
+        )
+        self._act_greedy = tf.function(self._select_greedy).get_concrete_function(obs_spec)
 
     # --- acting ------------------------------------------------------------
     def next_seed(self) -> tf.Tensor:
@@ -61,8 +59,7 @@ class Agent(tf.Module):
         return tf.cast(self.generator.make_seeds(1)[:, 0], tf.int32)
 
     def _select_explore(self, obs: tf.Tensor, epsilon: tf.Tensor) -> tf.Tensor:
-        return self.algo.act_select(self.model.preferences(obs), self.next_seed(),
-                                    epsilon)
+        return self.algo.act_select(self.model.preferences(obs), self.next_seed(), epsilon)
 
     def _select_greedy(self, obs: tf.Tensor) -> tf.Tensor:
         seed = self.next_seed()
@@ -89,8 +86,7 @@ class Agent(tf.Module):
         """
         obs = tf.constant(obs, tf.float32)
         if explore:
-            actions = self._act_explore(obs, tf.constant(self.exploration_rate(),
-                                                         tf.float32))
+            actions = self._act_explore(obs, tf.constant(self.exploration_rate(), tf.float32))
         else:
             actions = self._act_greedy(obs)
         return actions.numpy()
@@ -108,15 +104,23 @@ class Agent(tf.Module):
         obs = np.asarray(obs, np.float32)
         single = obs.shape == self.obs_shape
         if not single and obs.shape[1:] != self.obs_shape:
-            raise ValueError(f"observation shape {obs.shape} is neither "
-                             f"{self.obs_shape} nor [N, *{self.obs_shape}]")
+            raise ValueError(
+                f"observation shape {obs.shape} is neither "
+                f"{self.obs_shape} nor [N, *{self.obs_shape}]"
+            )
         actions = self.act(obs[None] if single else obs, explore=explore)
         return int(actions[0]) if single else actions
 
     # --- learning ----------------------------------------------------------
-    def observe(self, obs: np.ndarray, actions: np.ndarray, rewards: np.ndarray,
-                            terminated: np.ndarray, truncated: np.ndarray,
-                            next_obs: np.ndarray) -> None:
+    def observe(
+        self,
+        obs: np.ndarray,
+        actions: np.ndarray,
+        rewards: np.ndarray,
+        terminated: np.ndarray,
+        truncated: np.ndarray,
+        next_obs: np.ndarray,
+    ) -> None:
         """Records one vectorised step of N transitions.
 
         Args:
@@ -152,10 +156,10 @@ class Agent(tf.Module):
     def checkpoint_items(self) -> Dict[str, tf.Module]:
         """Everything a resumed run needs, by checkpoint key."""
         return {
-                "model": self.model,
-                "optimizer": self.optimizer,
-                "generator": self.generator,
-                "counters": self.counters,
+            "model": self.model,
+            "optimizer": self.optimizer,
+            "generator": self.generator,
+            "counters": self.counters,
         }
 
     def policy_module(self) -> "GreedyPolicy":
@@ -174,14 +178,12 @@ class GreedyPolicy(tf.Module):
         super().__init__(name="greedy_policy")
         self.model = model
         self._select = select
-        self.obs_spec = tf.TensorSpec([None, *obs_shape], tf.float32,
-                                      name="observations")
+        self.obs_spec = tf.TensorSpec([None, *obs_shape], tf.float32, name="observations")
         self.__call__.get_concrete_function(self.obs_spec)  # trace for export
 
     @tf.function
     def __call__(self, observations: tf.Tensor) -> tf.Tensor:
-        return self._select(self.model.preferences(observations),
-                            tf.zeros([2], tf.int32), 0.0)
+        return self._select(self.model.preferences(observations), tf.zeros([2], tf.int32), 0.0)
 
     def save(self, path: str) -> None:
         """Writes a SavedModel with a ``serving_default`` signature."""

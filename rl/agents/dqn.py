@@ -27,17 +27,18 @@ class DQNAgent(Agent):
         super().__init__(hp, observation_space, action_space)
         input_size = int(np.prod(self.obs_shape))
         self.target_model = registry.models.get(hp.model)(
-                hp, input_size, self.num_actions, seed=hp.seed)
+            hp, input_size, self.num_actions, seed=hp.seed
+        )
         self._sync_target(1.0)
         self.replay = ReplayBuffer(hp.buffer_size, self.obs_shape, seed=hp.seed)
-        self.gradient_steps = tf.Variable(0, dtype=tf.int64, trainable=False,
-                                                                            name="gradient_steps")
+        self.gradient_steps = tf.Variable(0, dtype=tf.int64, trainable=False, name="gradient_steps")
         self._compiled_update = tf.function(self._update_step, jit_compile=True)
 
     def exploration_rate(self) -> float:
         hp = self.hp
-        return linear_schedule(hp.epsilon_start, hp.epsilon_end,
-                                                      hp.epsilon_decay_steps, self.env_steps)
+        return linear_schedule(
+            hp.epsilon_start, hp.epsilon_end, hp.epsilon_decay_steps, self.env_steps
+        )
 
     def observe(self, obs, actions, rewards, terminated, truncated, next_obs):
         # Truncated steps are stored as non-terminal: the target bootstraps from
@@ -57,53 +58,64 @@ class DQNAgent(Agent):
         batch = self.replay.sample(hp.gradient_steps, hp.batch_size)
         learning_rate = self.current_learning_rate()
         metrics = self._compiled_update(
-                tf.constant(batch["obs"]), tf.constant(batch["actions"]),
-                tf.constant(batch["rewards"]), tf.constant(batch["terminated"]),
-                tf.constant(batch["next_obs"]), tf.constant(learning_rate, tf.float32))
+            tf.constant(batch["obs"]),
+            tf.constant(batch["actions"]),
+            tf.constant(batch["rewards"]),
+            tf.constant(batch["terminated"]),
+            tf.constant(batch["next_obs"]),
+            tf.constant(learning_rate, tf.float32),
+        )
         self.counters.add("updates")
         result = {k: float(v) for k, v in metrics.items()}
-        result.update(learning_rate=learning_rate, epsilon=self.exploration_rate(),
-                                    replay_size=float(len(self.replay)))
+        result.update(
+            learning_rate=learning_rate,
+            epsilon=self.exploration_rate(),
+            replay_size=float(len(self.replay)),
+        )
         return result
 
     def _sync_target(self, tau: float) -> None:
-        for target, online in zip(self.target_model.variables,
-                                                            self.model.variables):
+        for target, online in zip(self.target_model.variables, self.model.variables):
             target.assign(tau * online + (1.0 - tau) * target)
 
-    def _update_step(self, obs, actions, rewards, terminated, next_obs,
-                                      learning_rate) -> Dict[str, tf.Tensor]:
+    def _update_step(
+        self, obs, actions, rewards, terminated, next_obs, learning_rate
+    ) -> Dict[str, tf.Tensor]:
         """``gradient_steps`` steps over [G, B, ...] batches; syncs the target."""
         hp = self.hp
         self.optimizer.learning_rate.assign(learning_rate)
         discounts = hp.gamma * (1.0 - tf.cast(terminated, tf.float32))
         variables = self.model.trainable_variables
-        totals = {k: tf.constant(0.0) for k in
-                            ("loss", "q_mean", "target_mean", "grad_norm")}
+        totals = {k: tf.constant(0.0) for k in ("loss", "q_mean", "target_mean", "grad_norm")}
         for g in tf.range(tf.shape(actions)[0]):
             with tf.GradientTape() as tape:
                 q_online_next = self.model(next_obs[g]) if hp.double_q else None
                 loss, extras = self.algo.grad_comp(
-                        q_tm1=self.model(obs[g]), a_tm1=actions[g], r_t=rewards[g],
-                        discount_t=discounts[g], q_t_target=self.target_model(next_obs[g]),
-                        q_t_online=q_online_next, huber_delta=hp.huber_delta)
-            grads, grad_norm = clip_gradients(tape.gradient(loss, variables),
-                                                                                hp.max_grad_norm)
+                    q_tm1=self.model(obs[g]),
+                    a_tm1=actions[g],
+                    r_t=rewards[g],
+                    discount_t=discounts[g],
+                    q_t_target=self.target_model(next_obs[g]),
+                    q_t_online=q_online_next,
+                    huber_delta=hp.huber_delta,
+                )
+            grads, grad_norm = clip_gradients(tape.gradient(loss, variables), hp.max_grad_norm)
             self.optimizer.apply_gradients(zip(grads, variables))
             self.gradient_steps.assign_add(1)
             if self.gradient_steps % hp.target_update_interval == 0:
                 self._sync_target(hp.target_update_tau)
             totals = {
-                    "loss": totals["loss"] + loss,
-                    "q_mean": totals["q_mean"] + extras["q_mean"],
-                    "target_mean": totals["target_mean"] + extras["target_mean"],
-                    "grad_norm": totals["grad_norm"] + grad_norm,
+                "loss": totals["loss"] + loss,
+                "q_mean": totals["q_mean"] + extras["q_mean"],
+                "target_mean": totals["target_mean"] + extras["target_mean"],
+                "grad_norm": totals["grad_norm"] + grad_norm,
             }
         count = tf.cast(tf.shape(actions)[0], tf.float32)
         return {k: v / count for k, v in totals.items()}
 
     def checkpoint_items(self):
         items = super().checkpoint_items()
-        items.update(target_model=self.target_model, replay=self.replay,
-                                  gradient_steps=self.gradient_steps)
+        items.update(
+            target_model=self.target_model, replay=self.replay, gradient_steps=self.gradient_steps
+        )
         return items

@@ -20,11 +20,10 @@ class Algo:
     grad_comp: Callable  # the loss
 
 
-def make_algo(act_select_name: str, eval_act_select_name: str,
-                            grad_comp_name: str) -> Algo:
+def make_algo(act_select_name: str, eval_act_select_name: str, grad_comp_name: str) -> Algo:
     """Looks the three functions up; unknown names raise UnknownNameError."""
     return Algo(
-            act_select=registry.act_select.get(act_select_name),
-            eval_act_select=registry.act_select.get(eval_act_select_name),
-            grad_comp=registry.grad_comp.get(grad_comp_name),
+        act_select=registry.act_select.get(act_select_name),
+        eval_act_select=registry.act_select.get(eval_act_select_name),
+        grad_comp=registry.grad_comp.get(grad_comp_name),
     )

@@ -25,13 +25,15 @@ def check_env_name(name: str) -> None:
     if name in registry.envs or name in gym.envs.registry:
         return
     import difflib
+
     candidates = registry.envs.names() + gymnasium_ids()
     matches = difflib.get_close_matches(name, candidates, n=3, cutoff=0.4)
     hint = f"did you mean {', '.join(repr(m) for m in matches)}? " if matches else ""
     raise registry.UnknownNameError(
-            f"unknown env '{name}': {hint}valid: a registered env "
-            f"({', '.join(registry.envs.names())}) or any Gymnasium id "
-            "(list all with `python train.py --list`)")
+        f"unknown env '{name}': {hint}valid: a registered env "
+        f"({', '.join(registry.envs.names())}) or any Gymnasium id "
+        "(list all with `python train.py --list`)"
+    )
 
 
 def _standard_wrappers(env: gym.Env) -> gym.Env:
@@ -50,8 +52,9 @@ def make_env(name: str, render_mode: Optional[str] = None) -> gym.Env:
         render_mode: passed to the constructor, e.g. "rgb_array" for video.
     """
     check_env_name(name)
-    if render_mode == "rgb_array" and not (os.environ.get("DISPLAY") or
-                                           os.environ.get("WAYLAND_DISPLAY")):
+    if render_mode == "rgb_array" and not (
+        os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")
+    ):
         # pygame-based envs draw off-screen; without this SDL probes for a
         # display and prints errors on headless machines.
         os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
@@ -68,8 +71,9 @@ def env_factory(name: str, render_mode: Optional[str] = None) -> Callable[[], gy
     return lambda: make_env(name, render_mode)
 
 
-def make_vec_env(name: str, num_envs: int, vectorization: str = "sync",
-                                  render_mode: Optional[str] = None) -> gym.vector.VectorEnv:
+def make_vec_env(
+    name: str, num_envs: int, vectorization: str = "sync", render_mode: Optional[str] = None
+) -> gym.vector.VectorEnv:
     """``num_envs`` copies stepped together, with episode statistics in infos.
 
     Sub-environments reset in the same step they end (Gymnasium's SAME_STEP
@@ -90,8 +94,7 @@ def make_vec_env(name: str, num_envs: int, vectorization: str = "sync",
     elif vectorization == "async":
         vec = gym.vector.AsyncVectorEnv(factories, autoreset_mode=mode)
     else:
-        raise ValueError(
-                f"unknown vectorization '{vectorization}': valid: sync, async")
+        raise ValueError(f"unknown vectorization '{vectorization}': valid: sync, async")
     return gym.wrappers.vector.RecordEpisodeStatistics(vec)
 
 
@@ -113,6 +116,5 @@ def true_next_obs(next_obs: np.ndarray, info: dict) -> np.ndarray:
 def num_actions(space: gym.Space) -> int:
     """Actions of a Discrete space; other spaces raise a clear error."""
     if not isinstance(space, gym.spaces.Discrete):
-        raise ValueError(
-                f"this agent needs Discrete actions, the env has {space}")
+        raise ValueError(f"this agent needs Discrete actions, the env has {space}")
     return int(space.n)

@@ -5,8 +5,6 @@ dataclass; sets build on a base set with ``.replace(...)``.
 """
 
 from rl.hparams import dqn, ppo  # noqa: F401  (registers)
-from rl.hparams.base import (HParams, HParamsError, apply_overrides,
-                             differences, from_dict)
+from rl.hparams.base import HParams, HParamsError, apply_overrides, differences, from_dict
 
-# Resolve an hparams.json back to its class through the agent it names.
-CLASSES = {"ppo": ppo.PPOHParams, "dqn": dqn.DQNHParams}
+__all__ = ["HParams", "HParamsError", "apply_overrides", "differences", "from_dict"]

@@ -23,10 +23,16 @@ class HParamsError(ValueError):
 
 # Fields that may differ when a run is resumed: they change how long or how
 # often things happen, not what is learned.
-RESUMABLE_FIELDS = frozenset({
-        "train_steps", "eval_interval", "eval_episodes", "checkpoint_interval",
-        "keep_checkpoints", "video_interval",
-})
+RESUMABLE_FIELDS = frozenset(
+    {
+        "train_steps",
+        "eval_interval",
+        "eval_episodes",
+        "checkpoint_interval",
+        "keep_checkpoints",
+        "video_interval",
+    }
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -66,9 +72,9 @@ class HParams:
     def to_dict(self) -> Dict[str, Any]:
         """Plain JSON-ready values (tuples become lists)."""
         return {
-                f.name: list(v) if isinstance(v, tuple) else v
-                for f in dataclasses.fields(self)
-                for v in [getattr(self, f.name)]
+            f.name: list(v) if isinstance(v, tuple) else v
+            for f in dataclasses.fields(self)
+            for v in [getattr(self, f.name)]
         }
 
 
@@ -128,8 +134,7 @@ def coerce(name: str, value: Any, tp: Any) -> Any:
             return value
     else:
         raise HParamsError(f"hparam '{name}' has an unsupported type {tp}")
-    raise HParamsError(
-            f"hparam '{name}' expects {_type_name(tp)}, got {value!r}")
+    raise HParamsError(f"hparam '{name}' expects {_type_name(tp)}, got {value!r}")
 
 
 def split_overrides(text: str) -> List[str]:
@@ -191,8 +196,9 @@ def apply_overrides(hp: HParams, text: Optional[str]) -> HParams:
     for pair in split_overrides(text):
         if "=" not in pair:
             raise HParamsError(
-                    f"bad override '{pair}': expected name=value, e.g. "
-                    "'learning_rate=1e-3,hidden_sizes=[128,128]'")
+                f"bad override '{pair}': expected name=value, e.g. "
+                "'learning_rate=1e-3,hidden_sizes=[128,128]'"
+            )
         name, raw = (s.strip() for s in pair.split("=", 1))
         if name not in hints:
             raise HParamsError(unknown_field_message(name, field_names(hp)))
@@ -200,8 +206,8 @@ def apply_overrides(hp: HParams, text: Optional[str]) -> HParams:
             value = parse_value(raw, hints[name])
         except (ValueError, SyntaxError):
             raise HParamsError(
-                    f"hparam '{name}' expects {_type_name(hints[name])}, "
-                    f"could not read {raw!r}") from None
+                f"hparam '{name}' expects {_type_name(hints[name])}, could not read {raw!r}"
+            ) from None
         changes[name] = coerce(name, value, hints[name])
     return hp.replace(**changes)
 
@@ -219,5 +225,4 @@ def from_dict(cls: type, values: Dict[str, Any]) -> HParams:
 def differences(old: HParams, new: HParams) -> Dict[str, Tuple[Any, Any]]:
     """Fields whose values differ, as name -> (old, new)."""
     a, b = old.to_dict(), new.to_dict()
-    return {k: (a.get(k), b.get(k)) for k in sorted(set(a) | set(b))
-                    if a.get(k) != b.get(k)}
+    return {k: (a.get(k), b.get(k)) for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)}

@@ -36,29 +36,62 @@ def dqn_base() -> DQNHParams:
 @registry.hparams.register
 def dqn_cartpole() -> DQNHParams:
     return dqn_base().replace(
-            env="CartPole-v1", num_envs=4, hidden_sizes=(256, 256),
-            learning_rate=2.3e-3, gamma=0.99, buffer_size=100_000, batch_size=64,
-            learning_starts=1_000, train_interval=256, gradient_steps=128,
-            target_update_interval=128, epsilon_start=1.0, epsilon_end=0.04,
-            epsilon_decay_steps=16_000, train_steps=100_000, eval_interval=10_000,
-            checkpoint_interval=10_000)
+        env="CartPole-v1",
+        num_envs=4,
+        hidden_sizes=(256, 256),
+        learning_rate=2.3e-3,
+        gamma=0.99,
+        buffer_size=100_000,
+        batch_size=64,
+        learning_starts=1_000,
+        train_interval=256,
+        gradient_steps=128,
+        target_update_interval=128,
+        epsilon_start=1.0,
+        epsilon_end=0.04,
+        epsilon_decay_steps=16_000,
+        train_steps=100_000,
+        eval_interval=10_000,
+        checkpoint_interval=10_000,
+    )
 
 
 @registry.hparams.register
 def dqn_acrobot() -> DQNHParams:
     return dqn_base().replace(
-            env="Acrobot-v1", num_envs=4, hidden_sizes=(256, 256),
-            learning_rate=6.3e-4, gamma=0.99, buffer_size=50_000, batch_size=128,
-            learning_starts=1_000, train_interval=4, gradient_steps=1,
-            target_update_interval=250, epsilon_end=0.1, epsilon_decay_steps=12_000,
-            train_steps=100_000, eval_interval=10_000, checkpoint_interval=10_000)
+        env="Acrobot-v1",
+        num_envs=4,
+        hidden_sizes=(256, 256),
+        learning_rate=6.3e-4,
+        gamma=0.99,
+        buffer_size=50_000,
+        batch_size=128,
+        learning_starts=1_000,
+        train_interval=4,
+        gradient_steps=1,
+        target_update_interval=250,
+        epsilon_end=0.1,
+        epsilon_decay_steps=12_000,
+        train_steps=100_000,
+        eval_interval=10_000,
+        checkpoint_interval=10_000,
+    )
 
 
 @registry.hparams.register
 def dqn_tiny() -> DQNHParams:
     """A few seconds of DQN on CartPole, for tests."""
     return dqn_cartpole().replace(
-            num_envs=2, hidden_sizes=(16,), buffer_size=512, batch_size=16,
-            learning_starts=64, train_interval=16, gradient_steps=4,
-            epsilon_decay_steps=128, train_steps=256, eval_interval=128,
-            eval_episodes=2, checkpoint_interval=128)
+        num_envs=2,
+        hidden_sizes=(16,),
+        buffer_size=512,
+        batch_size=16,
+        learning_starts=64,
+        train_interval=16,
+        gradient_steps=4,
+        epsilon_decay_steps=128,
+        train_steps=256,
+        eval_interval=128,
+        eval_episodes=2,
+        checkpoint_interval=128,
+    )

@@ -33,25 +33,52 @@ def ppo_base() -> PPOHParams:
 def ppo_cartpole() -> PPOHParams:
     # Reaches 500 within 100k steps; see scripts/benchmark.py.
     return ppo_base().replace(
-            env="CartPole-v1", num_envs=16, rollout_steps=16, num_epochs=10,
-            num_minibatches=1, learning_rate=1e-3, anneal_learning_rate=True,
-            gamma=0.98, gae_lambda=0.8, max_grad_norm=0.5,
-            train_steps=100_000, eval_interval=20_000, checkpoint_interval=25_000)
+        env="CartPole-v1",
+        num_envs=16,
+        rollout_steps=16,
+        num_epochs=10,
+        num_minibatches=1,
+        learning_rate=1e-3,
+        anneal_learning_rate=True,
+        gamma=0.98,
+        gae_lambda=0.8,
+        max_grad_norm=0.5,
+        train_steps=100_000,
+        eval_interval=20_000,
+        checkpoint_interval=25_000,
+    )
 
 
 @registry.hparams.register
 def ppo_acrobot() -> PPOHParams:
     return ppo_base().replace(
-            env="Acrobot-v1", num_envs=16, rollout_steps=256, num_epochs=4,
-            num_minibatches=4, learning_rate=1e-3, anneal_learning_rate=True,
-            gamma=0.99, gae_lambda=0.94, entropy_coef=0.0, max_grad_norm=0.5,
-            train_steps=500_000, eval_interval=25_000, checkpoint_interval=25_000)
+        env="Acrobot-v1",
+        num_envs=16,
+        rollout_steps=256,
+        num_epochs=4,
+        num_minibatches=4,
+        learning_rate=1e-3,
+        anneal_learning_rate=True,
+        gamma=0.99,
+        gae_lambda=0.94,
+        entropy_coef=0.0,
+        max_grad_norm=0.5,
+        train_steps=500_000,
+        eval_interval=25_000,
+        checkpoint_interval=25_000,
+    )
 
 
 @registry.hparams.register
 def ppo_tiny() -> PPOHParams:
     """A few seconds of PPO on CartPole, for tests."""
     return ppo_cartpole().replace(
-            num_envs=2, rollout_steps=16, num_epochs=2, hidden_sizes=(16,),
-            train_steps=256, eval_interval=128, eval_episodes=2,
-            checkpoint_interval=128)
+        num_envs=2,
+        rollout_steps=16,
+        num_epochs=2,
+        hidden_sizes=(16,),
+        train_steps=256,
+        eval_interval=128,
+        eval_episodes=2,
+        checkpoint_interval=128,
+    )

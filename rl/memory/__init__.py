@@ -1,3 +1,5 @@
 """memory: where transitions wait between acting and learning (replay buffers)."""
 
 from rl.memory.replay import ReplayBuffer
+
+__all__ = ["ReplayBuffer"]

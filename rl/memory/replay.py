@@ -29,18 +29,24 @@ class ReplayBuffer(tf.train.experimental.PythonState):
         """
         self.capacity = capacity
         self.storage: Dict[str, np.ndarray] = {
-                "obs": np.zeros((capacity, *obs_shape), np.float32),
-                "actions": np.zeros((capacity,), np.int32),
-                "rewards": np.zeros((capacity,), np.float32),
-                "terminated": np.zeros((capacity,), np.bool_),
-                "next_obs": np.zeros((capacity, *obs_shape), np.float32),
+            "obs": np.zeros((capacity, *obs_shape), np.float32),
+            "actions": np.zeros((capacity,), np.int32),
+            "rewards": np.zeros((capacity,), np.float32),
+            "terminated": np.zeros((capacity,), np.bool_),
+            "next_obs": np.zeros((capacity, *obs_shape), np.float32),
         }
         self.size = 0
         self.cursor = 0
         self.rng = np.random.default_rng(seed)
 
-    def add(self, obs: np.ndarray, actions: np.ndarray, rewards: np.ndarray,
-                    terminated: np.ndarray, next_obs: np.ndarray) -> None:
+    def add(
+        self,
+        obs: np.ndarray,
+        actions: np.ndarray,
+        rewards: np.ndarray,
+        terminated: np.ndarray,
+        next_obs: np.ndarray,
+    ) -> None:
         """Adds a batch of N transitions, one per environment copy.
 
         Args:
@@ -52,8 +58,7 @@ class ReplayBuffer(tf.train.experimental.PythonState):
         """
         n = len(actions)
         index = (self.cursor + np.arange(n)) % self.capacity
-        for name, value in zip(self.FIELDS,
-                                                      (obs, actions, rewards, terminated, next_obs)):
+        for name, value in zip(self.FIELDS, (obs, actions, rewards, terminated, next_obs)):
             self.storage[name][index] = value
         self.cursor = int((self.cursor + n) % self.capacity)
         self.size = int(min(self.size + n, self.capacity))
@@ -71,9 +76,13 @@ class ReplayBuffer(tf.train.experimental.PythonState):
     # tf.train.experimental.PythonState: only the filled part is written.
     def serialize(self) -> bytes:
         buffer = io.BytesIO()
-        meta = {"size": self.size, "cursor": self.cursor,
-                        "capacity": self.capacity, "rng": self.rng.bit_generator.state}
-        arrays = {name: array[:self.size] for name, array in self.storage.items()}
+        meta = {
+            "size": self.size,
+            "cursor": self.cursor,
+            "capacity": self.capacity,
+            "rng": self.rng.bit_generator.state,
+        }
+        arrays = {name: array[: self.size] for name, array in self.storage.items()}
         np.savez(buffer, meta=np.array(json.dumps(meta)), **arrays)
         return buffer.getvalue()
 
@@ -82,9 +91,10 @@ class ReplayBuffer(tf.train.experimental.PythonState):
             meta = json.loads(str(saved["meta"]))
             if meta["capacity"] != self.capacity:
                 raise ValueError(
-                        f"checkpointed replay capacity {meta['capacity']} differs from "
-                        f"buffer_size {self.capacity}")
+                    f"checkpointed replay capacity {meta['capacity']} differs from "
+                    f"buffer_size {self.capacity}"
+                )
             for name in self.FIELDS:
-                self.storage[name][:meta["size"]] = saved[name]
+                self.storage[name][: meta["size"]] = saved[name]
         self.size, self.cursor = meta["size"], meta["cursor"]
         self.rng.bit_generator.state = meta["rng"]

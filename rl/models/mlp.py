@@ -16,8 +16,7 @@ from rl.hparams.base import HParams
 class Dense(tf.Module):
     """y = x @ w + b, orthogonally initialised (Saxe et al. 2014)."""
 
-    def __init__(self, input_size: int, output_size: int, gain: float,
-                              seed: int, name: str):
+    def __init__(self, input_size: int, output_size: int, gain: float, seed: int, name: str):
         super().__init__(name=name)
         init = tf.keras.initializers.Orthogonal(gain=gain, seed=seed)
         self.w = tf.Variable(init([input_size, output_size]), name="w")
@@ -30,9 +29,16 @@ class Dense(tf.Module):
 class MLP(tf.Module):
     """Hidden layers with an activation, then a linear output layer."""
 
-    def __init__(self, input_size: int, hidden_sizes: Sequence[int],
-                              output_size: int, activation: str, output_gain: float,
-                              seed: int, name: str = "mlp"):
+    def __init__(
+        self,
+        input_size: int,
+        hidden_sizes: Sequence[int],
+        output_size: int,
+        activation: str,
+        output_gain: float,
+        seed: int,
+        name: str = "mlp",
+    ):
         """Builds the layers.
 
         Args:
@@ -48,11 +54,12 @@ class MLP(tf.Module):
         self.activation = tf.keras.activations.get(activation)
         sizes = [input_size, *hidden_sizes]
         self.hidden = [
-                Dense(n_in, n_out, gain=2**0.5, seed=seed + i, name=f"hidden_{i}")
-                for i, (n_in, n_out) in enumerate(zip(sizes[:-1], sizes[1:]))
+            Dense(n_in, n_out, gain=2**0.5, seed=seed + i, name=f"hidden_{i}")
+            for i, (n_in, n_out) in enumerate(zip(sizes[:-1], sizes[1:]))
         ]
-        self.out = Dense(sizes[-1], output_size, gain=output_gain,
-                                          seed=seed + len(sizes), name="out")
+        self.out = Dense(
+            sizes[-1], output_size, gain=output_gain, seed=seed + len(sizes), name="out"
+        )
 
     def __call__(self, x: tf.Tensor) -> tf.Tensor:
         x = tf.reshape(x, [tf.shape(x)[0], -1])
@@ -66,10 +73,24 @@ class ActorCritic(tf.Module):
 
     def __init__(self, hp: HParams, input_size: int, num_actions: int, seed: int):
         super().__init__(name="actor_critic")
-        self.policy = MLP(input_size, hp.hidden_sizes, num_actions, hp.activation,
-                                            output_gain=0.01, seed=seed, name="policy")
-        self.value = MLP(input_size, hp.hidden_sizes, 1, hp.activation,
-                                          output_gain=1.0, seed=seed + 1000, name="value")
+        self.policy = MLP(
+            input_size,
+            hp.hidden_sizes,
+            num_actions,
+            hp.activation,
+            output_gain=0.01,
+            seed=seed,
+            name="policy",
+        )
+        self.value = MLP(
+            input_size,
+            hp.hidden_sizes,
+            1,
+            hp.activation,
+            output_gain=1.0,
+            seed=seed + 1000,
+            name="value",
+        )
 
     def __call__(self, obs: tf.Tensor) -> Tuple[tf.Tensor, tf.Tensor]:
         return self.policy(obs), tf.squeeze(self.value(obs), -1)
@@ -84,8 +105,15 @@ class QNetwork(tf.Module):
 
     def __init__(self, hp: HParams, input_size: int, num_actions: int, seed: int):
         super().__init__(name="q_network")
-        self.q = MLP(input_size, hp.hidden_sizes, num_actions, hp.activation,
-                                  output_gain=1.0, seed=seed, name="q")
+        self.q = MLP(
+            input_size,
+            hp.hidden_sizes,
+            num_actions,
+            hp.activation,
+            output_gain=1.0,
+            seed=seed,
+            name="q",
+        )
 
     def __call__(self, obs: tf.Tensor) -> tf.Tensor:
         return self.q(obs)

@@ -9,13 +9,13 @@ from rl import registry
 
 @registry.grad_comp.register("dqn_td")
 def dqn_td_loss(
-        q_tm1: tf.Tensor,
-        a_tm1: tf.Tensor,
-        r_t: tf.Tensor,
-        discount_t: tf.Tensor,
-        q_t_target: tf.Tensor,
-        q_t_online: Optional[tf.Tensor] = None,
-        huber_delta: float = 1.0,
+    q_tm1: tf.Tensor,
+    a_tm1: tf.Tensor,
+    r_t: tf.Tensor,
+    discount_t: tf.Tensor,
+    q_t_target: tf.Tensor,
+    q_t_online: Optional[tf.Tensor] = None,
+    huber_delta: float = 1.0,
 ) -> Tuple[tf.Tensor, Dict[str, tf.Tensor]]:
     """Huber loss between Q(s, a) and r + discount * Q_target(s', a*).
 
@@ -38,10 +38,8 @@ def dqn_td_loss(
     tf.debugging.assert_rank(q_tm1, 2, message="dqn_td_loss: q_tm1 must be [B, A]")
     tf.debugging.assert_rank(a_tm1, 1, message="dqn_td_loss: a_tm1 must be [B]")
     tf.debugging.assert_rank(r_t, 1, message="dqn_td_loss: r_t must be [B]")
-    tf.debugging.assert_rank(discount_t, 1,
-                                                      message="dqn_td_loss: discount_t must be [B]")
-    tf.debugging.assert_rank(q_t_target, 2,
-                                                      message="dqn_td_loss: q_t_target must be [B, A]")
+    tf.debugging.assert_rank(discount_t, 1, message="dqn_td_loss: discount_t must be [B]")
+    tf.debugging.assert_rank(q_t_target, 2, message="dqn_td_loss: q_t_target must be [B, A]")
     selector = q_t_target if q_t_online is None else q_t_online
     best_next = tf.argmax(selector, axis=-1, output_type=tf.int32)
     next_value = tf.gather(q_t_target, best_next, batch_dims=1)
@@ -50,9 +48,9 @@ def dqn_td_loss(
     td_error = target - q_taken
     loss = tf.reduce_mean(huber(td_error, huber_delta))
     return loss, {
-            "td_error": td_error,
-            "q_mean": tf.reduce_mean(q_taken),
-            "target_mean": tf.reduce_mean(target),
+        "td_error": td_error,
+        "q_mean": tf.reduce_mean(q_taken),
+        "target_mean": tf.reduce_mean(target),
     }
 
 

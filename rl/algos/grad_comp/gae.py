@@ -9,13 +9,13 @@ from rl import registry
 
 @registry.grad_comp.register("gae")
 def gae_advantages(
-        rewards: tf.Tensor,
-        values: tf.Tensor,
-        next_values: tf.Tensor,
-        terminated: tf.Tensor,
-        truncated: tf.Tensor,
-        gamma: float,
-        lam: float,
+    rewards: tf.Tensor,
+    values: tf.Tensor,
+    next_values: tf.Tensor,
+    terminated: tf.Tensor,
+    truncated: tf.Tensor,
+    gamma: float,
+    lam: float,
 ) -> Tuple[tf.Tensor, tf.Tensor]:
     """Advantages and value targets for a batch of trajectories.
 
@@ -37,9 +37,13 @@ def gae_advantages(
     Returns:
         advantages [B, T] and returns (advantages + values) [B, T].
     """
-    for name, x in (("rewards", rewards), ("values", values),
-                                    ("next_values", next_values), ("terminated", terminated),
-                                    ("truncated", truncated)):
+    for name, x in (
+        ("rewards", rewards),
+        ("values", values),
+        ("next_values", next_values),
+        ("terminated", terminated),
+        ("truncated", truncated),
+    ):
         tf.debugging.assert_rank(x, 2, message=f"gae: {name} must be [B, T]")
     rewards = tf.convert_to_tensor(rewards, tf.float32)
     not_terminal = 1.0 - tf.cast(terminated, tf.float32)
@@ -49,9 +53,10 @@ def gae_advantages(
     deltas_tb = tf.transpose(deltas)
     chain_tb = tf.transpose(gamma * lam * not_done)
     advantages_tb = tf.scan(
-            lambda next_adv, x: x[0] + x[1] * next_adv,
-            (deltas_tb, chain_tb),
-            initializer=tf.zeros_like(deltas_tb[0]),
-            reverse=True)
+        lambda next_adv, x: x[0] + x[1] * next_adv,
+        (deltas_tb, chain_tb),
+        initializer=tf.zeros_like(deltas_tb[0]),
+        reverse=True,
+    )
     advantages = tf.transpose(advantages_tb)
     return advantages, advantages + values

@@ -9,17 +9,17 @@ from rl import registry
 
 @registry.grad_comp.register("ppo_clip")
 def ppo_clip_loss(
-        log_probs: tf.Tensor,
-        old_log_probs: tf.Tensor,
-        advantages: tf.Tensor,
-        values: tf.Tensor,
-        returns: tf.Tensor,
-        entropy: tf.Tensor,
-        clip_ratio: float,
-        value_coef: float,
-        entropy_coef: float,
-        old_values: Optional[tf.Tensor] = None,
-        value_clip: Optional[float] = None,
+    log_probs: tf.Tensor,
+    old_log_probs: tf.Tensor,
+    advantages: tf.Tensor,
+    values: tf.Tensor,
+    returns: tf.Tensor,
+    entropy: tf.Tensor,
+    clip_ratio: float,
+    value_coef: float,
+    entropy_coef: float,
+    old_values: Optional[tf.Tensor] = None,
+    value_clip: Optional[float] = None,
 ) -> Tuple[tf.Tensor, Dict[str, tf.Tensor]]:
     """PPO loss = -clipped surrogate + value_coef * value loss - entropy_coef * H.
 
@@ -40,9 +40,14 @@ def ppo_clip_loss(
         The scalar loss and a dict of its parts: policy_loss, value_loss,
         entropy, approx_kl (the (r-1) - log r estimator), clip_fraction.
     """
-    for name, x in (("log_probs", log_probs), ("old_log_probs", old_log_probs),
-                                    ("advantages", advantages), ("values", values),
-                                    ("returns", returns), ("entropy", entropy)):
+    for name, x in (
+        ("log_probs", log_probs),
+        ("old_log_probs", old_log_probs),
+        ("advantages", advantages),
+        ("values", values),
+        ("returns", returns),
+        ("entropy", entropy),
+    ):
         tf.debugging.assert_rank(x, 1, message=f"ppo_clip_loss: {name} must be [B]")
     log_ratio = log_probs - old_log_probs
     ratio = tf.exp(log_ratio)
@@ -51,18 +56,16 @@ def ppo_clip_loss(
     policy_loss = -tf.reduce_mean(tf.minimum(surrogate, clipped))
     value_error = tf.square(values - returns)
     if value_clip is not None:
-        clipped_values = old_values + tf.clip_by_value(
-                values - old_values, -value_clip, value_clip)
+        clipped_values = old_values + tf.clip_by_value(values - old_values, -value_clip, value_clip)
         value_error = tf.maximum(value_error, tf.square(clipped_values - returns))
     value_loss = 0.5 * tf.reduce_mean(value_error)
     mean_entropy = tf.reduce_mean(entropy)
     loss = policy_loss + value_coef * value_loss - entropy_coef * mean_entropy
     extras = {
-            "policy_loss": policy_loss,
-            "value_loss": value_loss,
-            "entropy": mean_entropy,
-            "approx_kl": tf.reduce_mean((ratio - 1.0) - log_ratio),
-            "clip_fraction": tf.reduce_mean(
-                    tf.cast(tf.abs(ratio - 1.0) > clip_ratio, tf.float32)),
+        "policy_loss": policy_loss,
+        "value_loss": value_loss,
+        "entropy": mean_entropy,
+        "approx_kl": tf.reduce_mean((ratio - 1.0) - log_ratio),
+        "clip_fraction": tf.reduce_mean(tf.cast(tf.abs(ratio - 1.0) > clip_ratio, tf.float32)),
     }
     return loss, extras
