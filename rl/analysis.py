@@ -77,8 +77,9 @@ def _check_record(record: object, path: str, line_number: int) -> None:
       line_number: 1-based line number, for the error message.
     """
     if not isinstance(record, dict):
-        raise ValueError(f"{path}, line {line_number}: expected a JSON object, "
-                         f"got {type(record).__name__}")
+        raise ValueError(
+            f"{path}, line {line_number}: expected a JSON object, got {type(record).__name__}"
+        )
     missing = [k for k in REQUIRED_FIELDS if k not in record]
     if missing:
         raise ValueError(f"{path}, line {line_number}: missing field(s) {missing}")
@@ -125,11 +126,13 @@ def _middle_half_weights(n: int) -> np.ndarray:
     return np.clip(overlap, 0, None)
 
 
-def bootstrap_ci(values: np.ndarray,
-                 statistic: Callable[[np.ndarray], float] = interquartile_mean,
-                 confidence: float = 0.95,
-                 num_resamples: int = 2000,
-                 seed: int = 0) -> tuple[float, float]:
+def bootstrap_ci(
+    values: np.ndarray,
+    statistic: Callable[[np.ndarray], float] = interquartile_mean,
+    confidence: float = 0.95,
+    num_resamples: int = 2000,
+    seed: int = 0,
+) -> tuple[float, float]:
     """Percentile bootstrap confidence interval of `statistic(values)`.
 
     Resamples `values` with replacement `num_resamples` times, applies `statistic` to
@@ -229,9 +232,13 @@ def summarize_runs(run_dirs: list[str]) -> dict:
     runs = []
     for run_dir in run_dirs:
         last = _final_eval(run_dir)
-        runs.append({"run_dir": run_dir,
-                     "final_step": int(last["step"]),
-                     "final_return": float(last["return_mean"])})
+        runs.append(
+            {
+                "run_dir": run_dir,
+                "final_step": int(last["step"]),
+                "final_return": float(last["return_mean"]),
+            }
+        )
     finals = np.array([r["final_return"] for r in runs])
     low, high = bootstrap_ci(finals)
     return {
@@ -318,16 +325,23 @@ def _render_curves_png(groups: dict[str, list[str]], title: str) -> bytes:
     axes = figure.add_subplot()
     for label, run_dirs in groups.items():
         steps, returns = aligned_curves(run_dirs)
-        line, = axes.plot(steps, returns.mean(axis=0), label=f"{label} (n={len(run_dirs)})")
-        axes.fill_between(steps, returns.min(axis=0), returns.max(axis=0),
-                          color=line.get_color(), alpha=0.2, linewidth=0)
+        (line,) = axes.plot(steps, returns.mean(axis=0), label=f"{label} (n={len(run_dirs)})")
+        axes.fill_between(
+            steps,
+            returns.min(axis=0),
+            returns.max(axis=0),
+            color=line.get_color(),
+            alpha=0.2,
+            linewidth=0,
+        )
     axes.set_xlabel("environment steps")
     axes.set_ylabel("evaluation return")
     if title:
         axes.set_title(title)
     axes.grid(alpha=0.3)
-    axes.legend(title="line: mean, band: min-max over runs", fontsize="small",
-                title_fontsize="small")
+    axes.legend(
+        title="line: mean, band: min-max over runs", fontsize="small", title_fontsize="small"
+    )
     figure.tight_layout()
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png")
@@ -344,8 +358,9 @@ def _write_atomic(path: str, data: bytes) -> None:
     directory = os.path.dirname(os.path.abspath(path))
     os.makedirs(directory, exist_ok=True)
     # The temp file lives in the same directory so os.replace is a rename, not a copy.
-    fd, tmp_path = tempfile.mkstemp(dir=directory, prefix=f".{os.path.basename(path)}.",
-                                    suffix=".tmp")
+    fd, tmp_path = tempfile.mkstemp(
+        dir=directory, prefix=f".{os.path.basename(path)}.", suffix=".tmp"
+    )
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)

@@ -161,6 +161,23 @@ def check_resume(output_dir: str, hp: HParams, allow_change: bool) -> Optional[H
     return saved
 
 
+def build_envs_and_agent(hp: HParams):
+    """The training envs and the agent; any mismatch becomes one HParamsError.
+
+    Built before anything is written, so e.g. a Box-action env for a
+    discrete agent or an unknown activation leaves no files behind.
+    """
+    envs = make_vec_env(hp.env, hp.num_envs, hp.vectorization)
+    try:
+        agent_class = registry.agents.get(hp.agent)
+        agent = agent_class(hp, envs.single_observation_space, envs.single_action_space)
+    except (ValueError, TypeError) as e:
+        envs.close()
+        message = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise HParamsError(f"cannot build agent '{hp.agent}' on env '{hp.env}': {message}") from e
+    return envs, agent
+
+
 def derived_seed(*parts: int) -> int:
     """A 31-bit seed from several integers (the run seed, a step, ...)."""
     return int(np.random.SeedSequence(list(parts)).generate_state(1)[0] & 0x7FFFFFFF)
@@ -231,7 +248,6 @@ class Experiment:
             existing = check_resume(output_dir, hp, allow_hparam_change or read_only)
         if read_only and (output_dir is None or existing is None):
             raise CheckpointError(f"{output_dir} holds no run to load ({HPARAMS_FILE} missing)")
-        # --- everything is checked; from here on we write ---
         self.hp = hp
         self.verbose = verbose
         self.read_only = read_only
@@ -241,14 +257,7 @@ class Experiment:
             self._say("no display: episodes are rendered to rgb_array only")
         self.device_info = self.system.setup()
         self.output_dir = output_dir or tempfile.mkdtemp(prefix="rl-run-")
-        if not read_only:
-            self._prepare_output_dir(existing, argv, flags)
-
-        self.envs = make_vec_env(hp.env, hp.num_envs, hp.vectorization)
-        agent_class = registry.agents.get(hp.agent)
-        self.agent = agent_class(
-            hp, self.envs.single_observation_space, self.envs.single_action_space
-        )
+        self.envs, self.agent = build_envs_and_agent(hp)
         self.counters = Counters(episodes=0)
         self.checkpoint = tf.train.Checkpoint(
             loop_counters=self.counters, **self.agent.checkpoint_items()
@@ -259,6 +268,9 @@ class Experiment:
         self.restored_from = self._restore()
         if read_only and self.restored_from is None:
             raise CheckpointError(f"no checkpoint in {self._path('checkpoints')}")
+        # --- everything is checked and built; from here on we write ---
+        if not read_only:
+            self._prepare_output_dir(existing, argv, flags)
         self.logbook = Logbook(self.output_dir)
         if not read_only:
             self.logbook.recover(self.step if self.restored_from else 0)
@@ -282,7 +294,8 @@ class Experiment:
         flags: Optional[Dict[str, Any]],
     ) -> None:
         os.makedirs(self.output_dir, exist_ok=True)
-        if existing is not None and differences(existing, self.hp):
+        changed = differences(existing, self.hp) if existing is not None else {}
+        if set(changed) - RESUMABLE_FIELDS:
             # Keep the old file: nothing already written is lost.
             os.replace(
                 self._path(HPARAMS_FILE), self._path(f"hparams.before-{int(time.time())}.json")
@@ -338,9 +351,11 @@ class Experiment:
         """Saves a checkpoint at the current step with the records it covers."""
         step = self.step
         self.logbook.stage(step)
-        path = self.manager.save(checkpoint_number=step)
+        latest = self.manager.latest_checkpoint
+        if latest is None or not latest.endswith(f"ckpt-{step}"):
+            latest = self.manager.save(checkpoint_number=step)
         self.logbook.commit(step)
-        return path
+        return latest
 
     # --- evaluation ---------------------------------------------------------
     def evaluate(
@@ -469,7 +484,11 @@ class Experiment:
             progress = Progress(self, target, enabled=self.verbose)
             next_eval = next_multiple(self.step, hp.eval_interval)
             next_checkpoint = next_multiple(self.step, hp.checkpoint_interval)
-            while self.step < target and self._stop_signal is None:
+            # Stop only at a clean point (no partial rollout held outside the
+            # checkpoint): past the target, or soon after a signal.
+            while self.agent.pending_steps() > 0 or (
+                self.step < target and self._stop_signal is None
+            ):
                 self._env_step()
                 step = self.step
                 metrics = self.agent.update()
@@ -530,8 +549,8 @@ class Experiment:
         return {
             "step": self.step,
             "episodes": self.counters["episodes"],
-            "episode_return_mean": float(np.mean(recent)) if recent else math.nan,
-            "eval_return_mean": (self._last_eval["return_mean"] if self._last_eval else math.nan),
+            "episode_return_mean": float(np.mean(recent)) if recent else None,
+            "eval_return_mean": (self._last_eval["return_mean"] if self._last_eval else None),
             "steps_per_second": steps_per_second,
             "interrupted": self._stop_signal,
             **self._last_metrics,

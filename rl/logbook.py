@@ -20,6 +20,7 @@ import glob
 import json
 import os
 import shutil
+import time
 from typing import Any, Dict, List, Tuple
 
 import tensorflow as tf
@@ -94,7 +95,7 @@ class Logbook:
         # TensorBoard reads a run's event files in name order: name them by
         # step (the writer's names order by wall time, pid and counter).
         for i, path in enumerate(sorted(glob.glob(os.path.join(staged, "tb", "*tfevents*")))):
-            name = f"events.out.tfevents.{step:015d}.{i}.rl.v2"
+            name = f"events.out.tfevents.{step:015d}.{time.time_ns()}.{i}.rl.v2"
             os.replace(path, os.path.join(self.tb_dir, name))
         staged_eval = os.path.join(staged, EVAL_FILE)
         if os.path.exists(staged_eval):

@@ -1,10 +1,11 @@
 """Name -> factory registries, one per kind of thing.
 
-Every agent, model, act_select, grad_comp, hparam set and env constructor is
-registered under a snake_case name and looked up by that name. Registration
-happens when the module defining the thing is imported; each package's
-``__init__.py`` imports its modules explicitly, so importing ``rl`` registers
-everything and nothing else does.
+Every agent, model, act_select, grad_comp, hparam set, env constructor and
+--sys target is registered under a snake_case name and looked up by that
+name. Registration happens when the module defining the thing is imported;
+each package's ``__init__.py`` imports its modules explicitly and
+``rl/catalog.py`` imports every package, so ``from rl import catalog`` fills
+every registry and nothing else registers.
 """
 
 from __future__ import annotations
@@ -17,13 +18,13 @@ T = TypeVar("T")
 
 
 def snake_case(name: str) -> str:
-    """Turns ``CamelCase`` or ``camelCase`` into ``camel_case``.
+    """Turns ``CamelCase`` into ``camel_case``; ``PPOAgent`` -> ``ppo_agent``,
+    ``A2CAgent`` -> ``a2c_agent``.
 
     Args:
         name: a class or function name.
     """
-    step1 = re.sub(r"(.)([A-Z][a-z]+)", r"\1_\2", name)
-    return re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", step1).lower()
+    return re.sub(r"(?<=[a-z])(?=[A-Z])|(?<=[A-Z0-9])(?=[A-Z][a-z])", "_", name).lower()
 
 
 class UnknownNameError(KeyError):

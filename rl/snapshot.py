@@ -202,7 +202,9 @@ def git_info(source_dir: str, output_dir: str | None = None) -> dict:
     commit, _ = _git(["rev-parse", "--verify", "-q", "HEAD"], root)
     commit = commit.strip() if commit else None
     branch, _ = _git(["symbolic-ref", "--short", "-q", "HEAD"], root)
-    status = run(["status", "--porcelain", "--untracked-files=normal", "--", *_pathspec(root, output_dir)])
+    status = run(
+        ["status", "--porcelain", "--untracked-files=normal", "--", *_pathspec(root, output_dir)]
+    )
     remote_name, remote_url = _remote(root)
     on_remote = None
     if commit and remote_name:
@@ -254,20 +256,35 @@ def git_diff(git: dict, output_dir: str | None = None) -> tuple[str, dict]:
         if os.path.isfile(index_path):
             # A copy keeps the stat cache, so git need not re-hash every tracked file.
             shutil.copyfile(index_path, env["GIT_INDEX_FILE"])
-        listed, err = _git(["ls-files", "-z", "--others", "--exclude-standard", "--", *spec], root, env)
+        listed, err = _git(
+            ["ls-files", "-z", "--others", "--exclude-standard", "--", *spec], root, env
+        )
         if listed is None:
             return "", {"diff_error": err}
         untracked, skipped = _split_by_size(root, [p for p in listed.split("\0") if p])
         if untracked:
             _, err = _git(
-                ["--literal-pathspecs", "add", "--intent-to-add", "--pathspec-from-file=-", "--pathspec-file-nul"],
+                [
+                    "--literal-pathspecs",
+                    "add",
+                    "--intent-to-add",
+                    "--pathspec-from-file=-",
+                    "--pathspec-file-nul",
+                ],
                 root,
                 env,
                 stdin="\0".join(untracked),
             )
             if err is not None:
                 return "", {"diff_error": err, "untracked_skipped": skipped}
-        diff_args = ["diff", "--binary", "--no-color", "--no-ext-diff", "--no-textconv", "--no-relative"]
+        diff_args = [
+            "diff",
+            "--binary",
+            "--no-color",
+            "--no-ext-diff",
+            "--no-textconv",
+            "--no-relative",
+        ]
         # Fixed prefixes keep the patch appliable whatever diff.noprefix says.
         diff_args += ["--src-prefix=a/", "--dst-prefix=b/", base, "--", *spec]
         patch, err = _git(diff_args, root, env, timeout=4 * GIT_TIMEOUT_S)
@@ -461,7 +478,8 @@ def tensorflow_info() -> dict:
     info: dict[str, Any] = {"version": getattr(tf, "__version__", None)}
     probes = {
         "physical_devices": lambda: [
-            {"name": d.name, "device_type": d.device_type} for d in tf.config.list_physical_devices()
+            {"name": d.name, "device_type": d.device_type}
+            for d in tf.config.list_physical_devices()
         ],
         "build_info": lambda: dict(tf.sysconfig.get_build_info()),
         "gpus": lambda: [

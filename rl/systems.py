@@ -1,9 +1,8 @@
 """--sys targets: where a run executes.
 
-A system prepares the devices before anything is built and says which
-device strategy to use. ``local`` runs in this process on a visible GPU if
-there is one and the CPU otherwise. Multi-device, TPU and Ray systems plug
-in here later.
+A system prepares the devices before anything is built. ``local`` runs in
+this process on a visible GPU if there is one and the CPU otherwise.
+Multi-device, TPU and Ray targets are planned as further systems here.
 """
 
 from typing import Dict

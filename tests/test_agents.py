@@ -178,3 +178,32 @@ def test_load_is_read_only(tmp_path):
     run.close()
     after = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
     assert before == after
+
+
+def test_unreadable_latest_checkpoint_falls_back_to_the_previous(tmp_path, capsys):
+    out = tmp_path / "run"
+    exp = Experiment("ppo_tiny", str(out), overrides="checkpoint_interval=64", verbose=False)
+    exp.train()
+    exp.close()
+    data = sorted((out / "checkpoints").glob("ckpt-256.data-*"))
+    assert data
+    data[0].write_bytes(b"garbage" * 10)
+    again = Experiment("ppo_tiny", str(out), verbose=False)
+    assert again.restored_from.endswith("ckpt-192")
+    assert again.step == 192
+    err = capsys.readouterr().err
+    assert "ckpt-256 cannot be read" in err and "using the previous checkpoint" in err
+    again.close()
+
+
+def test_no_readable_checkpoint_is_an_error_naming_the_folder(tmp_path):
+    from rl.experiment import CheckpointError
+
+    out = tmp_path / "run"
+    exp = Experiment("ppo_tiny", str(out), overrides="keep_checkpoints=1", verbose=False)
+    exp.train()
+    exp.close()
+    for path in (out / "checkpoints").glob("ckpt-*.data-*"):
+        path.write_bytes(b"garbage")
+    with pytest.raises(CheckpointError, match="no checkpoint in .*checkpoints can be read"):
+        Experiment("ppo_tiny", str(out), overrides="keep_checkpoints=1", verbose=False)

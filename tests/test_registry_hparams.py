@@ -23,6 +23,8 @@ def test_snake_case_keys_and_explicit_names():
     assert reg.names() == ["my_fancy_thing", "short"]
     assert reg.get("my_fancy_thing") is MyFancyThing
     assert snake_case("PPOAgent") == "ppo_agent"
+    assert snake_case("A2CAgent") == "a2c_agent"
+    assert snake_case("camelCase") == "camel_case"
 
 
 def test_registering_a_name_twice_raises():

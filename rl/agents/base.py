@@ -146,10 +146,15 @@ class Agent(tf.Module):
         return 0
 
     def current_learning_rate(self) -> float:
-        """The learning rate for the current step (annealed if asked)."""
+        """The learning rate for the data being learned from now.
+
+        Annealing counts the steps before the pending data (a PPO rollout's
+        first step), so the last update of a run does not get a rate of ~0.
+        """
         if not self.hp.anneal_learning_rate:
             return self.hp.learning_rate
-        remaining = 1.0 - self.env_steps / max(self.hp.train_steps, 1)
+        start = self.env_steps - self.pending_steps()
+        remaining = 1.0 - start / max(self.hp.train_steps, 1)
         return self.hp.learning_rate * max(remaining, 0.0)
 
     # --- saving ------------------------------------------------------------

@@ -31,7 +31,9 @@ class DQNAgent(Agent):
         )
         self._sync_target(1.0)
         self.replay = ReplayBuffer(hp.buffer_size, self.obs_shape, seed=hp.seed)
-        self.gradient_steps = tf.Variable(0, dtype=tf.int64, trainable=False, name="gradient_steps")
+        self.total_gradient_steps = tf.Variable(
+            0, dtype=tf.int64, trainable=False, name="total_gradient_steps"
+        )
         self._compiled_update = tf.function(self._update_step, jit_compile=True)
 
     def exploration_rate(self) -> float:
@@ -101,8 +103,8 @@ class DQNAgent(Agent):
                 )
             grads, grad_norm = clip_gradients(tape.gradient(loss, variables), hp.max_grad_norm)
             self.optimizer.apply_gradients(zip(grads, variables))
-            self.gradient_steps.assign_add(1)
-            if self.gradient_steps % hp.target_update_interval == 0:
+            self.total_gradient_steps.assign_add(1)
+            if self.total_gradient_steps % hp.target_update_interval == 0:
                 self._sync_target(hp.target_update_tau)
             totals = {
                 "loss": totals["loss"] + loss,
@@ -116,6 +118,8 @@ class DQNAgent(Agent):
     def checkpoint_items(self):
         items = super().checkpoint_items()
         items.update(
-            target_model=self.target_model, replay=self.replay, gradient_steps=self.gradient_steps
+            target_model=self.target_model,
+            replay=self.replay,
+            total_gradient_steps=self.total_gradient_steps,
         )
         return items

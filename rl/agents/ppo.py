@@ -59,9 +59,9 @@ class PPOAgent(Agent):
     def update(self) -> Optional[Dict[str, float]]:
         if len(self._rollout["actions"]) < self.hp.rollout_steps:
             return None
+        learning_rate = self.current_learning_rate()
         rollout = {k: np.stack(v) for k, v in self._rollout.items()}  # [T, N, ...]
         self._rollout = self._empty_rollout()
-        learning_rate = self.current_learning_rate()
         metrics = self._compiled_update(
             tf.constant(rollout["obs"], tf.float32),
             tf.constant(rollout["actions"], tf.int32),

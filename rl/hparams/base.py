@@ -21,8 +21,8 @@ class HParamsError(ValueError):
     """A bad override or hparams file; ``str()`` is one readable line."""
 
 
-# Fields that may differ when a run is resumed: they change how long or how
-# often things happen, not what is learned.
+# Fields that may differ when a run is resumed: how long and how often things
+# happen. (A learning-rate annealed over train_steps follows the new budget.)
 RESUMABLE_FIELDS = frozenset(
     {
         "train_steps",

@@ -1,0 +1,20 @@
+"""``python -m rl list``: every registered name by kind."""
+
+import sys
+
+
+def main(argv: list) -> int:
+    if argv[1:] != ["list"]:
+        print("usage: python -m rl list", file=sys.stderr)
+        return 2
+    from rl import cli
+
+    cli.import_tensorflow_quietly()
+    from rl import catalog
+
+    print(catalog.list_all())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
