@@ -36,7 +36,7 @@ def ppo_cartpole() -> PPOHParams:
     return ppo_base().replace(
         env="CartPole-v1",
         num_envs=16,
-        rollout_steps=16,
+        rollout_steps=25,
         num_epochs=10,
         num_minibatches=1,
         learning_rate=1e-3,
