@@ -34,7 +34,7 @@ class DQNAgent(Agent):
         self.total_gradient_steps = tf.Variable(
             0, dtype=tf.int64, trainable=False, name="total_gradient_steps"
         )
-        self._compiled_update = tf.function(self._update_step, jit_compile=True)
+        self._compiled_update = tf.function(self._update_step, jit_compile=hp.jit_compile)
 
     def exploration_rate(self) -> float:
         hp = self.hp

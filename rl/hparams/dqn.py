@@ -35,11 +35,15 @@ def dqn_base() -> DQNHParams:
 
 @registry.hparams.register
 def dqn_cartpole() -> DQNHParams:
+    # Bursts of 128 gradient steps every 256 env steps with one target sync per
+    # burst, as in RL Baselines3 Zoo's CartPole DQN; annealing the learning
+    # rate steadies the end of training (docs/benchmarks.md).
     return dqn_base().replace(
         env="CartPole-v1",
         num_envs=4,
         hidden_sizes=(256, 256),
         learning_rate=2.3e-3,
+        anneal_learning_rate=True,
         gamma=0.99,
         buffer_size=100_000,
         batch_size=64,
