@@ -51,7 +51,7 @@ def ppo_cartpole() -> PPOHParams:
         jit_compile=False,  # 250 updates do not pay back the XLA compile
         train_steps=100_000,
         eval_interval=20_000,
-        checkpoint_interval=25_000,
+        checkpoint_interval=50_000,
     )
 
 
