@@ -93,17 +93,8 @@ def test_test_mode_without_checkpoint_is_exit_2(tmp_path):
 
 def test_copies_produce_runs_and_a_matching_summary(tmp_path):
     out = tmp_path / "copies"
-    proc = run(
-        "train.py",
-        "--hparams",
-        "ppo_tiny",
-        "--copies",
-        "2",
-        "--seed",
-        "5",
-        "--output_dir",
-        str(out),
-    )
+    args = ["--hparams", "ppo_tiny", "--copies", "2", "--seed", "5", "--output_dir", str(out)]
+    proc = run("train.py", *args)
     assert proc.returncode == 0, proc.stderr
     summary = json.loads((out / "summary.json").read_text())
     finals = []
@@ -119,17 +110,7 @@ def test_copies_produce_runs_and_a_matching_summary(tmp_path):
     assert (out / "curves.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     # Rerunning resumes each finished copy: nothing changes.
     before = files(out / "run_0" / "checkpoints")
-    again = run(
-        "train.py",
-        "--hparams",
-        "ppo_tiny",
-        "--copies",
-        "2",
-        "--seed",
-        "5",
-        "--output_dir",
-        str(out),
-    )
+    again = run("train.py", *args)
     assert again.returncode == 0, again.stderr
     assert files(out / "run_0" / "checkpoints") == before
 
