@@ -25,6 +25,6 @@ setup(
         "matplotlib>=3.8",
     ],
     extras_require={
-        "test": ["pytest>=8", "pytest-timeout>=2.3"],
+        "test": ["pytest>=8", "pytest-timeout>=2.3", "ruff>=0.6"],
     },
 )

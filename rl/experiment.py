@@ -2,14 +2,14 @@
 
 ``train.py`` is a thin layer over this class; notebooks use it directly:
 
-        exp = rl.Experiment(hparams="ppo_cartpole", output_dir="runs/x")
-        result = exp.train()          # resumes from runs/x if it holds a run
-        exp.evaluate(episodes=10)
+    exp = rl.Experiment(hparams="ppo_cartpole", output_dir="runs/x")
+    result = exp.train()          # resumes from runs/x if it holds a run
+    exp.evaluate(episodes=10)
 
 Output folder:
     hparams.json       resolved hparams (restarting checks against it)
     checkpoints/       tf.train.CheckpointManager (model, optimizer, counters,
-                                          RNG states, target net, replay buffer)
+                       RNG states, target net, replay buffer)
     eval.jsonl         one line per evaluation
     tb/                TensorBoard events
     snapshot/          reproducibility snapshot (rl/snapshot.py)
@@ -28,6 +28,7 @@ import os
 import signal
 import sys
 import tempfile
+import threading
 import time
 from typing import Any, Dict, List, Optional, Union
 
@@ -45,7 +46,7 @@ from rl.hparams.base import (
     differences,
     from_dict,
 )
-from rl.logbook import EVAL_FILE, Logbook
+from rl.logbook import EVAL_FILE, Logbook, read_eval_records
 
 HPARAMS_FILE = "hparams.json"
 
@@ -586,23 +587,11 @@ class Experiment:
 
 def last_eval_record(path: str, step: int) -> Optional[Dict[str, Any]]:
     """The last evaluation at or before ``step`` in an eval.jsonl, if any."""
-    if not os.path.exists(path):
-        return None
-    last = None
-    with open(path) as f:
-        for line in f:
-            try:
-                record = json.loads(line)
-            except ValueError:
-                continue  # a line cut by a kill
-            if record.get("step", math.inf) <= step:
-                last = record
-    return last
+    earlier = [r for r in read_eval_records(path) if r["step"] <= step]
+    return earlier[-1] if earlier else None
 
 
 def threading_is_main() -> bool:
-    import threading
-
     return threading.current_thread() is threading.main_thread()
 
 

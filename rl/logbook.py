@@ -134,15 +134,22 @@ def drop_cut_last_line(path: str) -> None:
             f.truncate(data.rfind(b"\n") + 1)
 
 
-def last_logged_step(path: str) -> int:
-    """The step of the last complete line of an eval.jsonl (-1 if none)."""
+def read_eval_records(path: str) -> List[Dict[str, Any]]:
+    """The complete records of an eval.jsonl; lines cut by a kill are skipped."""
     if not os.path.exists(path):
-        return -1
-    last = -1
+        return []
+    records = []
     with open(path) as f:
         for line in f:
             try:
-                last = max(last, int(json.loads(line)["step"]))
-            except (ValueError, KeyError):
-                continue  # a line cut by a kill
-    return last
+                record = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(record, dict) and "step" in record:
+                records.append(record)
+    return records
+
+
+def last_logged_step(path: str) -> int:
+    """The step of the last complete line of an eval.jsonl (-1 if none)."""
+    return max((int(r["step"]) for r in read_eval_records(path)), default=-1)

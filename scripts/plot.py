@@ -30,13 +30,22 @@ def _parse_args(argv: list[str]) -> argparse.Namespace:
       The parsed arguments.
     """
     parser = argparse.ArgumentParser(
-        prog="plot.py", description="Compare evaluation curves of training runs.")
-    parser.add_argument("run_dirs", nargs="+", metavar="RUN_DIR",
-                        help="a run directory or a --copies output directory (one group each)")
+        prog="plot.py", description="Compare evaluation curves of training runs."
+    )
+    parser.add_argument(
+        "run_dirs",
+        nargs="+",
+        metavar="RUN_DIR",
+        help="a run directory or a --copies output directory (one group each)",
+    )
     parser.add_argument("--out", default="curves.png", help="PNG file to write")
     parser.add_argument("--title", default="", help="figure title")
-    parser.add_argument("--label", action="append", default=None,
-                        help="label of a group; give once per RUN_DIR, in order")
+    parser.add_argument(
+        "--label",
+        action="append",
+        default=None,
+        help="label of a group; give once per RUN_DIR, in order",
+    )
     return parser.parse_args(argv)
 
 
@@ -53,8 +62,9 @@ def _labels(run_dirs: list[str], labels: list[str] | None) -> list[str]:
     if labels is None:
         labels = [os.path.basename(os.path.normpath(d)) for d in run_dirs]
     elif len(labels) != len(run_dirs):
-        raise ValueError(f"got {len(labels)} --label for {len(run_dirs)} RUN_DIR; "
-                         "give one per RUN_DIR or none")
+        raise ValueError(
+            f"got {len(labels)} --label for {len(run_dirs)} RUN_DIR; give one per RUN_DIR or none"
+        )
     duplicates = sorted({label for label in labels if labels.count(label) > 1})
     if duplicates:
         raise ValueError(f"duplicate label(s) {duplicates}; tell them apart with --label")
@@ -74,12 +84,18 @@ def format_table(rows: list[tuple[str, dict]]) -> str:
     lines = [header]
     for label, s in rows:
         low, high = s["final_return_iqm_ci"]
-        lines.append((label, str(s["num_runs"]),
-                      f"{s['final_return_mean']:.2f} ± {s['final_return_std']:.2f}",
-                      f"{s['final_return_iqm']:.2f} [{low:.2f}, {high:.2f}]"))
+        lines.append(
+            (
+                label,
+                str(s["num_runs"]),
+                f"{s['final_return_mean']:.2f} ± {s['final_return_std']:.2f}",
+                f"{s['final_return_iqm']:.2f} [{low:.2f}, {high:.2f}]",
+            )
+        )
     widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
-    return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(line, widths)).rstrip()
-                     for line in lines)
+    return "\n".join(
+        "  ".join(cell.ljust(w) for cell, w in zip(line, widths)).rstrip() for line in lines
+    )
 
 
 def main(argv: list[str]) -> int:

@@ -51,7 +51,9 @@ def replace_output_dir(argv: list[str], new_output_dir: str) -> list[str]:
     return out
 
 
-def build_commands(output_dir: str, new_output_dir: str | None = None, src_dir: str | None = None) -> list[str]:
+def build_commands(
+    output_dir: str, new_output_dir: str | None = None, src_dir: str | None = None
+) -> list[str]:
     """The shell lines (commands and `#` comments) that reproduce the run in `output_dir`.
 
     Args:
@@ -93,12 +95,16 @@ def _checkout_lines(git: dict, snap: dict, src_dir: str) -> list[str]:
     if git.get("remote_url"):
         lines.append(f"git clone {q(git['remote_url'])} {q(src_dir)}")
     else:
-        lines.append(f"# No git remote was recorded: clone the repository at {git.get('repo_root')} instead.")
+        lines.append(
+            f"# No git remote was recorded: clone the repository at {git.get('repo_root')} instead."
+        )
         lines.append(f"git clone {q(git.get('repo_root') or '<repository>')} {q(src_dir)}")
     lines.append(f"cd {q(src_dir)}")
     if git.get("commit"):
         if git.get("commit_on_remote") is False:
-            lines.append("# Warning: the commit was on no remote branch when the run started; push it first.")
+            lines.append(
+                "# Warning: the commit was on no remote branch when the run started; push it first."
+            )
         lines.append(f"git checkout {q(git['commit'])}")
     else:
         lines.append("# The repository had no commit yet: the patch below holds all the code.")
@@ -126,7 +132,9 @@ def _environment_lines(snap: dict) -> list[str]:
     ]
     local = [line[2:] for line in snap["packages"] if line.startswith("# ")]
     if local:
-        lines.append("# Installed from local directories, not in the pins above: " + "; ".join(local))
+        lines.append(
+            "# Installed from local directories, not in the pins above: " + "; ".join(local)
+        )
     for name, value in sorted(snap["system"].get("env", {}).items()):
         lines.append(f"export {name}={q(value)}")
     return lines
@@ -165,7 +173,9 @@ def _inside(path: str, root: str) -> bool:
       path: an absolute path.
       root: an absolute directory.
     """
-    return os.path.commonpath([os.path.abspath(path), os.path.abspath(root)]) == os.path.abspath(root)
+    return os.path.commonpath([os.path.abspath(path), os.path.abspath(root)]) == os.path.abspath(
+        root
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -176,8 +186,12 @@ def main(argv: list[str] | None = None) -> int:
     """
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("output_dir", help="the run's output directory, holding snapshot/")
-    parser.add_argument("--new_output_dir", help="where the rerun writes (default: <output_dir>_reproduce)")
-    parser.add_argument("--src_dir", help="where the code is cloned (default: <new_output_dir>_src)")
+    parser.add_argument(
+        "--new_output_dir", help="where the rerun writes (default: <output_dir>_reproduce)"
+    )
+    parser.add_argument(
+        "--src_dir", help="where the code is cloned (default: <new_output_dir>_src)"
+    )
     args = parser.parse_args(argv)
     try:
         lines = build_commands(args.output_dir, args.new_output_dir, args.src_dir)

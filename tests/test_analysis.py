@@ -29,8 +29,13 @@ plot_script = _load_plot_script()
 
 
 def _record(step: int, return_mean: float) -> dict:
-    return {"step": step, "return_mean": return_mean, "return_std": 1.0,
-            "episodes": 5, "wall_time": step / 100.0}
+    return {
+        "step": step,
+        "return_mean": return_mean,
+        "return_std": 1.0,
+        "episodes": 5,
+        "wall_time": step / 100.0,
+    }
 
 
 def _write_run(run_dir, steps, returns, tail: str = "") -> str:
@@ -45,12 +50,14 @@ def _write_run(run_dir, steps, returns, tail: str = "") -> str:
 
 def _write_copies(output_dir, finals) -> list[str]:
     """Writes run_0.. run_{N-1} with evals at steps 0, 100, 200 ending at `finals`."""
-    return [_write_run(os.path.join(output_dir, f"run_{i}"), [0, 100, 200],
-                       [0.0, final / 2, final])
-            for i, final in enumerate(finals)]
+    return [
+        _write_run(os.path.join(output_dir, f"run_{i}"), [0, 100, 200], [0.0, final / 2, final])
+        for i, final in enumerate(finals)
+    ]
 
 
 # --- interquartile_mean ---------------------------------------------------------------
+
 
 def test_iqm_divisible_by_four_is_mean_of_middle_half():
     assert analysis.interquartile_mean(np.arange(1, 9)) == 4.5  # mean of 3, 4, 5, 6
@@ -84,6 +91,7 @@ def test_iqm_rejects_empty_and_2d():
 
 # --- bootstrap_ci ---------------------------------------------------------------------
 
+
 def test_bootstrap_ci_contains_estimate_and_is_deterministic():
     values = np.random.default_rng(1).normal(10.0, 2.0, size=20)
     low, high = analysis.bootstrap_ci(values, seed=3)
@@ -103,14 +111,14 @@ def test_bootstrap_ci_of_constant_is_a_point():
     assert analysis.bootstrap_ci(np.full(5, 7.0)) == (7.0, 7.0)
 
 
-@pytest.mark.parametrize("kwargs", [{"confidence": 1.0}, {"confidence": 0.0},
-                                    {"num_resamples": 0}])
+@pytest.mark.parametrize("kwargs", [{"confidence": 1.0}, {"confidence": 0.0}, {"num_resamples": 0}])
 def test_bootstrap_ci_rejects_bad_arguments(kwargs):
     with pytest.raises(ValueError):
         analysis.bootstrap_ci(np.arange(4.0), **kwargs)
 
 
 # --- read_eval_log --------------------------------------------------------------------
+
 
 def test_read_eval_log_round_trip(tmp_path):
     run = _write_run(tmp_path / "r", [0, 10], [1.5, 2.5])
@@ -126,9 +134,13 @@ def test_read_eval_log_skips_truncated_last_line(tmp_path):
 def test_read_eval_log_raises_on_corruption_before_last_line(tmp_path):
     run = tmp_path / "r"
     run.mkdir()
-    (run / "eval.jsonl").write_text(json.dumps(_record(0, 1.0)) + "\n"
-                                    + '{"step": 10, "ret\n'
-                                    + json.dumps(_record(20, 2.0)) + "\n")
+    (run / "eval.jsonl").write_text(
+        json.dumps(_record(0, 1.0))
+        + "\n"
+        + '{"step": 10, "ret\n'
+        + json.dumps(_record(20, 2.0))
+        + "\n"
+    )
     with pytest.raises(ValueError, match=r"eval\.jsonl, line 2"):
         analysis.read_eval_log(str(run))
 
@@ -147,6 +159,7 @@ def test_read_eval_log_missing_file_names_path(tmp_path):
 
 
 # --- summarize_runs, aligned_curves ---------------------------------------------------
+
 
 def test_summarize_runs_matches_files(tmp_path):
     run_dirs = _write_copies(tmp_path / "out", [10.0, 20.0, 60.0])
@@ -177,8 +190,9 @@ def test_aligned_curves_interpolates_on_common_range(tmp_path):
     b = _write_run(tmp_path / "b", [50, 150, 250], [5.0, 5.0, 25.0])
     steps, returns = analysis.aligned_curves([a, b])
     np.testing.assert_array_equal(steps, [50, 100, 150, 200, 250])
-    np.testing.assert_allclose(returns, [[5.0, 10.0, 15.0, 20.0, 25.0],
-                                         [5.0, 5.0, 5.0, 15.0, 25.0]])
+    np.testing.assert_allclose(
+        returns, [[5.0, 10.0, 15.0, 20.0, 25.0], [5.0, 5.0, 5.0, 15.0, 25.0]]
+    )
 
 
 def test_aligned_curves_identical_grids_are_not_changed(tmp_path):
@@ -211,6 +225,7 @@ def test_find_runs_orders_copies_numerically(tmp_path):
 
 # --- plots and files ------------------------------------------------------------------
 
+
 def test_write_summary_writes_json_and_png(tmp_path):
     out = tmp_path / "out"
     run_dirs = _write_copies(out, [10.0, 20.0, 60.0, 30.0])
@@ -218,8 +233,14 @@ def test_write_summary_writes_json_and_png(tmp_path):
     with open(out / "summary.json") as f:
         assert json.load(f) == summary
     assert (out / "curves.png").read_bytes().startswith(PNG_MAGIC)
-    assert sorted(os.listdir(out)) == ["curves.png", "run_0", "run_1", "run_2", "run_3",
-                                       "summary.json"]  # no temp files left behind
+    assert sorted(os.listdir(out)) == [
+        "curves.png",
+        "run_0",
+        "run_1",
+        "run_2",
+        "run_3",
+        "summary.json",
+    ]  # no temp files left behind
 
 
 def test_plot_curves_failure_leaves_no_file(tmp_path):

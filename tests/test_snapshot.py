@@ -15,12 +15,22 @@ from rl import snapshot
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 # Identity and signing are set per call so the machine's git config cannot break a commit.
-GIT = ["git", "-c", "user.name=Test", "-c", "user.email=test@example.com", "-c", "commit.gpgsign=false"]
+GIT = [
+    "git",
+    "-c",
+    "user.name=Test",
+    "-c",
+    "user.email=test@example.com",
+    "-c",
+    "commit.gpgsign=false",
+]
 
 
 def _load_reproduce() -> types.ModuleType:
     """Imports scripts/reproduce.py by path, as scripts/ is not a package."""
-    spec = importlib.util.spec_from_file_location("reproduce", REPO_ROOT / "scripts" / "reproduce.py")
+    spec = importlib.util.spec_from_file_location(
+        "reproduce", REPO_ROOT / "scripts" / "reproduce.py"
+    )
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -36,7 +46,9 @@ def git(repo: Path, *args: str) -> str:
       repo: the repository directory.
       args: git arguments.
     """
-    return subprocess.run([*GIT, *args], cwd=repo, check=True, capture_output=True, text=True).stdout
+    return subprocess.run(
+        [*GIT, *args], cwd=repo, check=True, capture_output=True, text=True
+    ).stdout
 
 
 @pytest.fixture(autouse=True)
@@ -111,7 +123,10 @@ def test_snapshot_records_dirty_checkout(dirty_repo: Path, tmp_path: Path) -> No
     assert data["system"]["python"]["version"] == ".".join(map(str, sys.version_info[:3]))
     assert "tensorflow" not in data["system"]
     assert any(line.startswith("pytest==") for line in data["packages"])
-    names = [line.lstrip("# ").split("=")[0].split(" ")[0].lower().replace("_", "-") for line in data["packages"]]
+    names = [
+        line.lstrip("# ").split("=")[0].split(" ")[0].lower().replace("_", "-")
+        for line in data["packages"]
+    ]
     assert names == sorted(names)
     assert [r["event"] for r in data["resumes"]] == ["start"]
     # The user's index is untouched: the untracked file is still untracked.
@@ -136,7 +151,9 @@ def test_resume_appends_and_keeps_files(dirty_repo: Path, tmp_path: Path) -> Non
     snap_dir = Path(snap(out, dirty_repo))
     before = {p.name: p.read_bytes() for p in snap_dir.iterdir()}
 
-    again = snap(out, dirty_repo, argv=["train.py", "--resume"], hparams={"lr": 9.0}, seeds={"seed": 1})
+    again = snap(
+        out, dirty_repo, argv=["train.py", "--resume"], hparams={"lr": 9.0}, seeds={"seed": 1}
+    )
 
     assert again == str(snap_dir)
     after = {p.name: p.read_bytes() for p in snap_dir.iterdir()}
@@ -173,7 +190,9 @@ def test_output_dir_inside_checkout_is_left_out(tmp_path: Path) -> None:
     assert [e["dirty"] for e in data["resumes"]] == [False, False]
 
 
-def test_big_untracked_file_is_listed_not_copied(dirty_repo: Path, tmp_path: Path, monkeypatch) -> None:
+def test_big_untracked_file_is_listed_not_copied(
+    dirty_repo: Path, tmp_path: Path, monkeypatch
+) -> None:
     monkeypatch.setattr(snapshot, "MAX_UNTRACKED_BYTES", 5)
     (dirty_repo / "big.py").write_text("X = 'far too long'\n")
     data = snapshot.read_snapshot(os.path.dirname(snap(tmp_path / "run", dirty_repo)))
@@ -197,7 +216,11 @@ def test_git_not_installed(dirty_repo: Path, tmp_path: Path, monkeypatch) -> Non
     empty.mkdir()
     monkeypatch.setenv("PATH", str(empty))
     data = snapshot.read_snapshot(os.path.dirname(snap(tmp_path / "run", dirty_repo)))
-    assert data["git"] == {"in_git_repo": False, "source_dir": str(dirty_repo), "error": "git is not installed"}
+    assert data["git"] == {
+        "in_git_repo": False,
+        "source_dir": str(dirty_repo),
+        "error": "git is not installed",
+    }
 
 
 def test_failed_write_leaves_no_snapshot(dirty_repo: Path, tmp_path: Path, monkeypatch) -> None:
@@ -231,14 +254,18 @@ def test_tensorflow_info_with_fake_tf(monkeypatch) -> None:
     device = types.SimpleNamespace(name="/physical_device:GPU:0", device_type="GPU")
     config = types.SimpleNamespace(
         list_physical_devices=lambda kind=None: [device],
-        experimental=types.SimpleNamespace(get_device_details=lambda d: {"device_name": "Fake A100"}),
+        experimental=types.SimpleNamespace(
+            get_device_details=lambda d: {"device_name": "Fake A100"}
+        ),
     )
 
     def broken_build_info() -> dict:
         raise RuntimeError("no build info")
 
     fake_tf = types.SimpleNamespace(
-        __version__="9.9", config=config, sysconfig=types.SimpleNamespace(get_build_info=broken_build_info)
+        __version__="9.9",
+        config=config,
+        sysconfig=types.SimpleNamespace(get_build_info=broken_build_info),
     )
     monkeypatch.setitem(sys.modules, "tensorflow", fake_tf)
     info = snapshot.tensorflow_info()
@@ -253,7 +280,9 @@ def test_tensorflow_info_when_import_fails(monkeypatch) -> None:
     assert "import of tensorflow halted" in snapshot.tensorflow_info()["error"]
 
 
-def test_reproduce_prints_checkout_and_new_command(dirty_repo: Path, tmp_path: Path, capsys) -> None:
+def test_reproduce_prints_checkout_and_new_command(
+    dirty_repo: Path, tmp_path: Path, capsys
+) -> None:
     out = tmp_path / "run"
     snap(out, dirty_repo)
     commit = git(dirty_repo, "rev-parse", "HEAD").strip()
@@ -265,12 +294,20 @@ def test_reproduce_prints_checkout_and_new_command(dirty_repo: Path, tmp_path: P
     assert f"git checkout {commit}" in lines
     assert f"git apply {out}/snapshot/git_diff.patch" in lines
     assert f"pip install -r {out}/snapshot/packages.txt" in lines
-    expected = ["python", "train.py", "--algo=dqn", f"--output_dir={tmp_path}/run_reproduce", "--note=two words"]
+    expected = [
+        "python",
+        "train.py",
+        "--algo=dqn",
+        f"--output_dir={tmp_path}/run_reproduce",
+        "--note=two words",
+    ]
     assert lines[-1] == shlex.join(expected)
     assert "s3cret" not in "\n".join(lines)
 
 
-def test_reproduce_runs_from_the_recorded_subdirectory(dirty_repo: Path, tmp_path: Path, monkeypatch, capsys) -> None:
+def test_reproduce_runs_from_the_recorded_subdirectory(
+    dirty_repo: Path, tmp_path: Path, monkeypatch, capsys
+) -> None:
     (dirty_repo / "sub").mkdir()
     monkeypatch.chdir(dirty_repo / "sub")
     out = tmp_path / "run"
@@ -298,7 +335,11 @@ def test_replace_output_dir_forms() -> None:
         "--output_dir=/b",
         "--x=1",
     ]
-    assert reproduce.replace_output_dir(["t.py", "--x=1"], "/b") == ["t.py", "--x=1", "--output_dir=/b"]
+    assert reproduce.replace_output_dir(["t.py", "--x=1"], "/b") == [
+        "t.py",
+        "--x=1",
+        "--output_dir=/b",
+    ]
 
 
 def test_reproduce_missing_snapshot(tmp_path: Path, capsys) -> None:

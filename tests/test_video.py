@@ -232,7 +232,9 @@ def test_add_frame_validates_and_copies() -> None:
 
 
 @pytest.fixture
-def gif_logdir(tmp_path, cartpole_frames: list[np.ndarray]) -> Iterator[tuple[str, video.EncodedGif]]:
+def gif_logdir(
+    tmp_path, cartpole_frames: list[np.ndarray]
+) -> Iterator[tuple[str, video.EncodedGif]]:
     """A TensorBoard log dir holding one GIF summary under tag "eval/episode" at step 7."""
     gif = recorder_with(cartpole_frames).gif(fps=30, gif_scale=0.25)
     writer = tf.summary.create_file_writer(str(tmp_path))
@@ -248,7 +250,9 @@ def test_gif_summary_served_by_tensorboard(gif_logdir: tuple[str, video.EncodedG
     multiplexer.AddRunsFromDirectory(logdir)
     multiplexer.Reload()
     provider = data_provider.MultiplexerDataProvider(multiplexer, logdir)
-    apps = images_plugin.ImagesPlugin(base_plugin.TBContext(data_provider=provider)).get_plugin_apps()
+    apps = images_plugin.ImagesPlugin(
+        base_plugin.TBContext(data_provider=provider)
+    ).get_plugin_apps()
 
     # The same three requests the Images tab makes.
     tags = json.loads(Client(apps["/tags"]).get("/").data)
