@@ -17,7 +17,10 @@ import argparse
 import os
 import sys
 
-from rl import analysis
+# Runs from a checkout too, without `pip install -e .`.
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from rl import analysis  # noqa: E402
 
 
 def _parse_args(argv: list[str]) -> argparse.Namespace:
