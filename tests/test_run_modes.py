@@ -41,6 +41,14 @@ def files(path):
 def test_training_writes_snapshot_and_eval_videos(trained):
     assert (trained / "snapshot" / "hparams.json").exists()
     assert "ppo_tiny" in (trained / "snapshot" / "command.txt").read_text()
+    from tensorboard.backend.event_processing import event_accumulator
+
+    acc = event_accumulator.EventAccumulator(str(trained / "tb"), size_guidance={"tensors": 0})
+    acc.Reload()
+    gifs = acc.Tensors("eval/video")
+    assert [g.step for g in gifs] == [128, 256]
+    assert acc.SummaryMetadata("eval/video").plugin_data.plugin_name == "images"
+    assert gifs[-1].tensor_proto.string_val[2].startswith(b"GIF89a")
     videos = sorted(os.listdir(trained / "videos"))
     # video_interval 0: the first episode of every evaluation (128 and 256).
     assert videos == [
