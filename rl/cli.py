@@ -129,26 +129,7 @@ def import_tensorflow_quietly() -> None:
 
 def our_flags() -> Dict[str, Any]:
     """The values of train.py's own flags (for the snapshot)."""
-    return {name: FLAGS[name].value for name in FLAG_NAMES}
-
-
-FLAG_NAMES = (
-    "sys",
-    "hparams",
-    "hparam_override",
-    "env",
-    "output_dir",
-    "train_steps",
-    "eval_episodes",
-    "seed",
-    "allow_hparam_change",
-    "training",
-    "test_episodes",
-    "copies",
-    "copies_parallel",
-    "record_video",
-    "render",
-)
+    return {flag.name: flag.value for flag in FLAGS.get_flags_for_module(__name__)}
 
 
 def main(argv: List[str]) -> int:
@@ -175,7 +156,7 @@ def main(argv: List[str]) -> int:
     return run_training(FLAGS.output_dir, FLAGS.seed)
 
 
-def build_experiment(output_dir: str, seed: Optional[int], **kwargs: Any):
+def build_experiment(output_dir: str, seed: Optional[int]):
     """An Experiment from the flags; bad input ends the process (exit 2)."""
     from rl.experiment import Experiment, load_run_hparams
 
@@ -199,7 +180,6 @@ def build_experiment(output_dir: str, seed: Optional[int], **kwargs: Any):
             render=FLAGS.render,
             argv=sys.argv,
             flags=our_flags(),
-            **kwargs,
         )
     except user_errors() as e:
         fail(str(e))

@@ -311,7 +311,8 @@ def display_available() -> bool:
 
 
 class ScreenViewer:
-    """Shows frames in an OpenCV window; a no-op without a display or a GUI build of OpenCV."""
+    """Shows frames in a pygame window (pygame comes with Gymnasium's classic-control
+    extra); a no-op without a display, or if the window cannot be opened."""
 
     def __init__(self, title: str = "rl") -> None:
         """Creates the viewer; the window opens on the first `show`.
@@ -321,6 +322,7 @@ class ScreenViewer:
         """
         self._title = title
         self._active = display_available()
+        self._screen = None
 
     @property
     def active(self) -> bool:
@@ -336,19 +338,26 @@ class ScreenViewer:
         if not self._active:
             return
         try:
-            cv2.imshow(self._title, cv2.cvtColor(frame, cv2.COLOR_RGB2BGR))
-            cv2.waitKey(1)  # lets the window repaint
-        except cv2.error as err:
-            # opencv-python-headless has no GUI: warn once, then stay silent.
+            import pygame
+
+            height, width = frame.shape[:2]
+            if self._screen is None or self._screen.get_size() != (width, height):
+                pygame.display.init()
+                pygame.display.set_caption(self._title)
+                self._screen = pygame.display.set_mode((width, height))
+            # pygame surfaces are indexed [x, y]: swap the image's rows and columns.
+            pygame.surfarray.blit_array(self._screen, np.ascontiguousarray(frame.swapaxes(0, 1)))
+            pygame.display.flip()
+            pygame.event.pump()  # keeps the window responsive
+        except Exception as err:  # noqa: BLE001  (no pygame, no video device, ...)
             self._active = False
-            reason = str(err).strip().splitlines()[-1]
-            _LOG.warning("cannot show frames in a window, carrying on without: %s", reason)
+            _LOG.warning("cannot show frames in a window, carrying on without: %s", err)
 
     def close(self) -> None:
         """Closes the window if one was opened."""
-        if self._active:
-            try:
-                cv2.destroyWindow(self._title)
-            except cv2.error:
-                pass  # never shown, or already closed by the user
-            self._active = False
+        if self._screen is not None:
+            import pygame
+
+            pygame.display.quit()
+            self._screen = None
+        self._active = False

@@ -10,7 +10,6 @@ import os
 import sys
 from collections.abc import Iterator
 
-import cv2
 import gymnasium as gym
 import imageio
 import numpy as np
@@ -298,24 +297,38 @@ def test_display_available(monkeypatch) -> None:
 
 def test_screen_viewer_without_display(monkeypatch) -> None:
     monkeypatch.setattr(video, "display_available", lambda: False)
-
-    def no_window(*args: object) -> None:
-        raise AssertionError("imshow must not be called without a display")
-
-    monkeypatch.setattr(cv2, "imshow", no_window)
     viewer = video.ScreenViewer()
     assert not viewer.active
     viewer.show(np.zeros((4, 4, 3), dtype=np.uint8))
     viewer.close()
 
 
-def test_screen_viewer_headless_opencv_warns_once(monkeypatch, caplog) -> None:
+def test_screen_viewer_shows_frames_in_a_pygame_window(monkeypatch) -> None:
+    # SDL's dummy driver gives pygame a real display surface without a screen.
+    monkeypatch.setenv("SDL_VIDEODRIVER", "dummy")
     monkeypatch.setattr(video, "display_available", lambda: True)
+    import pygame
 
-    def headless_imshow(*args: object) -> None:
-        raise cv2.error("The function is not implemented.")
+    viewer = video.ScreenViewer()
+    frame = np.zeros((6, 8, 3), dtype=np.uint8)
+    frame[1, 2] = (10, 20, 30)
+    viewer.show(frame)
+    assert viewer.active
+    surface = pygame.display.get_surface()
+    assert surface.get_size() == (8, 6)
+    assert tuple(surface.get_at((2, 1)))[:3] == (10, 20, 30)
+    viewer.close()
+    assert not pygame.display.get_init()
 
-    monkeypatch.setattr(cv2, "imshow", headless_imshow)
+
+def test_screen_viewer_without_a_video_device_warns_once(monkeypatch, caplog) -> None:
+    monkeypatch.setattr(video, "display_available", lambda: True)
+    import pygame
+
+    def no_device(*args: object) -> None:
+        raise pygame.error("No available video device")
+
+    monkeypatch.setattr(pygame.display, "set_mode", no_device)
     viewer = video.ScreenViewer()
     assert viewer.active
     with caplog.at_level(logging.WARNING, logger="rl.video"):

@@ -59,12 +59,9 @@ class DQNAgent(Agent):
             return None
         batch = self.replay.sample(hp.gradient_steps, hp.batch_size)
         learning_rate = self.current_learning_rate()
+        # The replay's fields are _update_step's arguments, in order.
         metrics = self._compiled_update(
-            tf.constant(batch["obs"]),
-            tf.constant(batch["actions"]),
-            tf.constant(batch["rewards"]),
-            tf.constant(batch["terminated"]),
-            tf.constant(batch["next_obs"]),
+            *(tf.constant(batch[name]) for name in ReplayBuffer.FIELDS),
             tf.constant(learning_rate, tf.float32),
         )
         self.counters.add("updates")
@@ -106,12 +103,8 @@ class DQNAgent(Agent):
             self.total_gradient_steps.assign_add(1)
             if self.total_gradient_steps % hp.target_update_interval == 0:
                 self._sync_target(hp.target_update_tau)
-            totals = {
-                "loss": totals["loss"] + loss,
-                "q_mean": totals["q_mean"] + extras["q_mean"],
-                "target_mean": totals["target_mean"] + extras["target_mean"],
-                "grad_norm": totals["grad_norm"] + grad_norm,
-            }
+            step_metrics = {"loss": loss, "grad_norm": grad_norm, **extras}
+            totals = {k: totals[k] + step_metrics[k] for k in totals}
         count = tf.cast(tf.shape(actions)[0], tf.float32)
         return {k: v / count for k, v in totals.items()}
 
