@@ -105,13 +105,20 @@ def resolve_hparams(
 
 
 def validate_hparams(hp: HParams) -> None:
-    """Checks the names inside hparams and the values that must be positive."""
-    registry.agents.get(hp.agent)
+    """Checks the names inside hparams, that they fit the agent, and the values
+    that must be positive."""
+    agent_class = registry.agents.get(hp.agent)
     registry.models.get(hp.model)
     registry.act_select.get(hp.act_select)
     registry.act_select.get(hp.eval_act_select)
     registry.grad_comp.get(hp.grad_comp)
     check_env_name(hp.env)
+    for field, fitting in agent_class.fitting_components.items():
+        if getattr(hp, field) not in fitting:
+            raise HParamsError(
+                f"hparam '{field}' of agent '{hp.agent}' must be one of "
+                f"{', '.join(fitting)}, got {getattr(hp, field)!r}"
+            )
     for name in (
         "num_envs",
         "train_steps",

@@ -117,6 +117,28 @@ def test_bad_overrides_raise_one_clear_line(text, message):
     assert "\n" not in str(info.value)
 
 
+@pytest.mark.parametrize(
+    "hparams, override, message",
+    [
+        ("ppo_tiny", "grad_comp=gae", "hparam 'grad_comp' of agent 'ppo' must be one of ppo_clip"),
+        (
+            "dqn_tiny",
+            "model=mlp_actor_critic",
+            "hparam 'model' of agent 'dqn' must be one of mlp_q",
+        ),
+        ("ppo_tiny", "act_select=greedyy", "unknown act_select 'greedyy'"),
+        ("ppo_tiny", "num_envs=0", "hparam 'num_envs' must be > 0"),
+        ("ppo_tiny", "vectorization=threads", "hparam 'vectorization' must be 'sync' or 'async'"),
+    ],
+)
+def test_names_must_exist_and_fit_the_agent(hparams, override, message):
+    from rl.experiment import resolve_hparams
+
+    with pytest.raises((HParamsError, UnknownNameError)) as info:
+        resolve_hparams(hparams, override)
+    assert message in str(info.value)
+
+
 def test_to_dict_round_trip():
     hp = registry.hparams.get("dqn_cartpole")()
     assert from_dict(type(hp), hp.to_dict()) == hp

@@ -24,6 +24,9 @@ class Agent(tf.Module):
     """Model + Algo, with the state that must be checkpointed alongside."""
 
     hparams_class = HParams  # subclasses name their typed hparams
+    # Registered names each hparams field may take for this agent (e.g. the
+    # losses its update step can call); fields not listed take any name.
+    fitting_components: Dict[str, Tuple[str, ...]] = {}
 
     def __init__(self, hp: HParams, observation_space: gym.Space, action_space: gym.Space):
         """Builds model, algo, optimizer and generator from ``hp``.

@@ -22,6 +22,7 @@ class DQNAgent(Agent):
     """Deep Q-Networks (Mnih et al. 2015), double-Q by default, discrete actions."""
 
     hparams_class = DQNHParams
+    fitting_components = {"model": ("mlp_q",), "grad_comp": ("dqn_td",)}
 
     def __init__(self, hp: DQNHParams, observation_space, action_space):
         super().__init__(hp, observation_space, action_space)

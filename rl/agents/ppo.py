@@ -22,6 +22,7 @@ class PPOAgent(Agent):
     """Proximal Policy Optimization (Schulman et al. 2017) for discrete actions."""
 
     hparams_class = PPOHParams
+    fitting_components = {"model": ("mlp_actor_critic",), "grad_comp": ("ppo_clip",)}
 
     def __init__(self, hp: PPOHParams, observation_space, action_space):
         super().__init__(hp, observation_space, action_space)
