@@ -207,3 +207,23 @@ def test_no_readable_checkpoint_is_an_error_naming_the_folder(tmp_path):
         path.write_bytes(b"garbage")
     with pytest.raises(CheckpointError, match="no checkpoint in .*checkpoints can be read"):
         Experiment("ppo_tiny", str(out), overrides="keep_checkpoints=1", verbose=False)
+
+
+@pytest.mark.parametrize("interval, synced", [(4, True), (5, False)])
+def test_dqn_target_syncs_every_target_update_interval_gradient_steps(interval, synced):
+    hp = registry.hparams.get("dqn_tiny")().replace(
+        gradient_steps=4, target_update_interval=interval, learning_starts=0, train_interval=2
+    )
+    envs = make_vec_env(hp.env, hp.num_envs)
+    agent = registry.agents.get("dqn")(hp, envs.single_observation_space, envs.single_action_space)
+    obs, _ = envs.reset(seed=0)
+    actions = agent.act(obs)
+    next_obs, rewards, terminated, truncated, _ = envs.step(actions)
+    agent.observe(obs, actions, rewards, terminated, truncated, next_obs)
+    assert agent.update() is not None
+    assert int(agent.total_gradient_steps.numpy()) == 4
+    same = all(
+        np.array_equal(a, b) for a, b in zip(weights(agent.model), weights(agent.target_model))
+    )
+    assert same == synced
+    envs.close()

@@ -51,10 +51,12 @@ class Agent(tf.Module):
         obs_spec = tf.TensorSpec([None, *self.obs_shape], tf.float32)
         # Concrete functions: calling them skips tf.function's dispatch (~0.15
         # ms saved per env step here).
-        self._act_explore = tf.function(self._select_explore).get_concrete_function(
-            obs_spec, tf.TensorSpec([], tf.float32)
+        self._act_explore = tf.function(
+            self._select_explore, autograph=False
+        ).get_concrete_function(obs_spec, tf.TensorSpec([], tf.float32))
+        self._act_greedy = tf.function(self._select_greedy, autograph=False).get_concrete_function(
+            obs_spec
         )
-        self._act_greedy = tf.function(self._select_greedy).get_concrete_function(obs_spec)
 
     # --- acting ------------------------------------------------------------
     def next_seed(self) -> tf.Tensor:
@@ -189,7 +191,7 @@ class GreedyPolicy(tf.Module):
         self.obs_spec = tf.TensorSpec([None, *obs_shape], tf.float32, name="observations")
         self.__call__.get_concrete_function(self.obs_spec)  # trace for export
 
-    @tf.function
+    @tf.function(autograph=False)
     def __call__(self, observations: tf.Tensor) -> tf.Tensor:
         return self._select(self.model.preferences(observations), tf.zeros([2], tf.int32), 0.0)
 

@@ -35,7 +35,10 @@ class DQNAgent(Agent):
         self.total_gradient_steps = tf.Variable(
             0, dtype=tf.int64, trainable=False, name="total_gradient_steps"
         )
-        self._compiled_update = tf.function(self._update_step, jit_compile=hp.jit_compile)
+        # Explicit tf.while_loop/tf.cond: no autograph transformation needed.
+        self._compiled_update = tf.function(
+            self._update_step, jit_compile=hp.jit_compile, autograph=False
+        )
 
     def exploration_rate(self) -> float:
         hp = self.hp
@@ -74,9 +77,11 @@ class DQNAgent(Agent):
         )
         return result
 
-    def _sync_target(self, tau: float) -> None:
+    def _sync_target(self, tau: float) -> tf.Tensor:
+        """target <- tau * online + (1 - tau) * target; returns True (for tf.cond)."""
         for target, online in zip(self.target_model.variables, self.model.variables):
             target.assign(tau * online + (1.0 - tau) * target)
+        return tf.constant(True)
 
     def _update_step(
         self, obs, actions, rewards, terminated, next_obs, learning_rate
@@ -87,7 +92,8 @@ class DQNAgent(Agent):
         discounts = hp.gamma * (1.0 - tf.cast(terminated, tf.float32))
         variables = self.model.trainable_variables
         totals = {k: tf.constant(0.0) for k in ("loss", "q_mean", "target_mean", "grad_norm")}
-        for g in tf.range(tf.shape(actions)[0]):
+
+        def gradient_step(g, totals):
             with tf.GradientTape() as tape:
                 q_online_next = self.model(next_obs[g]) if hp.double_q else None
                 loss, extras = self.algo.grad_comp(
@@ -101,11 +107,18 @@ class DQNAgent(Agent):
                 )
             grads, grad_norm = clip_gradients(tape.gradient(loss, variables), hp.max_grad_norm)
             self.optimizer.apply_gradients(zip(grads, variables))
-            self.total_gradient_steps.assign_add(1)
-            if self.total_gradient_steps % hp.target_update_interval == 0:
-                self._sync_target(hp.target_update_tau)
+            done = self.total_gradient_steps.assign_add(1)
+            synced = tf.cond(
+                tf.equal(done % hp.target_update_interval, 0),
+                lambda: self._sync_target(hp.target_update_tau),
+                lambda: tf.constant(False),
+            )
             step_metrics = {"loss": loss, "grad_norm": grad_norm, **extras}
-            totals = {k: totals[k] + step_metrics[k] for k in totals}
+            with tf.control_dependencies([synced]):  # the sync before the next step
+                return g + 1, {k: totals[k] + step_metrics[k] for k in totals}
+
+        _, totals = tf.while_loop(lambda g, _: g < tf.shape(actions)[0], gradient_step, (0, totals))
+
         count = tf.cast(tf.shape(actions)[0], tf.float32)
         return {k: v / count for k, v in totals.items()}
 
