@@ -204,15 +204,45 @@ def run_training(output_dir: str, seed: Optional[int]) -> int:
 
 
 def run_test() -> int:
-    """--training=false: greedy episodes from the latest checkpoint into test.json."""
-    from rl.experiment import Experiment, write_text_atomic
+    """--training=false: greedy episodes from the latest checkpoint into test.json.
+
+    A --copies folder (run_<i> inside, no hparams.json) tests every copy and
+    writes test_summary.json beside them.
+    """
+    from rl import analysis
+    from rl.experiment import write_text_atomic
 
     output_dir = FLAGS.output_dir
-    if not os.path.exists(os.path.join(output_dir, "hparams.json")):
+    if os.path.exists(os.path.join(output_dir, "hparams.json")):
+        run_test_episodes(output_dir)
+        return 0
+    try:
+        run_dirs = analysis.find_runs(output_dir)
+    except (FileNotFoundError, ValueError):
+        run_dirs = []
+    if not run_dirs or not all(os.path.exists(os.path.join(d, "hparams.json")) for d in run_dirs):
         fail(
-            f"cannot test {output_dir}: it holds no trained run (no hparams.json); "
-            "train one there first"
+            f"cannot test {output_dir}: it holds no trained run (no hparams.json) "
+            "and no trained copies (run_<i>/); train one there first"
         )
+    results = [run_test_episodes(run_dir) for run_dir in run_dirs]
+    means = [r["return_mean"] for r in results]
+    summary = {
+        "runs": [{"run_dir": d, "return_mean": m} for d, m in zip(run_dirs, means)],
+        "return_mean": float(sum(means) / len(means)),
+        "return_iqm": analysis.interquartile_mean(means),
+        "episodes_per_run": FLAGS.test_episodes,
+    }
+    path = os.path.join(output_dir, "test_summary.json")
+    write_text_atomic(path, json.dumps(summary, indent=2) + "\n")
+    print(f"test: {len(run_dirs)} copies, mean return {summary['return_mean']:.1f}; wrote {path}")
+    return 0
+
+
+def run_test_episodes(output_dir: str) -> Dict[str, Any]:
+    """Tests one run folder into its test.json; bad input ends the process."""
+    from rl.experiment import Experiment, write_text_atomic
+
     try:
         experiment = Experiment(
             hparams=None,
@@ -234,14 +264,14 @@ def run_test() -> int:
     finally:
         experiment.close()
     result["checkpoint"] = experiment.restored_from
-    write_text_atomic(os.path.join(output_dir, "test.json"), json.dumps(result, indent=2) + "\n")
+    path = os.path.join(output_dir, "test.json")
+    write_text_atomic(path, json.dumps(result, indent=2) + "\n")
     print(
         f"test: {result['episodes']} episodes at step {result['step']}: return "
         f"{result['return_mean']:.1f} +- {result['return_std']:.1f} "
-        f"(min {min(result['returns']):.1f}, max {max(result['returns']):.1f}); "
-        f"wrote {os.path.join(output_dir, 'test.json')}"
+        f"(min {min(result['returns']):.1f}, max {max(result['returns']):.1f}); wrote {path}"
     )
-    return 0
+    return result
 
 
 def copy_seeds(base_seed: int, copies: int) -> List[int]:

@@ -95,7 +95,7 @@ def test_test_mode_records_and_leaves_training_outputs_untouched(trained):
 def test_test_mode_without_checkpoint_is_exit_2(tmp_path):
     proc = run("train.py", "--training=false", "--output_dir", str(tmp_path / "none"))
     assert proc.returncode == 2
-    assert "holds no trained run" in proc.stderr
+    assert "holds no trained run" in proc.stderr and "no trained copies" in proc.stderr
     assert not (tmp_path / "none").exists()
 
 
@@ -120,6 +120,13 @@ def test_copies_produce_runs_and_a_matching_summary(tmp_path):
     before = files(out / "run_0" / "checkpoints")
     again = run("train.py", *args)
     assert again.returncode == 0, again.stderr
+    assert files(out / "run_0" / "checkpoints") == before
+    # Testing the copies folder tests each copy.
+    test = run("train.py", "--training=false", "--test_episodes", "2", "--output_dir", str(out))
+    assert test.returncode == 0, test.stderr
+    tested = json.loads((out / "test_summary.json").read_text())
+    per_run = [json.loads((out / f"run_{i}" / "test.json").read_text()) for i in range(2)]
+    assert [r["return_mean"] for r in tested["runs"]] == [r["return_mean"] for r in per_run]
     assert files(out / "run_0" / "checkpoints") == before
 
 
