@@ -181,9 +181,16 @@ def build_envs_and_agent(hp: HParams):
         agent = agent_class(hp, envs.single_observation_space, envs.single_action_space)
     except (ValueError, TypeError) as e:
         envs.close()
-        message = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise HParamsError(f"cannot build agent '{hp.agent}' on env '{hp.env}': {message}") from e
+        raise HParamsError(
+            f"cannot build agent '{hp.agent}' on env '{hp.env}': {first_line(e)}"
+        ) from e
     return envs, agent
+
+
+def first_line(error: BaseException) -> str:
+    """An exception as one line: its message's first line, or its type's name."""
+    text = str(error).strip()
+    return text.splitlines()[0] if text else type(error).__name__
 
 
 def derived_seed(*parts: int) -> int:
@@ -342,8 +349,7 @@ class Experiment:
                     self._say(f"using the previous checkpoint {path}")
                 return path
             except Exception as e:  # noqa: BLE001  (TF raises IndexError, DataLoss, ... on bad files)
-                reason = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-                self._say(f"checkpoint {path} cannot be read: {reason}")
+                self._say(f"checkpoint {path} cannot be read: {first_line(e)}")
         if candidates:
             raise CheckpointError(
                 f"no checkpoint in {self._path('checkpoints')} can be read "
@@ -437,10 +443,13 @@ class Experiment:
         fps = int(envs.unwrapped.envs[0].metadata.get("render_fps") or 30)
         paths = []
         for i, recorder in enumerate(recorders):
-            saved = recorder.save(self._path("videos"), f"{name}_ep{i}", fps=fps, gif_scale=0.5)
+            # The first episode's GIF also goes to TensorBoard: encode it once.
+            gif = recorder.gif(fps=fps, gif_scale=0.5) if i == 0 and len(recorder) else None
+            saved = recorder.save(
+                self._path("videos"), f"{name}_ep{i}", fps=fps, gif_scale=0.5, gif=gif
+            )
             paths.extend(saved.values())
-            if i == 0 and saved:
-                gif = recorder.gif(fps=fps, gif_scale=0.5)
+            if gif is not None:
                 self.logbook.gif("eval/video", gif.data, self.step, gif.width, gif.height)
         return paths
 

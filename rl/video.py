@@ -228,7 +228,12 @@ class EpisodeRecorder:
         return encode_gif(self._frames, fps=fps, scale=gif_scale)
 
     def save(
-        self, directory: str, name: str, fps: int = 30, gif_scale: float = 1.0
+        self,
+        directory: str,
+        name: str,
+        fps: int = 30,
+        gif_scale: float = 1.0,
+        gif: EncodedGif | None = None,
     ) -> dict[str, str]:
         """Writes `<directory>/<name>.mp4` and `<directory>/<name>.gif`, each atomically.
 
@@ -237,6 +242,8 @@ class EpisodeRecorder:
           name: file name without extension or folder.
           fps: playback frames per second for both files.
           gif_scale: resize factor for the GIF only (the MP4 keeps full size), e.g. 0.5.
+          gif: these frames already encoded by `gif(fps, gif_scale)`, so a caller that
+            needs the GIF too encodes it once; None: encoded here.
 
         Returns:
           {"mp4": path, "gif": path}, or {} (and nothing written) if no frame was recorded.
@@ -250,7 +257,7 @@ class EpisodeRecorder:
         os.makedirs(directory, exist_ok=True)
         paths = {ext: os.path.join(directory, f"{name}.{ext}") for ext in ("mp4", "gif")}
         _write_atomically(paths["mp4"], lambda path: _write_mp4(path, self._frames, fps))
-        gif_data = self.gif(fps=fps, gif_scale=gif_scale).data
+        gif_data = (gif or self.gif(fps=fps, gif_scale=gif_scale)).data
 
         def write_gif(path: str) -> None:
             with open(path, "wb") as f:
