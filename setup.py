@@ -15,8 +15,15 @@ setup(
         "tensorflow-probability>=0.25,<0.26",
         # TFP needs the Keras 2 package on TF >= 2.16.
         "tf-keras>=2.21,<2.22",
+        # TensorFlow 2.21 no longer installs TensorBoard; rl writes its event files and
+        # the README's `tensorboard --logdir runs` needs the command.
+        "tensorboard>=2.21,<2.22",
         # classic-control brings pygame for rgb_array rendering.
         "gymnasium[classic-control]>=1.1,<2",
+        # rl/agents imports Keras 3 (TensorFlow installs it too, but we use it directly).
+        "keras>=3.10",
+        # The screen viewer and Gymnasium's classic-control renderer draw with pygame-ce.
+        "pygame-ce>=2.5",
         "numpy>=1.26",
         "absl-py>=2.0",
         "opencv-python-headless>=4.8",
@@ -25,6 +32,17 @@ setup(
         "matplotlib>=3.8",
     ],
     extras_require={
-        "test": ["pytest>=8", "pytest-timeout>=2.3", "ruff>=0.6"],
+        # werkzeug: tests serve TensorBoard's image plugin through its WSGI test client.
+        "test": [
+            "pytest>=8",
+            "pytest-timeout>=2.3",
+            "ruff>=0.6",
+            "hypothesis>=6.100",
+            "werkzeug>=3.0",
+            # tests read GIF frames back with Pillow (imageio's GIF plugin uses it too).
+            "pillow>=10",
+        ],
+        # Peer for scripts/benchmark.py --peer: Stable-Baselines3 on PyTorch's CPU build.
+        "bench": ["torch==2.13.0", "stable-baselines3==2.9.2"],
     },
 )
