@@ -15,6 +15,7 @@ from absl import logging as absl_logging
 
 FLAGS = flags.FLAGS
 PROG = "train.py"
+EXIT_NON_FINITE = 3  # training produced a non-finite loss or weights
 
 
 def define_flags() -> None:
@@ -198,6 +199,12 @@ def run_training(output_dir: str, seed: Optional[int]) -> int:
             {k: v for k, v in result.items() if isinstance(v, (int, float, str, type(None)))}
         )
     )
+    if result["failure"]:
+        print(
+            f"{PROG}: stopped: {result['failure']}; try a lower learning_rate or max_grad_norm",
+            file=sys.stderr,
+        )
+        return EXIT_NON_FINITE
     if result["interrupted"]:
         return 128 + int(result["interrupted"])
     return 0

@@ -35,7 +35,8 @@ from typing import Any, Dict, List, Optional, Union
 import numpy as np
 import tensorflow as tf
 
-from rl import catalog, registry, video  # noqa: F401  (catalog fills the registries)
+from rl import catalog, registry, seeding, video  # noqa: F401  (catalog fills the registries)
+from rl.agents.base import NonFiniteError
 from rl.counters import Counters
 from rl.envs import check_env_name, make_vec_env, true_next_obs
 from rl.hparams.base import (
@@ -193,11 +194,6 @@ def first_line(error: BaseException) -> str:
     return text.splitlines()[0] if text else type(error).__name__
 
 
-def derived_seed(*parts: int) -> int:
-    """A 31-bit seed from several integers (the run seed, a step, ...)."""
-    return int(np.random.SeedSequence(list(parts)).generate_state(1)[0] & 0x7FFFFFFF)
-
-
 # --- the experiment ----------------------------------------------------------
 class Experiment:
     """Trains, evaluates and checkpoints one agent in one output folder."""
@@ -281,6 +277,7 @@ class Experiment:
             self.checkpoint, self._path("checkpoints"), max_to_keep=hp.keep_checkpoints
         )
         self.restored_from = self._restore()
+        self.agent.refresh_host_weights()
         if read_only and self.restored_from is None:
             raise CheckpointError(f"no checkpoint in {self._path('checkpoints')}")
         # --- everything is checked and built; from here on we write ---
@@ -298,6 +295,8 @@ class Experiment:
         self._obs: Optional[np.ndarray] = None
         self._eval_envs = None
         self._stop_signal: Optional[int] = None
+        self.failure: Optional[str] = None  # why training stopped early (non-finite update)
+        self._warned = False
         if self.restored_from is None:
             rows = "\n".join(f"| {k} | {v} |" for k, v in hp.to_dict().items())
             self.logbook.text("hparams", f"| hparam | value |\n|---|---|\n{rows}", 0)
@@ -325,8 +324,9 @@ class Experiment:
             hparams=self.hp.to_dict(),
             seeds={
                 "seed": self.hp.seed,
-                "rule": "init, generator and replay from seed; env resets "
-                "from derived_seed(seed, 0|1, step)",
+                "rule": "one stream per purpose derived from seed (rl/seeding.py): "
+                "acting, update, replay, evaluation; env resets from "
+                "derived_seed(seed, stream, step)",
             },
         )
 
@@ -356,6 +356,13 @@ class Experiment:
                 f"(tried {', '.join(candidates)})"
             )
         return None
+
+    def _warn_once(self, warnings: List[str]) -> None:
+        """Prints the first learning warning of the run (a run that diverges
+        would repeat it every update)."""
+        if warnings and not self._warned:
+            self._warned = True
+            self._say(f"warning: {warnings[0]}")
 
     def _say(self, text: str) -> None:
         print(f"rl: {text}", file=sys.stderr, flush=True)
@@ -393,13 +400,17 @@ class Experiment:
         watched = min(record, episodes) if record else (1 if self.viewer else 0)
         envs = self._eval_env_set(episodes, rendered=watched > 0)
         recorders = [video.EpisodeRecorder() for _ in range(watched)]
-        obs, _ = envs.reset(seed=derived_seed(self.hp.seed, 1, self.step))
+        # Evaluation's own stream, keyed by step: how often or how long a run
+        # evaluates never changes what it learns.
+        rng = seeding.stream(self.hp.seed, seeding.EVAL, self.step)
+        obs, _ = envs.reset(seed=seeding.derived_seed(self.hp.seed, seeding.EVAL, self.step))
         returns = np.zeros(episodes)
         lengths = np.zeros(episodes, np.int64)
         running = np.ones(episodes, bool)
         self._capture(envs, recorders, running)
         while running.any():
-            obs, rewards, terminated, truncated, _ = envs.step(self.agent.act(obs, explore=False))
+            actions = self.agent.act(obs, explore=False, rng=rng)
+            obs, rewards, terminated, truncated, _ = envs.step(actions)
             returns += rewards * running
             lengths += running
             running &= ~(terminated | truncated)
@@ -497,7 +508,9 @@ class Experiment:
         self._install_signal_handlers()
         try:
             if self._obs is None:
-                self._obs, _ = self.envs.reset(seed=derived_seed(hp.seed, 0, self.step))
+                self._obs, _ = self.envs.reset(
+                    seed=seeding.derived_seed(hp.seed, seeding.TRAIN_ENV_RESET, self.step)
+                )
             progress = Progress(self, target, enabled=self.verbose)
             next_eval = next_multiple(self.step, hp.eval_interval)
             next_checkpoint = next_multiple(self.step, hp.checkpoint_interval)
@@ -508,9 +521,18 @@ class Experiment:
             ):
                 self._env_step()
                 step = self.step
-                metrics = self.agent.update()
+                try:
+                    metrics = self.agent.update()
+                except NonFiniteError as e:
+                    # Nothing after the last checkpoint is saved: the weights are lost.
+                    kept = self.manager.latest_checkpoint
+                    self.failure = f"{e}; " + (
+                        f"the last checkpoint, {kept}, is kept" if kept else "no checkpoint saved"
+                    )
+                    break
                 if metrics is not None:
                     self._last_metrics = metrics
+                    self._warn_once(self.agent.warnings(metrics))
                     for name, value in metrics.items():
                         self.logbook.scalar(f"train/{name}", value, step)
                     elapsed = max(time.time() - start_time, 1e-9)
@@ -527,13 +549,14 @@ class Experiment:
                         next_checkpoint = next_multiple(step, hp.checkpoint_interval)
                         self.save()
                 progress.maybe_print()
-            if (
-                self._stop_signal is None
-                and hp.eval_episodes > 0
-                and (self._last_eval is None or self._last_eval["step"] != self.step)
-            ):
-                self._evaluate_and_record(start_time)
-            self.save()
+            if self.failure is None:
+                if (
+                    self._stop_signal is None
+                    and hp.eval_episodes > 0
+                    and (self._last_eval is None or self._last_eval["step"] != self.step)
+                ):
+                    self._evaluate_and_record(start_time)
+                self.save()
             progress.finish()
         finally:
             self._restore_signal_handlers()
@@ -570,6 +593,7 @@ class Experiment:
             "eval_return_mean": (self._last_eval["return_mean"] if self._last_eval else None),
             "steps_per_second": steps_per_second,
             "interrupted": self._stop_signal,
+            "failure": self.failure,
             **self._last_metrics,
         }
 

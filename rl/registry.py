@@ -2,8 +2,16 @@
 
 Every agent, model, act_select, grad_comp, hparam set, env constructor and
 --sys target is registered under a snake_case name and looked up by that
-name. Registration happens when the module defining the thing is imported;
-each package's ``__init__.py`` imports its modules explicitly and
+name. Two ways in, both explicit:
+
+- ``@registry.hparams.register`` on the definition, for light modules that
+  are imported by their package's ``__init__.py`` (hparam sets, env
+  constructors: no TensorFlow);
+- ``registry.agents.declare("ppo", "rl.agents.ppo:PPOAgent")`` in the
+  package's ``__init__.py``, for things built on TensorFlow: the name is known
+  at once and the module is imported on the first ``get``. Listing names and
+  reporting an unknown one therefore never wait for TensorFlow to load.
+
 ``rl/catalog.py`` imports every package, so ``from rl import catalog`` fills
 every registry and nothing else registers.
 """
@@ -11,6 +19,7 @@ every registry and nothing else registers.
 from __future__ import annotations
 
 import difflib
+import importlib
 import re
 from typing import Callable, Dict, Iterator, List, Optional, TypeVar
 
@@ -45,6 +54,7 @@ class Registry:
         """
         self.kind = kind
         self._entries: Dict[str, Callable] = {}
+        self._declared: Dict[str, str] = {}  # name -> "module:attribute", not yet imported
 
     def register(self, name_or_obj=None):
         """Registers an object under its snake_case name or a given one.
@@ -61,17 +71,31 @@ class Registry:
 
         def add(obj, name: Optional[str]):
             key = name or snake_case(obj.__name__)
-            if key in self._entries:
-                raise ValueError(
-                    f"{self.kind} '{key}' is already registered "
-                    f"(by {self._entries[key].__module__})."
-                )
+            if key in self:
+                where = self._declared.get(key) or getattr(self._entries[key], "__module__", "")
+                raise ValueError(f"{self.kind} '{key}' is already registered (by {where}).")
             self._entries[key] = obj
             return obj
 
         if callable(name_or_obj):
             return add(name_or_obj, None)
         return lambda obj: add(obj, name_or_obj)
+
+    def declare(self, name: str, target: str) -> None:
+        """Registers ``name`` for the object at ``"package.module:attribute"``,
+        imported on the first ``get``.
+
+        Raises:
+            ValueError: if the name is already registered or declared.
+        """
+        if name in self:
+            raise ValueError(f"{self.kind} '{name}' is already registered.")
+        self._declared[name] = target
+
+    def check(self, name: str) -> None:
+        """Raises UnknownNameError unless ``name`` is registered (imports nothing)."""
+        if name not in self:
+            raise self._unknown(name)
 
     def closest(self, name: str, count: int = 3) -> List[str]:
         """The registered names that look most like ``name``."""
@@ -85,18 +109,25 @@ class Registry:
         """
         if name in self._entries:
             return self._entries[name]
-        matches = self.closest(name)
+        if isinstance(name, str) and name in self._declared:
+            module, attribute = self._declared.pop(name).split(":")
+            self._entries[name] = getattr(importlib.import_module(module), attribute)
+            return self._entries[name]
+        raise self._unknown(name)
+
+    def _unknown(self, name: str) -> UnknownNameError:
+        matches = self.closest(str(name))
         hint = f"did you mean {', '.join(repr(m) for m in matches)}? " if matches else ""
-        raise UnknownNameError(
-            f"unknown {self.kind} '{name}': {hint}valid: "
+        return UnknownNameError(
+            f"unknown {self.kind} {str(name)!r}: {hint}valid: "
             f"{', '.join(self.names())} (list all with `python train.py --list`)"
         )
 
     def names(self) -> List[str]:
-        return sorted(self._entries)
+        return sorted({*self._entries, *self._declared})
 
     def __contains__(self, name: str) -> bool:
-        return name in self._entries
+        return isinstance(name, str) and (name in self._entries or name in self._declared)
 
     def __iter__(self) -> Iterator[str]:
         return iter(self.names())

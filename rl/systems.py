@@ -7,8 +7,6 @@ Multi-device, TPU and Ray targets are planned as further systems here.
 
 from typing import Dict
 
-import tensorflow as tf
-
 from rl import registry
 
 
@@ -18,6 +16,8 @@ class LocalSystem:
 
     def setup(self) -> Dict[str, str]:
         """Configures devices and returns a description for logs."""
+        import tensorflow as tf  # here, so naming a --sys target does not load TensorFlow
+
         gpus = tf.config.list_physical_devices("GPU")
         for gpu in gpus:
             # Share the GPU with other processes instead of claiming all memory.

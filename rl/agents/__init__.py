@@ -4,7 +4,8 @@
 policy export); ``ppo.py`` and ``dqn.py`` add their memory and update step.
 """
 
-from rl.agents import dqn, ppo  # noqa: F401  (registers)
-from rl.agents.base import Agent, GreedyPolicy
+from rl import registry
 
-__all__ = ["Agent", "GreedyPolicy"]
+# Imported on first lookup (rl/registry.py): naming them does not load TensorFlow.
+registry.agents.declare("ppo", "rl.agents.ppo:PPOAgent")
+registry.agents.declare("dqn", "rl.agents.dqn:DQNAgent")

@@ -1,23 +1,44 @@
-"""What every agent shares: a model, an algo, a generator and an optimizer.
+"""What every agent shares: a model, an algo, random streams and an optimizer.
 
 An agent is used as ``act`` -> env step -> ``observe`` -> ``update``; the
-plain-Python loop around it lives in ``rl/experiment.py``. Inside, each agent
-has two compiled pieces: acting (one call per vectorised env step) and a whole
-update (one call per update, all epochs/gradient steps inside).
+plain-Python loop around it lives in ``rl/experiment.py``. Each update is one
+compiled call (all epochs/gradient steps inside) that also returns the new
+weights the act_select reads, so acting with ``host_acting`` (the default) is
+NumPy on the host: no call into TensorFlow per environment step. With
+``host_acting=False`` acting is one compiled call per vectorised env step.
 """
 
-from typing import Dict, Optional, Tuple
+import json
+import math
+from typing import Dict, List, Optional, Tuple
 
 import gymnasium as gym
 import keras
 import numpy as np
 import tensorflow as tf
 
-from rl import registry
+from rl import registry, seeding
 from rl.algos import make_algo
 from rl.counters import Counters
 from rl.envs import num_actions
 from rl.hparams.base import HParams
+
+
+class NonFiniteError(ArithmeticError):
+    """An update produced a non-finite loss or weights; ``str()`` is one line."""
+
+
+class RandomStream(tf.train.experimental.PythonState):
+    """A NumPy generator whose state travels inside tf.train checkpoints."""
+
+    def __init__(self, generator: np.random.Generator):
+        self.generator = generator
+
+    def serialize(self) -> bytes:
+        return json.dumps(self.generator.bit_generator.state).encode()
+
+    def deserialize(self, data: bytes) -> None:
+        self.generator.bit_generator.state = json.loads(data)
 
 
 class Agent(tf.Module):
@@ -29,7 +50,7 @@ class Agent(tf.Module):
     fitting_components: Dict[str, Tuple[str, ...]] = {}
 
     def __init__(self, hp: HParams, observation_space: gym.Space, action_space: gym.Space):
-        """Builds model, algo, optimizer and generator from ``hp``.
+        """Builds model, algo, optimizer and random streams from ``hp``.
 
         Args:
             hp: the agent's hparams.
@@ -43,32 +64,51 @@ class Agent(tf.Module):
         input_size = int(np.prod(self.obs_shape))
         self.model = registry.models.get(hp.model)(hp, input_size, self.num_actions, seed=hp.seed)
         self.algo = make_algo(hp.act_select, hp.eval_act_select, hp.grad_comp)
-        self.generator = tf.random.Generator.from_seed(hp.seed)
+        # One stream per purpose (rl/seeding.py): acting while training, the
+        # update's own draws, and compute_action() for API users. Evaluation
+        # brings its own, so evaluating never moves the training streams.
+        self.act_stream = RandomStream(seeding.stream(hp.seed, seeding.ACT))
+        self.generator = tf.random.Generator.from_seed(
+            seeding.derived_seed(hp.seed, seeding.UPDATE)
+        )
+        self._api_rng = seeding.stream(hp.seed, seeding.API)
         self.optimizer = keras.optimizers.Adam(learning_rate=hp.learning_rate)
         # Built now so checkpoints restore into existing slots.
         self.optimizer.build(self.model.trainable_variables)
         self.counters = Counters(env_steps=0, updates=0)
-        obs_spec = tf.TensorSpec([None, *self.obs_shape], tf.float32)
-        # Concrete functions: calling them skips tf.function's dispatch (~0.15
-        # ms saved per env step here).
-        self._act_explore = tf.function(
-            self._select_explore, autograph=False
-        ).get_concrete_function(obs_spec, tf.TensorSpec([], tf.float32))
-        self._act_greedy = tf.function(self._select_greedy, autograph=False).get_concrete_function(
-            obs_spec
-        )
+        self._preference_variables = self.model.preference_variables()
+        self._host_weights: List[np.ndarray] = []
+        self.refresh_host_weights()
+        if not hp.host_acting:
+            # Concrete functions: calling them skips tf.function's dispatch.
+            self._act_in_graph = {
+                explore: tf.function(
+                    self._select_in_graph(explore), autograph=False
+                ).get_concrete_function(
+                    tf.TensorSpec([None, *self.obs_shape], tf.float32),
+                    tf.TensorSpec([2], tf.int32),
+                    tf.TensorSpec([], tf.float32),
+                )
+                for explore in (True, False)
+            }
 
     # --- acting ------------------------------------------------------------
     def next_seed(self) -> tf.Tensor:
-        """A fresh stateless seed [2] int32 from the agent's generator."""
+        """A fresh stateless seed [2] int32 from the update's generator (in graph)."""
         return tf.cast(self.generator.make_seeds(1)[:, 0], tf.int32)
 
-    def _select_explore(self, obs: tf.Tensor, epsilon: tf.Tensor) -> tf.Tensor:
-        return self.algo.act_select(self.model.preferences(obs), self.next_seed(), epsilon)
+    def _select_in_graph(self, explore: bool):
+        select = self.algo.act_select if explore else self.algo.eval_act_select
 
-    def _select_greedy(self, obs: tf.Tensor) -> tf.Tensor:
-        seed = self.next_seed()
-        return self.algo.eval_act_select(self.model.preferences(obs), seed, 0.0)
+        def act(obs: tf.Tensor, seed: tf.Tensor, epsilon: tf.Tensor) -> tf.Tensor:
+            return select.graph(self.model.preferences(obs), seed, epsilon)
+
+        return act
+
+    def refresh_host_weights(self) -> None:
+        """Copies the weights acting reads to the host (after a restore)."""
+        if self.hp.host_acting:
+            self._host_weights = [v.numpy() for v in self._preference_variables]
 
     @property
     def env_steps(self) -> int:
@@ -79,25 +119,38 @@ class Agent(tf.Module):
         """epsilon for act_selects that use one; 0 unless the agent has a schedule."""
         return 0.0
 
-    def act(self, obs: np.ndarray, explore: bool = True) -> np.ndarray:
+    def act(
+        self, obs: np.ndarray, explore: bool = True, rng: Optional[np.random.Generator] = None
+    ) -> np.ndarray:
         """Actions for a batch of observations.
 
         Args:
             obs: [N, *obs_shape] observations (one per env copy).
             explore: True: the training act_select; False: the evaluation one.
+            rng: where the act_select's randomness comes from; default: the
+                training acting stream (checkpointed).
 
         Returns:
             [N] int32 actions.
         """
-        obs = tf.constant(obs, tf.float32)
-        if explore:
-            actions = self._act_explore(obs, tf.constant(self.exploration_rate(), tf.float32))
-        else:
-            actions = self._act_greedy(obs)
+        rng = self.act_stream.generator if rng is None else rng
+        select = self.algo.act_select if explore else self.algo.eval_act_select
+        epsilon = self.exploration_rate() if explore else 0.0
+        obs = np.asarray(obs, np.float32)
+        if self.hp.host_acting:
+            preferences = self.model.host_preferences(obs, self._host_weights)
+            return select.host(preferences, rng, epsilon)
+        seed = rng.integers(0, 2**31 - 1, size=2, dtype=np.int32)
+        actions = self._act_in_graph[explore](
+            tf.constant(obs), tf.constant(seed), tf.constant(epsilon, tf.float32)
+        )
         return actions.numpy()
 
     def compute_action(self, obs, explore: bool = False):
         """Actions for one observation or a batch (for notebooks and serving).
+
+        Sampling (``explore=True``) draws from a stream of its own, so calls
+        made while training never change the run.
 
         Args:
             obs: one observation shaped like the env's, or a batch [N, ...].
@@ -113,7 +166,7 @@ class Agent(tf.Module):
                 f"observation shape {obs.shape} is neither "
                 f"{self.obs_shape} nor [N, *{self.obs_shape}]"
             )
-        actions = self.act(obs[None] if single else obs, explore=explore)
+        actions = self.act(obs[None] if single else obs, explore=explore, rng=self._api_rng)
         return int(actions[0]) if single else actions
 
     # --- learning ----------------------------------------------------------
@@ -142,6 +195,11 @@ class Agent(tf.Module):
         """Learns if enough has been observed; returns metrics, or None if not."""
         raise NotImplementedError
 
+    def warnings(self, metrics: Dict[str, float]) -> List[str]:
+        """Signs in an update's metrics that learning went wrong while staying finite."""
+        del metrics
+        return []
+
     def pending_steps(self) -> int:
         """Env steps observed but held outside checkpoints (e.g. a partial rollout).
 
@@ -149,6 +207,37 @@ class Agent(tf.Module):
         never loses or repeats learning.
         """
         return 0
+
+    def _update_outputs(self, metrics: Dict[str, tf.Tensor]):
+        """What every compiled update returns: its metrics, whether all weights
+        are finite, and the new values of the weights acting reads."""
+        finite = tf.reduce_all(
+            [tf.reduce_all(tf.math.is_finite(v)) for v in self.model.trainable_variables]
+        )
+        weights = (
+            [v.read_value() for v in self._preference_variables] if self.hp.host_acting else []
+        )
+        return metrics, finite, weights
+
+    def _finish_update(self, outputs, **more: float) -> Dict[str, float]:
+        """Takes a compiled update's outputs: host weights, the finite check, metrics.
+
+        Raises:
+            NonFiniteError: a loss or a weight is NaN or infinite; the agent's
+                weights are then unusable and must not be saved.
+        """
+        metrics, finite, weights = outputs
+        self.counters.add("updates")
+        result = {k: float(v) for k, v in metrics.items()}
+        bad = sorted(k for k, v in result.items() if not math.isfinite(v))
+        if bad or not bool(finite):
+            what = f"non-finite {', '.join(bad)}" if bad else "non-finite weights"
+            raise NonFiniteError(
+                f"{what} in update {self.counters['updates']} at step {self.env_steps}"
+            )
+        self._host_weights = [w.numpy() for w in weights]
+        result.update(more)
+        return result
 
     def current_learning_rate(self) -> float:
         """The learning rate for the data being learned from now.
@@ -169,12 +258,13 @@ class Agent(tf.Module):
             "model": self.model,
             "optimizer": self.optimizer,
             "generator": self.generator,
+            "act_stream": self.act_stream,
             "counters": self.counters,
         }
 
     def policy_module(self) -> "GreedyPolicy":
         """The greedy policy as a tf.Module, ready for ``tf.saved_model.save``."""
-        return GreedyPolicy(self.model, self.algo.eval_act_select, self.obs_shape)
+        return GreedyPolicy(self.model, self.algo.eval_act_select.graph, self.obs_shape)
 
 
 class GreedyPolicy(tf.Module):

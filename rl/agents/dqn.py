@@ -5,19 +5,18 @@ batches at once and runs all of those gradient steps, with the target
 network's syncs, in a single compiled call.
 """
 
-from typing import Dict, Optional
+from typing import Dict, List, Optional
 
 import numpy as np
 import tensorflow as tf
 
-from rl import registry
+from rl import registry, seeding
 from rl.agents.base import Agent, clip_gradients
 from rl.algos.schedules import linear_schedule
 from rl.hparams.dqn import DQNHParams
 from rl.memory import ReplayBuffer
 
 
-@registry.agents.register("dqn")
 class DQNAgent(Agent):
     """Deep Q-Networks (Mnih et al. 2015), double-Q by default, discrete actions."""
 
@@ -31,7 +30,9 @@ class DQNAgent(Agent):
             hp, input_size, self.num_actions, seed=hp.seed
         )
         self._sync_target(1.0)
-        self.replay = ReplayBuffer(hp.buffer_size, self.obs_shape, seed=hp.seed)
+        self.replay = ReplayBuffer(
+            hp.buffer_size, self.obs_shape, seed=seeding.derived_seed(hp.seed, seeding.REPLAY)
+        )
         self.total_gradient_steps = tf.Variable(
             0, dtype=tf.int64, trainable=False, name="total_gradient_steps"
         )
@@ -64,18 +65,32 @@ class DQNAgent(Agent):
         batch = self.replay.sample(hp.gradient_steps, hp.batch_size)
         learning_rate = self.current_learning_rate()
         # The replay's fields are _update_step's arguments, in order.
-        metrics = self._compiled_update(
+        outputs = self._compiled_update(
             *(tf.constant(batch[name]) for name in ReplayBuffer.FIELDS),
             tf.constant(learning_rate, tf.float32),
         )
-        self.counters.add("updates")
-        result = {k: float(v) for k, v in metrics.items()}
-        result.update(
+        return self._finish_update(
+            outputs,
             learning_rate=learning_rate,
             epsilon=self.exploration_rate(),
             replay_size=float(len(self.replay)),
         )
-        return result
+
+    def warnings(self, metrics: Dict[str, float]) -> List[str]:
+        """Q-values far outside what the rewards seen allow: |Q| <= max|r| / (1 - gamma).
+
+        Targets are built only from rewards in the replay, so a mean beyond
+        twice that bound means the values diverge (e.g. too high a learning
+        rate), even while the loss stays finite.
+        """
+        bound = self.replay.max_abs_reward / max(1.0 - self.hp.gamma, 1e-6)
+        q_mean = metrics.get("q_mean", 0.0)
+        if abs(q_mean) > 2.0 * bound + 1.0:
+            return [
+                f"q_mean {q_mean:.4g} at step {self.env_steps} is far outside what the rewards "
+                f"allow (|Q| <= max|r| / (1 - gamma) = {bound:.4g}): the values diverge"
+            ]
+        return []
 
     def _sync_target(self, tau: float) -> tf.Tensor:
         """target <- tau * online + (1 - tau) * target; returns True (for tf.cond)."""
@@ -120,7 +135,7 @@ class DQNAgent(Agent):
         _, totals = tf.while_loop(lambda g, _: g < tf.shape(actions)[0], gradient_step, (0, totals))
 
         count = tf.cast(tf.shape(actions)[0], tf.float32)
-        return {k: v / count for k, v in totals.items()}
+        return self._update_outputs({k: v / count for k, v in totals.items()})
 
     def checkpoint_items(self):
         items = super().checkpoint_items()

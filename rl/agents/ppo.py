@@ -17,7 +17,6 @@ from rl.agents.base import Agent, clip_gradients
 from rl.hparams.ppo import PPOHParams
 
 
-@registry.agents.register("ppo")
 class PPOAgent(Agent):
     """Proximal Policy Optimization (Schulman et al. 2017) for discrete actions."""
 
@@ -74,11 +73,8 @@ class PPOAgent(Agent):
             tf.constant(np.stack(self._rollout[key]), dtype) for key, dtype in self.ROLLOUT_DTYPES
         ]
         self._rollout = self._empty_rollout()
-        metrics = self._compiled_update(*rollout, tf.constant(learning_rate, tf.float32))
-        self.counters.add("updates")
-        result = {k: float(v) for k, v in metrics.items()}
-        result["learning_rate"] = learning_rate
-        return result
+        outputs = self._compiled_update(*rollout, tf.constant(learning_rate, tf.float32))
+        return self._finish_update(outputs, learning_rate=learning_rate)
 
     def _update_step(
         self, obs, actions, rewards, terminated, truncated, next_obs, learning_rate
@@ -152,7 +148,7 @@ class PPOAgent(Agent):
         metrics["explained_variance"] = 1.0 - (
             tf.math.reduce_variance(returns - values) / (tf.math.reduce_variance(returns) + 1e-8)
         )
-        return metrics
+        return self._update_outputs(metrics)
 
     def _minibatch_step(
         self, obs, actions, old_log_probs, advantages, returns, old_values

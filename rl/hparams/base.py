@@ -55,6 +55,7 @@ class HParams:
     gamma: float = 0.99  # discount
     max_grad_norm: Optional[float] = None  # global-norm clip; None: no clip
     jit_compile: bool = True  # XLA-compile the update: ~1.5 s once, faster after
+    host_acting: bool = True  # act in NumPy on the host (small models); false: in TF
     train_steps: int = 100_000  # environment steps of the whole run
     eval_interval: int = 10_000  # environment steps between evaluations
     eval_episodes: int = 10  # greedy episodes per evaluation

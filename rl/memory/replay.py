@@ -38,6 +38,7 @@ class ReplayBuffer(tf.train.experimental.PythonState):
         self.size = 0
         self.cursor = 0
         self.rng = np.random.default_rng(seed)
+        self.max_abs_reward = 0.0  # over everything ever added (bounds sane Q-values)
 
     def add(
         self,
@@ -62,6 +63,7 @@ class ReplayBuffer(tf.train.experimental.PythonState):
             self.storage[name][index] = value
         self.cursor = int((self.cursor + n) % self.capacity)
         self.size = int(min(self.size + n, self.capacity))
+        self.max_abs_reward = max(self.max_abs_reward, float(np.max(np.abs(rewards))))
 
     def sample(self, num_batches: int, batch_size: int) -> Dict[str, np.ndarray]:
         """Uniformly sampled transitions shaped [num_batches, batch_size, ...]."""
@@ -98,3 +100,5 @@ class ReplayBuffer(tf.train.experimental.PythonState):
                 self.storage[name][: meta["size"]] = saved[name]
         self.size, self.cursor = meta["size"], meta["cursor"]
         self.rng.bit_generator.state = meta["rng"]
+        held = self.storage["rewards"][: self.size]
+        self.max_abs_reward = float(np.max(np.abs(held))) if self.size else 0.0

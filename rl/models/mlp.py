@@ -3,13 +3,17 @@
 Plain variables inside ``tf.Module`` keep ``trainable_variables``,
 checkpoints and SavedModel export exact and dependency-free (Keras 3 layers
 inside a tf.Module are not listed by ``trainable_variables``).
+
+Each model also computes its ``preferences`` in NumPy from copies of its
+weights (``preference_variables`` / ``host_preferences``), so a small model
+can act on the host without a call into TensorFlow per env step.
 """
 
-from typing import Sequence, Tuple
+from typing import Callable, Dict, List, Sequence, Tuple
 
+import numpy as np
 import tensorflow as tf
 
-from rl import registry
 from rl.hparams.base import HParams
 
 
@@ -24,6 +28,22 @@ class Dense(tf.Module):
 
     def __call__(self, x: tf.Tensor) -> tf.Tensor:
         return tf.matmul(x, self.w) + self.b
+
+
+def _sigmoid(x: np.ndarray) -> np.ndarray:
+    return np.exp(-np.logaddexp(0.0, -x))  # 1 / (1 + e^-x) without overflow
+
+
+# NumPy forms of the activations an hparam may name; each matches tf.keras.activations.
+HOST_ACTIVATIONS: Dict[str, Callable[[np.ndarray], np.ndarray]] = {
+    "relu": lambda x: np.maximum(x, 0.0),
+    "tanh": np.tanh,
+    "sigmoid": _sigmoid,
+    "elu": lambda x: np.where(x > 0, x, np.expm1(np.minimum(x, 0.0))),
+    "softplus": lambda x: np.logaddexp(0.0, x),
+    "silu": lambda x: x * _sigmoid(x),
+    "linear": lambda x: x,
+}
 
 
 class MLP(tf.Module):
@@ -61,11 +81,30 @@ class MLP(tf.Module):
             sizes[-1], output_size, gain=output_gain, seed=seed + len(sizes), name="out"
         )
 
+        self.activation_name = activation
+
     def __call__(self, x: tf.Tensor) -> tf.Tensor:
         x = tf.reshape(x, [tf.shape(x)[0], -1])
         for layer in self.hidden:
             x = self.activation(layer(x))
         return self.out(x)
+
+    def layer_variables(self) -> List[tf.Variable]:
+        """[w0, b0, w1, b1, ..., w_out, b_out]: the order ``host_forward`` reads."""
+        return [v for layer in (*self.hidden, self.out) for v in (layer.w, layer.b)]
+
+    def host_forward(self, x: np.ndarray, arrays: Sequence[np.ndarray]) -> np.ndarray:
+        """The same function in NumPy, from copies of ``layer_variables()``.
+
+        Args:
+            x: [B, ...] float32 inputs.
+            arrays: the values of ``layer_variables()``, in that order.
+        """
+        activation = HOST_ACTIVATIONS[self.activation_name]
+        x = x.reshape(len(x), -1)
+        for i in range(0, len(arrays) - 2, 2):
+            x = activation(x @ arrays[i] + arrays[i + 1])
+        return x @ arrays[-2] + arrays[-1]
 
 
 class ActorCritic(tf.Module):
@@ -99,6 +138,14 @@ class ActorCritic(tf.Module):
         """What act_select chooses from: the policy logits."""
         return self.policy(obs)
 
+    def preference_variables(self) -> List[tf.Variable]:
+        """The variables ``preferences`` reads (the policy's, not the value's)."""
+        return self.policy.layer_variables()
+
+    def host_preferences(self, obs: np.ndarray, arrays: Sequence[np.ndarray]) -> np.ndarray:
+        """``preferences`` in NumPy from copies of ``preference_variables()``."""
+        return self.policy.host_forward(obs, arrays)
+
 
 class QNetwork(tf.Module):
     """An MLP from observations to one Q-value per action: [B, ...] -> [B, A]."""
@@ -122,6 +169,10 @@ class QNetwork(tf.Module):
         """What act_select chooses from: the Q-values."""
         return self.q(obs)
 
+    def preference_variables(self) -> List[tf.Variable]:
+        """The variables ``preferences`` reads."""
+        return self.q.layer_variables()
 
-registry.models.register("mlp_actor_critic")(ActorCritic)
-registry.models.register("mlp_q")(QNetwork)
+    def host_preferences(self, obs: np.ndarray, arrays: Sequence[np.ndarray]) -> np.ndarray:
+        """``preferences`` in NumPy from copies of ``preference_variables()``."""
+        return self.q.host_forward(obs, arrays)

@@ -5,4 +5,9 @@ docstring; the functions are registered by name and tested on hand-computed
 values. Agents call them inside their compiled update step.
 """
 
-from rl.algos.grad_comp import dqn, gae, ppo  # noqa: F401  (registers)
+from rl import registry
+
+# Imported on first lookup (rl/registry.py): naming them does not load TensorFlow.
+registry.grad_comp.declare("ppo_clip", "rl.algos.grad_comp.ppo:ppo_clip_loss")
+registry.grad_comp.declare("gae", "rl.algos.grad_comp.gae:gae_advantages")
+registry.grad_comp.declare("dqn_td", "rl.algos.grad_comp.dqn:dqn_td_loss")

@@ -4,10 +4,7 @@ from typing import Dict, Optional, Tuple
 
 import tensorflow as tf
 
-from rl import registry
 
-
-@registry.grad_comp.register("dqn_td")
 def dqn_td_loss(
     q_tm1: tf.Tensor,
     a_tm1: tf.Tensor,

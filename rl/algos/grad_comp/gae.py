@@ -4,10 +4,7 @@ from typing import Tuple
 
 import tensorflow as tf
 
-from rl import registry
 
-
-@registry.grad_comp.register("gae")
 def gae_advantages(
     rewards: tf.Tensor,
     values: tf.Tensor,

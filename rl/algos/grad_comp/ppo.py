@@ -4,10 +4,7 @@ from typing import Dict, Optional, Tuple
 
 import tensorflow as tf
 
-from rl import registry
 
-
-@registry.grad_comp.register("ppo_clip")
 def ppo_clip_loss(
     log_probs: tf.Tensor,
     old_log_probs: tf.Tensor,
