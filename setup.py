@@ -42,6 +42,9 @@ setup(
             # tests read GIF frames back with Pillow (imageio's GIF plugin uses it too).
             "pillow>=10",
         ],
+        # Gymnasium families with their own dependencies (`--list` marks them).
+        "box2d": ["gymnasium[box2d]>=1.1,<2"],
+        "mujoco": ["gymnasium[mujoco]>=1.1,<2"],
         # Peer for scripts/benchmark.py --peer: Stable-Baselines3 on PyTorch's CPU build.
         "bench": ["torch==2.13.0", "stable-baselines3==2.9.2"],
     },

@@ -10,11 +10,42 @@ evaluation and checkpoints; ``registry.py`` maps names to all of these.
 """
 
 import os
-
-# TensorFlow's C++ info logs (CUDA probing on CPU machines) are noise here.
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+import sys
 
 __version__ = "0.1.0"
+
+# Set RL_TF_LOGS=1 (or pass train.py --verbosity=0) to see TensorFlow's own log lines.
+TF_LOGS_VARIABLE = "RL_TF_LOGS"
+
+
+def import_tensorflow_quietly():
+    """Imports and returns TensorFlow, with its C++ start-up chatter hidden.
+
+    TF 2.21 prints CUDA probing and oneDNN notices through absl before it
+    reads TF_CPP_MIN_LOG_LEVEL, so stderr is pointed at /dev/null while it
+    loads; Python errors still show (stderr is restored before any exception
+    propagates). Every module of rl imports TensorFlow through ``rl._tf``,
+    which calls this. With RL_TF_LOGS=1 nothing is hidden.
+    """
+    if "tensorflow" in sys.modules or os.environ.get(TF_LOGS_VARIABLE):
+        import tensorflow
+
+        return tensorflow
+    # Later C++ messages (oneDNN fallbacks during training): fatal ones only.
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    sys.stderr.flush()
+    saved = os.dup(2)
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, 2)
+        import tensorflow
+
+        tensorflow.config.list_physical_devices()
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(devnull)
+    return tensorflow
 
 
 def __getattr__(name):

@@ -7,12 +7,9 @@ def main(argv: list) -> int:
     if argv[1:] != ["list"]:
         print("usage: python -m rl list", file=sys.stderr)
         return 2
-    from rl import cli
-
-    cli.import_tensorflow_quietly()
     from rl import catalog
 
-    print(catalog.list_all())
+    print(catalog.list_all(gymnasium=True))
     return 0
 
 

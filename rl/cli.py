@@ -13,6 +13,9 @@ from typing import Any, Dict, List, NoReturn, Optional
 from absl import flags
 from absl import logging as absl_logging
 
+import rl
+from rl import seeding
+
 FLAGS = flags.FLAGS
 PROG = "train.py"
 EXIT_NON_FINITE = 3  # training produced a non-finite loss or weights
@@ -37,7 +40,8 @@ def define_flags() -> None:
     flags.DEFINE_integer(
         "eval_episodes", None, "Greedy episodes per evaluation (overrides hparams).", lower_bound=0
     )
-    flags.DEFINE_integer("seed", None, "Random seed (overrides hparams).", lower_bound=0)
+    # Its range is the hparam's (rl/hparams), checked with the other hparams.
+    flags.DEFINE_integer("seed", None, "Random seed (overrides hparams).")
     flags.DEFINE_bool("list", False, "Print every registered name by kind and exit.")
     flags.DEFINE_bool(
         "allow_hparam_change",
@@ -97,35 +101,71 @@ def parse_flags_or_exit(argv: List[str]) -> List[str]:
 
 def user_errors() -> tuple:
     """Exception types that mean bad input (reported as one line, exit 2)."""
-    from rl.experiment import CheckpointError, RunConflictError
+    from rl.errors import CheckpointError, RunConflictError
     from rl.hparams.base import HParamsError
     from rl.registry import UnknownNameError
 
     return (UnknownNameError, HParamsError, RunConflictError, CheckpointError)
 
 
-def import_tensorflow_quietly() -> None:
-    """Imports TensorFlow with its C++ start-up chatter sent to /dev/null.
+# Flags that only training reads, and only --training=false reads: giving one
+# to the other mode is refused rather than silently ignored.
+TRAINING_ONLY = (
+    "hparams",
+    "hparam_override",
+    "env",
+    "seed",
+    "train_steps",
+    "eval_episodes",
+    "allow_hparam_change",
+    "copies",
+    "copies_parallel",
+)
+TEST_ONLY = ("test_episodes",)
 
-    TF 2.21 logs CUDA probing through absl before TF_CPP_MIN_LOG_LEVEL is
-    read; on a CPU machine that buries our one-line errors. Python errors
-    still show: stderr is restored before any exception propagates. Set
-    RL_TF_LOGS=1 to see the chatter.
-    """
-    if os.environ.get("RL_TF_LOGS"):
-        return
-    sys.stderr.flush()
-    saved = os.dup(2)
-    devnull = os.open(os.devnull, os.O_WRONLY)
+
+def check_mode_flags() -> None:
+    """Flags given for the other mode end the process (exit 2)."""
+    unused = TRAINING_ONLY if not FLAGS.training else TEST_ONLY
+    given = [f"--{name}" for name in unused if FLAGS[name].present]
+    if given:
+        mode = (
+            "--training=false (it tests the run's own hparams)"
+            if not FLAGS.training
+            else "training"
+        )
+        fail(
+            f"{', '.join(given)} cannot be used with {mode}; remove {'it' if len(given) == 1 else 'them'}"
+        )
+
+
+def check_early() -> None:
+    """Every check that needs no TensorFlow, so mistakes answer in well under a second."""
+    from rl import catalog  # noqa: F401  (fills the registries)
+    from rl import registry
+    from rl.hparams.resolve import resolve_hparams
+
+    check_mode_flags()
     try:
-        os.dup2(devnull, 2)
-        import tensorflow as tf
+        registry.systems.check(FLAGS.sys)
+        if not FLAGS.output_dir:
+            fail("--output_dir is required, e.g. --output_dir runs/ppo_cartpole")
+        if FLAGS.training and FLAGS.hparams is not None:
+            resolve_hparams(
+                FLAGS.hparams,
+                FLAGS.hparam_override,
+                env=FLAGS.env,
+                seed=FLAGS.seed,
+                train_steps=FLAGS.train_steps,
+                eval_episodes=FLAGS.eval_episodes,
+            )
+    except user_errors() as e:
+        fail(str(e))
 
-        tf.config.list_physical_devices()
-    finally:
-        os.dup2(saved, 2)
-        os.close(saved)
-        os.close(devnull)
+
+def show_tensorflow_logs() -> bool:
+    """absl's --verbosity at INFO (0) or above shows TensorFlow's own log lines."""
+    return FLAGS["verbosity"].present and FLAGS.verbosity >= 0
 
 
 def our_flags() -> Dict[str, Any]:
@@ -137,19 +177,17 @@ def main(argv: List[str]) -> int:
     """Runs train.py after absl parsed the flags."""
     if len(argv) > 1:
         fail(f"unexpected arguments {' '.join(argv[1:])!r}; flags look like --name=value")
-    import_tensorflow_quietly()
-    absl_logging.set_verbosity(absl_logging.WARNING)
-    from rl import catalog, registry
-
     if FLAGS.list:
-        print(catalog.list_all())
+        from rl import catalog
+
+        print(catalog.list_all(gymnasium=True))
         return 0
-    try:
-        registry.systems.get(FLAGS.sys)
-    except user_errors() as e:
-        fail(str(e))
-    if not FLAGS.output_dir:
-        fail("--output_dir is required, e.g. --output_dir runs/ppo_cartpole")
+    check_early()
+    if show_tensorflow_logs():
+        os.environ[rl.TF_LOGS_VARIABLE] = "1"
+    else:
+        absl_logging.set_verbosity(absl_logging.WARNING)
+    rl.import_tensorflow_quietly()
     if not FLAGS.training:
         return run_test()
     if FLAGS.copies > 1:
@@ -281,17 +319,11 @@ def run_test_episodes(output_dir: str) -> Dict[str, Any]:
     return result
 
 
-def copy_seeds(base_seed: int, copies: int) -> List[int]:
-    """Seeds of the copies: independent streams derived from --seed."""
-    from rl.experiment import derived_seed
-
-    return [derived_seed(base_seed, 7919, i) for i in range(copies)]
-
-
 def run_copies() -> int:
     """--copies N: N runs in run_<i>, one after another or side by side."""
     from rl import analysis
-    from rl.experiment import check_resume, resolve_hparams
+    from rl.experiment import check_resume
+    from rl.hparams.resolve import resolve_hparams
 
     output_dir = FLAGS.output_dir
     run_dirs = [os.path.join(output_dir, f"run_{i}") for i in range(FLAGS.copies)]
@@ -306,7 +338,7 @@ def run_copies() -> int:
             train_steps=FLAGS.train_steps,
             eval_episodes=FLAGS.eval_episodes,
         )
-        seeds = copy_seeds(hp.seed, FLAGS.copies)
+        seeds = seeding.copy_seeds(hp.seed, FLAGS.copies)
         for run_dir, seed in zip(run_dirs, seeds):  # check all before writing
             check_resume(run_dir, hp.replace(seed=seed), FLAGS.allow_hparam_change)
     except user_errors() as e:

@@ -7,7 +7,7 @@ They are read every environment step, where reading a tf.Variable would cost
 import json
 from typing import Dict
 
-import tensorflow as tf
+from rl._tf import tf
 
 
 class Counters(tf.train.experimental.PythonState):

@@ -33,31 +33,24 @@ import time
 from typing import Any, Dict, List, Optional, Union
 
 import numpy as np
-import tensorflow as tf
 
 from rl import catalog, registry, seeding, video  # noqa: F401  (catalog fills the registries)
+from rl._tf import tf
 from rl.agents.base import NonFiniteError
 from rl.counters import Counters
-from rl.envs import check_env_name, make_vec_env, true_next_obs
+from rl.envs import make_vec_env, true_next_obs
+from rl.errors import CheckpointError, RunConflictError
 from rl.hparams.base import (
     RESUMABLE_FIELDS,
     HParams,
     HParamsError,
-    apply_overrides,
     differences,
     from_dict,
 )
+from rl.hparams.resolve import check_fits, resolve_hparams
 from rl.logbook import EVAL_FILE, Logbook, read_eval_records
 
 HPARAMS_FILE = "hparams.json"
-
-
-class RunConflictError(ValueError):
-    """output_dir holds a run with other hparams; one readable line."""
-
-
-class CheckpointError(RuntimeError):
-    """No checkpoint in output_dir can be read."""
 
 
 # --- small file helpers ----------------------------------------------------
@@ -76,65 +69,6 @@ def read_json(path: str) -> Any:
             return json.load(f)
     except json.JSONDecodeError as e:
         raise HParamsError(f"{path} is not valid JSON ({e})") from None
-
-
-# --- resolving hparams -------------------------------------------------------
-def resolve_hparams(
-    hparams: Union[str, HParams], overrides: Union[str, Dict[str, Any], None] = None, **fields: Any
-) -> HParams:
-    """Named set (or object) + overrides + explicit fields -> checked hparams.
-
-    Args:
-        hparams: a registered hparams set name, or an HParams object.
-        overrides: "a=1,b=[2,3]" text or a dict of field -> value.
-        **fields: further field values (None values are ignored), e.g. the
-            ``--env`` and ``--seed`` flags.
-
-    Raises:
-        UnknownNameError, HParamsError: for unknown names or bad values.
-    """
-    hp = registry.hparams.get(hparams)() if isinstance(hparams, str) else hparams
-    if isinstance(overrides, dict):
-        hp = from_dict(type(hp), {**hp.to_dict(), **overrides})
-    else:
-        hp = apply_overrides(hp, overrides)
-    explicit = {k: v for k, v in fields.items() if v is not None}
-    if explicit:
-        hp = from_dict(type(hp), {**hp.to_dict(), **explicit})
-    validate_hparams(hp)
-    return hp
-
-
-def validate_hparams(hp: HParams) -> None:
-    """Checks the names inside hparams, that they fit the agent, and the values
-    that must be positive."""
-    agent_class = registry.agents.get(hp.agent)
-    registry.models.get(hp.model)
-    registry.act_select.get(hp.act_select)
-    registry.act_select.get(hp.eval_act_select)
-    registry.grad_comp.get(hp.grad_comp)
-    check_env_name(hp.env)
-    for field, fitting in agent_class.fitting_components.items():
-        if getattr(hp, field) not in fitting:
-            raise HParamsError(
-                f"hparam '{field}' of agent '{hp.agent}' must be one of "
-                f"{', '.join(fitting)}, got {getattr(hp, field)!r}"
-            )
-    for name in (
-        "num_envs",
-        "train_steps",
-        "eval_interval",
-        "checkpoint_interval",
-        "keep_checkpoints",
-    ):
-        if getattr(hp, name) <= 0:
-            raise HParamsError(f"hparam '{name}' must be > 0, got {getattr(hp, name)}")
-    if hp.eval_episodes < 0:
-        raise HParamsError(f"hparam 'eval_episodes' must be >= 0, got {hp.eval_episodes}")
-    if hp.vectorization not in ("sync", "async"):
-        raise HParamsError(
-            f"hparam 'vectorization' must be 'sync' or 'async', got {hp.vectorization!r}"
-        )
 
 
 def load_run_hparams(output_dir: str) -> Optional[HParams]:
@@ -176,9 +110,10 @@ def build_envs_and_agent(hp: HParams):
     Built before anything is written, so e.g. a Box-action env for a
     discrete agent or an unknown activation leaves no files behind.
     """
+    agent_class = registry.agents.get(hp.agent)
+    check_fits(hp, agent_class.fitting_components)
     envs = make_vec_env(hp.env, hp.num_envs, hp.vectorization)
     try:
-        agent_class = registry.agents.get(hp.agent)
         agent = agent_class(hp, envs.single_observation_space, envs.single_action_space)
     except (ValueError, TypeError) as e:
         envs.close()

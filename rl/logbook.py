@@ -23,9 +23,8 @@ import shutil
 import time
 from typing import Any, Dict, List, Tuple
 
-import tensorflow as tf
-
 from rl import video
+from rl._tf import tf
 
 EVAL_FILE = "eval.jsonl"
 STAGED_PREFIX = ".staged-"

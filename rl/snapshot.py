@@ -472,7 +472,7 @@ def system_info(include_tf: bool = True) -> dict:
 def tensorflow_info() -> dict:
     """What TensorFlow reports about itself and the devices it sees; never raises."""
     try:
-        import tensorflow as tf  # Lazy: train.py has it loaded already, tests may not.
+        from rl._tf import tf  # Lazy: train.py has it loaded already, tests may not.
     except Exception as e:  # A broken install is worth recording, not crashing on.
         return {"error": f"{type(e).__name__}: {e}"}
     info: dict[str, Any] = {"version": getattr(tf, "__version__", None)}

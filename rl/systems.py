@@ -16,7 +16,7 @@ class LocalSystem:
 
     def setup(self) -> Dict[str, str]:
         """Configures devices and returns a description for logs."""
-        import tensorflow as tf  # here, so naming a --sys target does not load TensorFlow
+        from rl._tf import tf  # here, so naming a --sys target does not load TensorFlow
 
         gpus = tf.config.list_physical_devices("GPU")
         for gpu in gpus:

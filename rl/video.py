@@ -19,8 +19,9 @@ import gymnasium as gym
 import imageio
 import imageio.v3 as iio
 import numpy as np
-import tensorflow as tf
 from tensorboard.plugins.image import metadata as image_metadata
+
+from rl._tf import tf
 
 _LOG = logging.getLogger(__name__)
 

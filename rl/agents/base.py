@@ -15,9 +15,9 @@ from typing import Dict, List, Optional, Tuple
 import gymnasium as gym
 import keras
 import numpy as np
-import tensorflow as tf
 
 from rl import registry, seeding
+from rl._tf import tf
 from rl.algos import make_algo
 from rl.counters import Counters
 from rl.envs import num_actions

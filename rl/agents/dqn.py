@@ -8,9 +8,9 @@ network's syncs, in a single compiled call.
 from typing import Dict, List, Optional
 
 import numpy as np
-import tensorflow as tf
 
 from rl import registry, seeding
+from rl._tf import tf
 from rl.agents.base import Agent, clip_gradients
 from rl.algos.schedules import linear_schedule
 from rl.hparams.dqn import DQNHParams

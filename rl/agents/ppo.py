@@ -9,10 +9,10 @@ The whole update (GAE, every epoch and minibatch) is one compiled call.
 from typing import Dict, List, Optional
 
 import numpy as np
-import tensorflow as tf
 import tensorflow_probability as tfp
 
 from rl import registry
+from rl._tf import tf
 from rl.agents.base import Agent, clip_gradients
 from rl.hparams.ppo import PPOHParams
 

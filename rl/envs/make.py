@@ -7,6 +7,8 @@ vectors and everything is cast to float32, so models see a flat or image
 float tensor whatever the space.
 """
 
+import collections
+import importlib.util
 import os
 from typing import Callable, List, Optional
 
@@ -14,15 +16,71 @@ import gymnasium as gym
 import numpy as np
 
 from rl import registry
+from rl.hparams.base import HParamsError
+
+# Gymnasium families that need more than rl's own requirements: the module
+# each imports, and how to install it.
+FAMILY_NEEDS = {
+    "box2d": ("Box2D", "pip install -e '.[box2d]'"),
+    "mujoco": ("mujoco", "pip install -e '.[mujoco]'"),
+    "phys2d": ("jax", "pip install 'gymnasium[jax]'"),
+    "tabular": ("jax", "pip install 'gymnasium[jax]'"),
+}
+LEGACY = "legacy"  # ids Gymnasium 1.x keeps only to explain they need mujoco-py, shimmy, ...
 
 
 def gymnasium_ids() -> List[str]:
     return sorted(gym.envs.registry.keys())
 
 
+def env_family(env_id: str) -> str:
+    """The Gymnasium family of an id from its entry point: "classic_control", "box2d", ..."""
+    entry = gym.envs.registry[env_id].entry_point
+    if not isinstance(entry, str):  # a function that raises "install mujoco-py/shimmy"
+        return LEGACY
+    parts = entry.split(":")[0].split(".")
+    return parts[2] if parts[:2] == ["gymnasium", "envs"] and len(parts) > 2 else parts[0]
+
+
+def missing_install(env_id: str) -> Optional[str]:
+    """How to install what a Gymnasium id needs and lacks here, or None."""
+    module, hint = FAMILY_NEEDS.get(env_family(env_id), (None, None))
+    if module is not None and importlib.util.find_spec(module) is None:
+        return hint
+    return None
+
+
+def gymnasium_listing() -> str:
+    """Every Gymnasium id by family, marking the families that need an install."""
+    families = collections.defaultdict(list)
+    for env_id in gymnasium_ids():
+        families[env_family(env_id)].append(env_id)
+    lines = ["gymnasium ids (any of them works as --env):"]
+    for family, ids in sorted(families.items()):
+        hint = missing_install(ids[0])
+        if family == LEGACY:
+            needs = " [need packages Gymnasium 1.x dropped]"
+        else:
+            needs = f" [not installed: {hint}]" if hint else ""
+        lines.append(f"  {family}{needs}: {', '.join(ids)}")
+    return "\n".join(lines)
+
+
 def check_env_name(name: str) -> None:
-    """Raises UnknownNameError (closest of both kinds of name) if ``name`` is neither."""
-    if name in registry.envs or name in gym.envs.registry:
+    """Raises UnknownNameError (closest of both kinds of name) if ``name`` is neither,
+    and HParamsError if it is a Gymnasium id whose dependencies are not installed."""
+    if name in registry.envs:
+        return
+    if name in gym.envs.registry:
+        if env_family(name) == LEGACY:
+            raise HParamsError(
+                f"env '{name}' is a legacy id that Gymnasium 1.x can no longer make; "
+                "use its newest version (see `python train.py --list`)"
+            )
+        hint = missing_install(name)
+        if hint:
+            family = env_family(name)
+            raise HParamsError(f"env '{name}' needs {family}, which is not installed: {hint}")
         return
     import difflib
 
@@ -32,7 +90,7 @@ def check_env_name(name: str) -> None:
     raise registry.UnknownNameError(
         f"unknown env '{name}': {hint}valid: a registered env "
         f"({', '.join(registry.envs.names())}) or any Gymnasium id "
-        "(list all with `python train.py --list`)"
+        "(list them all with `python train.py --list`)"
     )
 
 
@@ -58,10 +116,13 @@ def make_env(name: str, render_mode: Optional[str] = None) -> gym.Env:
         # pygame-based envs draw off-screen; without this SDL probes for a
         # display and prints errors on headless machines.
         os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
-    if name in registry.envs:
-        env = registry.envs.get(name)(render_mode=render_mode)
-    else:
-        env = gym.make(name, render_mode=render_mode)
+    try:
+        if name in registry.envs:
+            env = registry.envs.get(name)(render_mode=render_mode)
+        else:
+            env = gym.make(name, render_mode=render_mode)
+    except (gym.error.DependencyNotInstalled, ImportError) as e:
+        raise HParamsError(f"env '{name}' cannot be made here: {str(e).splitlines()[0]}") from None
     return _standard_wrappers(env)
 
 

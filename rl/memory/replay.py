@@ -11,7 +11,8 @@ import json
 from typing import Dict, Tuple
 
 import numpy as np
-import tensorflow as tf
+
+from rl._tf import tf
 
 
 class ReplayBuffer(tf.train.experimental.PythonState):

@@ -12,8 +12,8 @@ can act on the host without a call into TensorFlow per env step.
 from typing import Callable, Dict, List, Sequence, Tuple
 
 import numpy as np
-import tensorflow as tf
 
+from rl._tf import tf
 from rl.hparams.base import HParams
 
 

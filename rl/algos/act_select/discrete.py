@@ -8,8 +8,8 @@ TF seed drawn from the caller's generator), never from a global RNG.
 """
 
 import numpy as np
-import tensorflow as tf
 
+from rl._tf import tf
 from rl.algos.act_select.base import ActSelect
 
 

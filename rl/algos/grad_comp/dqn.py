@@ -2,7 +2,7 @@
 
 from typing import Dict, Optional, Tuple
 
-import tensorflow as tf
+from rl._tf import tf
 
 
 def dqn_td_loss(

@@ -2,7 +2,7 @@
 
 from typing import Tuple
 
-import tensorflow as tf
+from rl._tf import tf
 
 
 def gae_advantages(
