@@ -141,8 +141,10 @@ def check_mode_flags() -> None:
 
 def check_early() -> None:
     """Every check that needs no TensorFlow, so mistakes answer in well under a second."""
-    from rl import catalog  # noqa: F401  (fills the registries)
-    from rl import registry
+    from rl import (
+        catalog,  # noqa: F401  (fills the registries)
+        registry,
+    )
     from rl.hparams.resolve import resolve_hparams
 
     check_mode_flags()

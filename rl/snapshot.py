@@ -31,6 +31,8 @@ import tempfile
 import urllib.parse
 from typing import Any
 
+import rl
+
 SNAPSHOT_DIR = "snapshot"
 COMMAND_FILE = "command.txt"
 FLAGS_FILE = "flags.json"
@@ -472,7 +474,8 @@ def system_info(include_tf: bool = True) -> dict:
 def tensorflow_info() -> dict:
     """What TensorFlow reports about itself and the devices it sees; never raises."""
     try:
-        from rl._tf import tf  # Lazy: train.py has it loaded already, tests may not.
+        # Lazy: train.py has it loaded already, tests may not.
+        tf = rl.import_tensorflow_quietly()
     except Exception as e:  # A broken install is worth recording, not crashing on.
         return {"error": f"{type(e).__name__}: {e}"}
     info: dict[str, Any] = {"version": getattr(tf, "__version__", None)}

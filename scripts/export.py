@@ -16,6 +16,7 @@ from typing import List, Optional
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+import rl  # noqa: E402
 from rl import cli  # noqa: E402
 
 
@@ -31,7 +32,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     cli.PROG = "export.py"
     if not os.path.exists(os.path.join(args.output_dir, "hparams.json")):
         cli.fail(f"{args.output_dir} holds no trained run (no hparams.json)")
-    cli.import_tensorflow_quietly()
+    rl.import_tensorflow_quietly()
     from rl import experiment
 
     try:

@@ -132,10 +132,12 @@ def test_bad_overrides_raise_one_clear_line(text, message):
     ],
 )
 def test_names_must_exist_and_fit_the_agent(hparams, override, message):
-    from rl.experiment import resolve_hparams
+    from rl.experiment import build_envs_and_agent
+    from rl.hparams.resolve import resolve_hparams
 
+    # Names are checked when resolving; whether they fit the agent, when it is built.
     with pytest.raises((HParamsError, UnknownNameError)) as info:
-        resolve_hparams(hparams, override)
+        build_envs_and_agent(resolve_hparams(hparams, override))
     assert message in str(info.value)
 
 
