@@ -39,7 +39,9 @@ def test_categorical_matches_softmax_frequencies(form):
 
 def test_categorical_is_seeded():
     logits = np.zeros((1000, 4), np.float32)
-    np.testing.assert_array_equal(host(categorical, logits, seed=3), host(categorical, logits, seed=3))
+    np.testing.assert_array_equal(
+        host(categorical, logits, seed=3), host(categorical, logits, seed=3)
+    )
     assert (host(categorical, logits, seed=3) != host(categorical, logits, seed=4)).any()
     other = tf.constant([3, 4], tf.int32)
     np.testing.assert_array_equal(graph(categorical, logits), graph(categorical, logits))
