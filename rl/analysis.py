@@ -183,19 +183,28 @@ def find_runs(path: str) -> list[str]:
         raise FileNotFoundError(f"not a directory: {path}")
     if os.path.isfile(os.path.join(path, EVAL_LOG_NAME)):
         return [path]
+    run_dirs = copy_dirs(path)
+    if not run_dirs:
+        raise ValueError(f"{path} holds neither {EVAL_LOG_NAME} nor run_<i>/ copies")
+    missing = [d for d in run_dirs if not os.path.isfile(os.path.join(d, EVAL_LOG_NAME))]
+    if missing:
+        raise ValueError(f"no {EVAL_LOG_NAME} yet in: {', '.join(missing)}")
+    return run_dirs
+
+
+def copy_dirs(path: str) -> list[str]:
+    """The `run_<i>` copy directories directly under `path`, by index; empty if none.
+
+    Args:
+      path: a directory, typically a `--copies` output directory.
+    """
     copies = []
     for name in os.listdir(path):
         match = _COPY_DIR_PATTERN.fullmatch(name)
         if match and os.path.isdir(os.path.join(path, name)):
             copies.append((int(match.group(1)), os.path.join(path, name)))
-    if not copies:
-        raise ValueError(f"{path} holds neither {EVAL_LOG_NAME} nor run_<i>/ copies")
     # Numeric order, so run_10 comes after run_2.
-    run_dirs = [d for _, d in sorted(copies)]
-    missing = [d for d in run_dirs if not os.path.isfile(os.path.join(d, EVAL_LOG_NAME))]
-    if missing:
-        raise ValueError(f"no {EVAL_LOG_NAME} yet in: {', '.join(missing)}")
-    return run_dirs
+    return [d for _, d in sorted(copies)]
 
 
 def _final_eval(run_dir: str) -> dict:

@@ -9,7 +9,8 @@ output dir writes `<output_dir>/snapshot/`:
   seeds.json       every seed
   git.json         commit, branch, dirty flag, repo root and remote of the code's checkout
   git_diff.patch   uncommitted changes against HEAD, untracked (not ignored) files included
-  packages.txt     installed distributions, one pip requirement a line
+  packages.txt     installed distributions, one pip requirement a line; never `rl` itself
+                   (PyPI's `rl` is another project): a comment names where it was imported from
   system.json      Python, OS, CPU, memory and what TensorFlow reports
   resumes.jsonl    one line per start or resume of the run
 
@@ -43,6 +44,9 @@ DIFF_FILE = "git_diff.patch"
 PACKAGES_FILE = "packages.txt"
 SYSTEM_FILE = "system.json"
 RESUMES_FILE = "resumes.jsonl"
+# This project's distribution name (setup.py). On PyPI the name belongs to an unrelated
+# package, so the snapshot records our code by git commit and patch, never by a pin.
+PROJECT_DISTRIBUTION = "rl"
 
 # Prefix of the directory a snapshot is built in before it is renamed into place.
 _BUILD_PREFIX = ".snapshot.build-"
@@ -79,8 +83,10 @@ def write_snapshot(
       flags: the parsed flags, name to value.
       hparams: the resolved hparams, name to value.
       seeds: every seed the run uses, name to value.
-      source_dir: a directory inside the git checkout of the code being run; defaults
-        to the directory holding the `rl` package.
+      source_dir: the project directory of the code being run (inside its git checkout);
+        defaults to the directory holding the imported `rl` package, which stays right
+        when an `rl.egg-info` in the current directory or an install elsewhere would
+        point importlib.metadata at another copy.
       include_tf: whether system.json asks TensorFlow about devices and its build.
 
     Returns:
@@ -104,7 +110,7 @@ def write_snapshot(
         SEEDS_FILE: _to_json(seeds),
         GIT_FILE: _to_json(git),
         DIFF_FILE: patch,
-        PACKAGES_FILE: packages_text(),
+        PACKAGES_FILE: packages_text(source_dir),
         SYSTEM_FILE: _to_json(system_info(include_tf)),
         RESUMES_FILE: _event_line("start", argv, git),
     }
@@ -184,8 +190,8 @@ def git_info(source_dir: str, output_dir: str | None = None) -> dict:
         change (a run's own files would otherwise make every resume look dirty).
 
     Returns:
-      `{"in_git_repo": False, "error": ...}` outside a checkout (or without git), else
-      `in_git_repo`, `repo_root`, `commit`, `branch`, `dirty`, `remote_name`,
+      `{"in_git_repo": False, "source_dir": ..., "error": ...}` outside a checkout (or
+      without git), else `in_git_repo`, `repo_root`, `source_dir`, `commit`, `branch`, `dirty`, `remote_name`,
       `remote_url`, `commit_on_remote` and `errors` (git calls that failed).
     """
     root, error = _git(["rev-parse", "--show-toplevel"], source_dir)
@@ -215,6 +221,7 @@ def git_info(source_dir: str, output_dir: str | None = None) -> dict:
     return {
         "in_git_repo": True,
         "repo_root": root,
+        "source_dir": os.path.abspath(source_dir),
         "commit": commit,
         "branch": branch.strip() if branch else None,
         "dirty": None if status is None else bool(status),
@@ -399,21 +406,31 @@ def _strip_credentials(url: str) -> str:
 # --- packages and system -----------------------------------------------------------------
 
 
-def packages_text() -> str:
-    """Lists installed distributions as pip requirements, sorted by name.
+def packages_text(source_dir: str) -> str:
+    """Lists installed distributions as pip requirements, sorted by name, minus this project.
 
     Distributions installed from a local directory cannot be fetched by pip, so they
-    become comments (pip ignores them); VCS installs are pinned to their commit.
+    become comments (pip ignores them); VCS installs are pinned to their commit. This
+    project is never pinned, whatever metadata importlib finds for the name (an
+    `rl.egg-info` in the current directory, an editable install of another checkout):
+    the first line says where the imported code lives instead.
+
+    Args:
+      source_dir: the directory holding the imported `rl` package.
     """
     lines: dict[str, str] = {}
     for dist in importlib.metadata.distributions():
         name = dist.metadata["Name"]
         key = (name or "").lower().replace("_", "-")
         # The first one found on sys.path is the one imported; later ones are shadowed.
-        if not name or key in lines:
+        if not name or key in lines or key == PROJECT_DISTRIBUTION:
             continue
         lines[key] = _requirement(name, dist.version, dist.read_text("direct_url.json"))
-    return "".join(lines[key] + "\n" for key in sorted(lines))
+    project = (
+        f"# {PROJECT_DISTRIBUTION} (this project) is not pinned: its code is "
+        f"{os.path.abspath(source_dir)} at the commit in {GIT_FILE}, plus {DIFF_FILE}\n"
+    )
+    return project + "".join(lines[key] + "\n" for key in sorted(lines))
 
 
 def _requirement(name: str, version: str, direct_url: str | None) -> str:

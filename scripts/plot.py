@@ -1,14 +1,16 @@
 """Plots and tabulates evaluation curves of training runs.
 
 Usage:
-  python scripts/plot.py RUN_DIR [RUN_DIR ...] [--out curves.png] [--title T]
+  python scripts/plot.py RUN_DIR [RUN_DIR ...] [--output PNG] [--title T]
                          [--label NAME ...]
 
 Each RUN_DIR is one line of the plot: a `--copies` output directory (holding run_0,
 run_1, ...) is one group of its copies; a directory holding eval.jsonl is a group of one
 run. The label is the directory's basename unless `--label` is given once per RUN_DIR.
 Prints one table row per group: number of runs, final return mean ± std, and its
-interquartile mean with a 95% bootstrap confidence interval.
+interquartile mean with a 95% bootstrap confidence interval. The plot goes to
+`<first RUN_DIR>/curves.png` unless `--output` names another file: never into the current
+directory, where it would dirty the checkout that later runs' snapshots record.
 """
 
 from __future__ import annotations
@@ -41,7 +43,12 @@ def _parse_args(argv: list[str]) -> argparse.Namespace:
         metavar="RUN_DIR",
         help="a run directory or a --copies output directory (one group each)",
     )
-    parser.add_argument("--out", default="curves.png", help="PNG file to write")
+    parser.add_argument(
+        "--output",
+        "--out",
+        default=None,
+        help="PNG file to write (default: curves.png inside the first RUN_DIR)",
+    )
     parser.add_argument("--title", default="", help="figure title")
     parser.add_argument(
         "--label",
@@ -119,12 +126,13 @@ def main(argv: list[str]) -> int:
         labels = _labels(args.run_dirs, args.label)
         groups = {label: analysis.find_runs(d) for label, d in zip(labels, args.run_dirs)}
         rows = [(label, analysis.summarize_runs(dirs)) for label, dirs in groups.items()]
-        analysis.plot_curves(groups, args.out, title=args.title)
+        output = args.output or os.path.join(args.run_dirs[0], analysis.CURVES_NAME)
+        analysis.plot_curves(groups, output, title=args.title)
     except (OSError, ValueError) as e:
         print(f"plot.py: error: {e}", file=sys.stderr)
         return 2
     print(format_table(rows))
-    print(f"wrote {args.out}")
+    print(f"wrote {output}")
     return 0
 
 

@@ -285,3 +285,28 @@ def test_plot_script_bad_dir_exits_2_with_one_line(tmp_path, capsys):
 def test_plot_script_usage_error_returns_2(capsys):
     assert plot_script.main([]) == 2
     assert plot_script.main(["--help"]) == 0
+
+
+def test_plot_script_writes_into_first_run_dir_by_default(tmp_path, monkeypatch, capsys):
+    copies = tmp_path / "dqn"
+    _write_copies(copies, [10.0, 20.0])
+    single = _write_run(tmp_path / "ppo", [0, 100], [0.0, 1.0])
+    cwd = tmp_path / "checkout"
+    cwd.mkdir()
+    monkeypatch.chdir(cwd)
+    assert plot_script.main([str(copies), single]) == 0
+    assert (copies / "curves.png").read_bytes().startswith(PNG_MAGIC)
+    assert os.listdir(cwd) == []  # a checkout run from here stays clean
+    assert not os.path.exists(os.path.join(single, "curves.png"))
+    assert capsys.readouterr().out.splitlines()[-1] == f"wrote {copies / 'curves.png'}"
+    other = tmp_path / "elsewhere.png"
+    assert plot_script.main([str(copies), single, "--output", str(other)]) == 0
+    assert other.read_bytes().startswith(PNG_MAGIC)
+
+
+def test_copy_dirs_lists_only_run_folders_by_index(tmp_path):
+    for name in ("run_10", "run_2", "run_x"):
+        (tmp_path / name).mkdir()
+    (tmp_path / "run_3").write_text("a file, not a copy")
+    assert analysis.copy_dirs(str(tmp_path)) == [str(tmp_path / "run_2"), str(tmp_path / "run_10")]
+    assert analysis.copy_dirs(str(tmp_path / "run_2")) == []

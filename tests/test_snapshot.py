@@ -4,6 +4,7 @@ import importlib.util
 import json
 import os
 import shlex
+import shutil
 import subprocess
 import sys
 import types
@@ -12,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from rl import snapshot
+from rl.logbook import read_eval_records
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 # Identity and signing are set per call so the machine's git config cannot break a commit.
@@ -123,9 +125,13 @@ def test_snapshot_records_dirty_checkout(dirty_repo: Path, tmp_path: Path) -> No
     assert data["system"]["python"]["version"] == ".".join(map(str, sys.version_info[:3]))
     assert "tensorflow" not in data["system"]
     assert any(line.startswith("pytest==") for line in data["packages"])
+    assert data["packages"][0] == (
+        f"# rl (this project) is not pinned: its code is {dirty_repo} at the commit in "
+        "git.json, plus git_diff.patch"
+    )
     names = [
         line.lstrip("# ").split("=")[0].split(" ")[0].lower().replace("_", "-")
-        for line in data["packages"]
+        for line in data["packages"][1:]
     ]
     assert names == sorted(names)
     assert [r["event"] for r in data["resumes"]] == ["start"]
@@ -294,6 +300,10 @@ def test_reproduce_prints_checkout_and_new_command(
     assert f"git checkout {commit}" in lines
     assert f"git apply {out}/snapshot/git_diff.patch" in lines
     assert f"pip install -r {out}/snapshot/packages.txt" in lines
+    # The project comes from the checkout: PyPI's `rl` is an unrelated package.
+    assert lines[lines.index(f"pip install -r {out}/snapshot/packages.txt") + 1] == (
+        "pip install --no-deps -e ."
+    )
     expected = [
         "python",
         "train.py",
@@ -329,17 +339,80 @@ def test_files_follow_umask(dirty_repo: Path, tmp_path: Path) -> None:
     assert (snap_dir / "flags.json").stat().st_mode & 0o777 == 0o644
 
 
-def test_replace_output_dir_forms() -> None:
-    assert reproduce.replace_output_dir(["t.py", "--output_dir", "/a", "--x=1"], "/b") == [
+def test_set_flag_forms() -> None:
+    argv = ["t.py", "--output_dir", "/a", "--x=1", "-output_dir=/c", "--output_dir_2=/d"]
+    assert reproduce.set_flag(argv, "output_dir", "/b") == [
         "t.py",
         "--output_dir=/b",
         "--x=1",
+        "--output_dir_2=/d",
     ]
-    assert reproduce.replace_output_dir(["t.py", "--x=1"], "/b") == [
+    assert reproduce.set_flag(["t.py", "--x=1"], "output_dir", "/b") == [
         "t.py",
         "--x=1",
         "--output_dir=/b",
     ]
+    assert reproduce.set_flag(["t.py", "--copies", "3", "--x=1"], "copies", None) == [
+        "t.py",
+        "--x=1",
+    ]
+    # The script itself is never read as a flag.
+    assert reproduce.set_flag(["--seed=1"], "seed", "2") == ["--seed=1", "--seed=2"]
+
+
+def test_packages_never_pin_the_project(tmp_path: Path, monkeypatch) -> None:
+    # Run from a checkout's root, setup.py's rl.egg-info is the first `rl` metadata found.
+    egg_info = tmp_path / "checkout" / "rl.egg-info"
+    egg_info.mkdir(parents=True)
+    (egg_info / "PKG-INFO").write_text("Metadata-Version: 2.1\nName: rl\nVersion: 0.1.0\n")
+    monkeypatch.chdir(tmp_path / "checkout")
+    monkeypatch.syspath_prepend(str(tmp_path / "checkout"))
+    assert "rl" in [d.metadata["Name"] for d in snapshot.importlib.metadata.distributions()]
+
+    lines = snapshot.packages_text("/src/of/rl").splitlines()
+
+    assert lines[0].startswith("# rl (this project) is not pinned: its code is /src/of/rl ")
+    assert [line for line in lines[1:] if line.lstrip("# ").lower().startswith("rl")] == []
+    assert any(line.startswith("pytest==") for line in lines)
+
+
+def test_reproduce_leaves_out_a_recorded_project_pin(
+    dirty_repo: Path, tmp_path: Path, capsys
+) -> None:
+    # Snapshots written before the fix pinned rl==0.1.0, which is PyPI's unrelated rl.
+    out = tmp_path / "run"
+    snap(out, dirty_repo)
+    legacy = "rl==0.1.0\nrl @ file:///x\nrlax==0.1.6\nrl-zoo==2.0\nRL==1\npytest==8.0\n"
+    (out / "snapshot" / "packages.txt").write_text(legacy)
+
+    assert reproduce.main([str(out)]) == 0
+
+    lines = capsys.readouterr().out.splitlines()
+    grep = next(line for line in lines if line.startswith("grep "))
+    assert lines[lines.index(grep) + 1 :][:2] == [
+        "pip install -r .venv/packages.txt",
+        "pip install --no-deps -e .",
+    ]
+    (tmp_path / ".venv").mkdir()
+    subprocess.run(["bash", "-c", grep], cwd=tmp_path, check=True)
+    kept = (tmp_path / ".venv" / "packages.txt").read_text()
+    assert kept == "rlax==0.1.6\nrl-zoo==2.0\npytest==8.0\n"
+
+
+def test_reproduce_retrains_one_copy_alone(dirty_repo: Path, tmp_path: Path, capsys) -> None:
+    # A copy trained one after another by --copies recorded the --copies command line.
+    copy = tmp_path / "x5" / "run_3"
+    argv = ["train.py", "--hparams=ppo_tiny", "--copies", "5", "--copies_parallel=1"]
+    argv += ["--output_dir", str(tmp_path / "x5"), "--seed=1"]
+    snap(copy, dirty_repo, argv=argv, flags={"copies": 5, "seed": 1}, seeds={"seed": 123})
+
+    assert reproduce.main([str(copy)]) == 0
+
+    lines = capsys.readouterr().out.splitlines()
+    assert (
+        lines[-1] == f"python train.py --hparams=ppo_tiny --output_dir={copy}_reproduce --seed=123"
+    )
+    assert "one copy of a --copies run" in lines[1]
 
 
 def test_reproduce_missing_snapshot(tmp_path: Path, capsys) -> None:
@@ -348,3 +421,123 @@ def test_reproduce_missing_snapshot(tmp_path: Path, capsys) -> None:
     assert captured.out == ""
     assert len(captured.err.strip().splitlines()) == 1
     assert str(tmp_path / "nothing") in captured.err
+
+
+# --- real train.py runs ----------------------------------------------------------------
+
+
+def _train(*args: str) -> None:
+    """Runs train.py from the repo root, as a user would, and checks it succeeded.
+
+    Args:
+      args: train.py flags.
+    """
+    subprocess.run(
+        [sys.executable, "train.py", *args], cwd=REPO_ROOT, check=True, capture_output=True
+    )
+
+
+def _run_printed(lines: list[str]) -> None:
+    """Runs printed command lines in the repo root, which stands for the clone.
+
+    Args:
+      lines: lines of reproduce.py's output; `python` stands for this interpreter.
+    """
+    script = "\n".join(["set -e", 'python() { "$PY" "$@"; }', *lines])
+    env = {**os.environ, "PY": sys.executable}
+    subprocess.run(["bash", "-c", script], cwd=REPO_ROOT, env=env, check=True, capture_output=True)
+
+
+def _after_setup(lines: list[str]) -> list[str]:
+    """The lines after the environment set-up: the ones that train.
+
+    Args:
+      lines: reproduce.py's output.
+    """
+    return lines[max(i for i, line in enumerate(lines) if line.startswith("pip install")) + 1 :]
+
+
+def _returns(run_dir: Path) -> list:
+    """Every evaluation's step and episode returns of a run.
+
+    Args:
+      run_dir: a run folder holding eval.jsonl.
+    """
+    return [(r["step"], r["returns"]) for r in read_eval_records(str(run_dir / "eval.jsonl"))]
+
+
+@pytest.fixture(scope="module")
+def copies_runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """`--copies 2` trained one after another (seq/) and side by side (par/)."""
+    root = tmp_path_factory.mktemp("copies")
+    _train("--hparams=ppo_tiny", "--copies=2", f"--output_dir={root / 'seq'}")
+    _train(
+        "--hparams=ppo_tiny", "--copies=2", "--copies_parallel=2", f"--output_dir={root / 'par'}"
+    )
+    return root
+
+
+def test_real_copies_folder_reproduces_with_its_copies_command(
+    copies_runs: Path, tmp_path: Path, capsys
+) -> None:
+    again = tmp_path / "again"
+    assert reproduce.main([str(copies_runs / "seq"), "--new_output_dir", str(again)]) == 0
+
+    lines = capsys.readouterr().out.splitlines()
+    head = subprocess.run(
+        ["git", "rev-parse", "HEAD"], cwd=REPO_ROOT, check=True, capture_output=True, text=True
+    ).stdout.strip()
+    assert f"git checkout {head}" in lines
+    assert "pip install --no-deps -e ." in lines
+    assert lines[-1] == f"python train.py --hparams=ppo_tiny --copies=2 --output_dir={again}"
+    # Whatever rl the venv's metadata names, the snapshot names the code that ran.
+    packages = (copies_runs / "seq" / "run_0" / "snapshot" / "packages.txt").read_text()
+    assert packages.startswith(f"# rl (this project) is not pinned: its code is {REPO_ROOT} ")
+    assert "\nrl" not in packages.lower()
+
+
+def test_real_copy_is_retrained_alone_with_its_seed(
+    copies_runs: Path, tmp_path: Path, capsys
+) -> None:
+    copy = copies_runs / "seq" / "run_1"
+    again = tmp_path / "run_1_again"
+    seed = json.loads((copy / "snapshot" / "seeds.json").read_text())["seed"]
+    assert reproduce.main([str(copy), "--new_output_dir", str(again)]) == 0
+
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[-1] == f"python train.py --hparams=ppo_tiny --output_dir={again} --seed={seed}"
+    _run_printed(_after_setup(lines))
+    assert sorted(os.listdir(again)) == [
+        "checkpoints",
+        "eval.jsonl",
+        "hparams.json",
+        "snapshot",
+        "tb",
+    ]
+    assert _returns(again) == _returns(copy)
+
+
+def test_real_parallel_copies_folder_is_retrained_copy_by_copy(
+    copies_runs: Path, tmp_path: Path, capsys
+) -> None:
+    # Copies side by side record only their own command (and not the base seed).
+    par = copies_runs / "par"
+    again = tmp_path / "again"
+    assert reproduce.main([str(par), "--new_output_dir", str(again)]) == 0
+
+    lines = _after_setup(capsys.readouterr().out.splitlines())
+    assert lines[0].startswith("# The copies ran side by side")
+    assert len(lines) == 4
+    for i, line in enumerate(lines[1:3]):
+        seed = json.loads((par / f"run_{i}" / "snapshot" / "seeds.json").read_text())["seed"]
+        assert line.startswith("python train.py --sys=local --hparams=ppo_tiny ")
+        assert line.endswith(f" --output_dir={again}/run_{i} --seed={seed}")
+        assert "--copies" not in line
+    # The retrained copies are what test_real_copy_is_retrained_alone_with_its_seed checks;
+    # here copies of the originals stand in for them, to check the summary line.
+    for i in range(2):
+        shutil.copytree(par / f"run_{i}", again / f"run_{i}")
+    _run_printed(lines[3:])
+    old, new = (json.loads((d / "summary.json").read_text()) for d in (par, again))
+    assert [r["final_return"] for r in new["runs"]] == [r["final_return"] for r in old["runs"]]
+    assert (again / "curves.png").is_file()
