@@ -37,12 +37,13 @@ import tensorflow as tf
 
 from rl import catalog, registry, video  # noqa: F401  (catalog fills the registries)
 from rl.counters import Counters
-from rl.envs import check_env_name, make_vec_env, true_next_obs
+from rl.envs import make_vec_env, true_next_obs
 from rl.hparams.base import (
     RESUMABLE_FIELDS,
     HParams,
     HParamsError,
     apply_overrides,
+    check_ranges,
     differences,
     from_dict,
 )
@@ -105,35 +106,16 @@ def resolve_hparams(
 
 
 def validate_hparams(hp: HParams) -> None:
-    """Checks the names inside hparams, that they fit the agent, and the values
-    that must be positive."""
+    """Checks every field against the limits declared with it (registered names
+    included), then that the named components fit the agent."""
+    check_ranges(hp)
     agent_class = registry.agents.get(hp.agent)
-    registry.models.get(hp.model)
-    registry.act_select.get(hp.act_select)
-    registry.act_select.get(hp.eval_act_select)
-    registry.grad_comp.get(hp.grad_comp)
-    check_env_name(hp.env)
     for field, fitting in agent_class.fitting_components.items():
         if getattr(hp, field) not in fitting:
             raise HParamsError(
                 f"hparam '{field}' of agent '{hp.agent}' must be one of "
                 f"{', '.join(fitting)}, got {getattr(hp, field)!r}"
             )
-    for name in (
-        "num_envs",
-        "train_steps",
-        "eval_interval",
-        "checkpoint_interval",
-        "keep_checkpoints",
-    ):
-        if getattr(hp, name) <= 0:
-            raise HParamsError(f"hparam '{name}' must be > 0, got {getattr(hp, name)}")
-    if hp.eval_episodes < 0:
-        raise HParamsError(f"hparam 'eval_episodes' must be >= 0, got {hp.eval_episodes}")
-    if hp.vectorization not in ("sync", "async"):
-        raise HParamsError(
-            f"hparam 'vectorization' must be 'sync' or 'async', got {hp.vectorization!r}"
-        )
 
 
 def load_run_hparams(output_dir: str) -> Optional[HParams]:
