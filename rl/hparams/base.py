@@ -166,7 +166,7 @@ def field_names(hp: HParams) -> List[str]:
 def unknown_field_message(key: str, names: List[str]) -> str:
     matches = difflib.get_close_matches(key, names, n=3, cutoff=0.5)
     hint = f"did you mean {', '.join(matches)}? " if matches else ""
-    return f"unknown hparam '{key}': {hint}valid: {', '.join(sorted(names))}"
+    return f"unknown hparam {key!r}: {hint}valid: {', '.join(sorted(names))}"  # repr: one line
 
 
 MAX_OVERRIDE_CHARS = 4000  # far more than every field at once needs
@@ -285,6 +285,8 @@ def _parse_scalar(raw: str, tp: Any) -> Any:
             raise ValueError("not true or false")
         return raw.lower() == "true"
     if tp is str:
+        if not raw.isprintable():  # keeps names, and errors quoting them, on one line
+            raise ValueError("not printable text")
         if len(raw) >= 2 and raw[0] == raw[-1] and raw[0] in "'\"" and raw[0] not in raw[1:-1]:
             return raw[1:-1]
         if not _WORD.fullmatch(raw):
