@@ -5,7 +5,15 @@ import dataclasses
 import pytest
 
 from rl import catalog, registry  # noqa: F401  (fills the registries)
-from rl.hparams.base import HParamsError, apply_overrides, from_dict, split_overrides
+from rl.hparams.base import (
+    MAX_SEED,
+    HParamsError,
+    apply_overrides,
+    check_ranges,
+    declared_limits,
+    from_dict,
+    split_overrides,
+)
 from rl.registry import Registry, UnknownNameError, snake_case
 
 
@@ -102,11 +110,37 @@ def test_split_keeps_commas_inside_brackets_and_quotes():
     "text, message",
     [
         ("learning_rat=1", "unknown hparam 'learning_rat': did you mean learning_rate"),
-        ("num_envs=2.5", "hparam 'num_envs' expects int, got 2.5"),
-        ("num_envs=true", "expects int"),
-        ("hidden_sizes=[64,'a']", "expects"),
-        ("gamma=abc", "hparam 'gamma' expects float, could not read 'abc'"),
+        (
+            "num_envs=2.5",
+            "hparam 'num_envs' expects int, e.g. num_envs=16; got '2.5' (not a whole number)",
+        ),
+        ("num_envs=true", "hparam 'num_envs' expects int"),
+        ("hidden_sizes=[64,'a']", "hparam 'hidden_sizes' expects list of int"),
+        ("gamma=abc", "hparam 'gamma' expects float, e.g. gamma=0.98; got 'abc' (not a number)"),
         ("num_envs", "bad override 'num_envs': expected name=value"),
+        # Each of these escaped ast.literal_eval as a raw exception.
+        (
+            "hidden_sizes={[]:1}",
+            "hparam 'hidden_sizes' expects list of int, e.g. hidden_sizes=[64,64]",
+        ),
+        ("act_select={[]}", "hparam 'act_select' expects str, e.g. act_select=categorical"),
+        ("train_steps=" + "-" * 20_000 + "1", "at most 4000 are read"),
+        ("train_steps=" + "+".join(["1"] * 3000), "at most 4000 are read"),
+        ("train_steps=1+1", "hparam 'train_steps' expects int"),
+        (
+            "learning_rate=1e999",
+            "hparam 'learning_rate' expects float, e.g. learning_rate=0.001; got '1e999' (not finite)",
+        ),
+        ("gamma=nan", "hparam 'gamma' expects float"),
+        ("gamma=inf", "hparam 'gamma' expects float"),
+        ("hidden_sizes=[[64]]", "(lists cannot be nested)"),
+        ("hidden_sizes=[64,,64]", "(an empty item)"),
+        ("hidden_sizes=64", "(not a [list])"),
+        ("normalize_advantages=1", "(not true or false)"),
+        ("gamma=None", "hparam 'gamma' expects float"),
+        ("max_grad_norm=x", "hparam 'max_grad_norm' expects float or None, e.g. max_grad_norm=0.5"),
+        ("value_clip=x", "e.g. value_clip=1.0;"),
+        ("env=a b", "hparam 'env' expects str"),
     ],
 )
 def test_bad_overrides_raise_one_clear_line(text, message):
@@ -115,8 +149,37 @@ def test_bad_overrides_raise_one_clear_line(text, message):
         apply_overrides(hp, text)
     assert message in str(info.value)
     assert "\n" not in str(info.value)
+    assert len(str(info.value)) < 1000  # a long value is not echoed whole
 
 
+@pytest.mark.parametrize(
+    "text, field, value",
+    [
+        ("train_steps=1e6", "train_steps", 1_000_000),
+        ("train_steps=1_000", "train_steps", 1000),
+        ("train_steps=2.5e3", "train_steps", 2500),
+        ("learning_rate=1e30", "learning_rate", 1e30),  # finite and > 0: a NaN-guard test uses it
+        ("learning_rate=.5", "learning_rate", 0.5),
+        ("hidden_sizes=(32,)", "hidden_sizes", (32,)),
+        ("hidden_sizes=[ 32 , 16 ]", "hidden_sizes", (32, 16)),
+        ("hidden_sizes=[]", "hidden_sizes", ()),
+        ("max_grad_norm=null", "max_grad_norm", None),
+        ("normalize_advantages=True", "normalize_advantages", True),
+        ("env='CartPole-v1'", "env", "CartPole-v1"),
+        ('env="Acrobot-v1"', "env", "Acrobot-v1"),
+        ("seed=2147483647", "seed", 2**31 - 1),
+        ("gamma=0", "gamma", 0.0),
+    ],
+)
+def test_plain_literals_of_the_declared_type_are_read(text, field, value):
+    from rl.experiment import resolve_hparams
+
+    hp = resolve_hparams("ppo_cartpole", text)
+    assert getattr(hp, field) == value
+    assert type(getattr(hp, field)) is type(value)
+
+
+# Every case the issue names, refused by resolve_hparams with what is valid.
 @pytest.mark.parametrize(
     "hparams, override, message",
     [
@@ -127,11 +190,96 @@ def test_bad_overrides_raise_one_clear_line(text, message):
             "hparam 'model' of agent 'dqn' must be one of mlp_q",
         ),
         ("ppo_tiny", "act_select=greedyy", "unknown act_select 'greedyy'"),
-        ("ppo_tiny", "num_envs=0", "hparam 'num_envs' must be > 0"),
-        ("ppo_tiny", "vectorization=threads", "hparam 'vectorization' must be 'sync' or 'async'"),
+        ("ppo_tiny", "eval_act_select=nope", "unknown act_select 'nope'"),
+        ("ppo_tiny", "model=nope", "unknown model 'nope'"),
+        ("ppo_tiny", "env=NoSuchEnv-v0", "unknown env 'NoSuchEnv-v0'"),
+        ("ppo_tiny", "num_envs=0", "hparam 'num_envs' must be in [1, 4096], got 0"),
+        ("ppo_tiny", "num_envs=1e11", "hparam 'num_envs' must be in [1, 4096], got 100000000000"),
+        (
+            "ppo_tiny",
+            "vectorization=threads",
+            "hparam 'vectorization' must be one of 'sync', 'async', got 'threads'",
+        ),
+        ("ppo_tiny", "activation=gelu", "hparam 'activation' must be one of 'relu', 'tanh'"),
+        (
+            "ppo_tiny",
+            "hidden_sizes=[0]",
+            "each item of hparam 'hidden_sizes' must be in [1, 4096], got 0",
+        ),
+        (
+            "ppo_tiny",
+            "hidden_sizes=[64,-1]",
+            "each item of hparam 'hidden_sizes' must be in [1, 4096], got -1",
+        ),
+        (
+            "ppo_tiny",
+            "hidden_sizes=[8,8,8,8,8,8,8,8,8]",
+            "hparam 'hidden_sizes' holds at most 8 items, got 9",
+        ),
+        ("ppo_tiny", "seed=-1", "hparam 'seed' must be in [0, 2_147_483_647], got -1"),
+        (
+            "ppo_tiny",
+            "seed=2147483648",
+            "hparam 'seed' must be in [0, 2_147_483_647], got 2147483648",
+        ),
+        ("ppo_tiny", "learning_rate=-1", "hparam 'learning_rate' must be > 0, got -1.0"),
+        ("ppo_tiny", "learning_rate=0", "hparam 'learning_rate' must be > 0, got 0.0"),
+        ("ppo_tiny", "gamma=1.01", "hparam 'gamma' must be in [0, 1], got 1.01"),
+        ("ppo_tiny", "max_grad_norm=0", "hparam 'max_grad_norm' must be > 0, got 0.0"),
+        (
+            "ppo_tiny",
+            "train_steps=0",
+            "hparam 'train_steps' must be in [1, 1_000_000_000_000], got 0",
+        ),
+        ("ppo_tiny", "eval_interval=0", "hparam 'eval_interval' must be in [1, "),
+        ("ppo_tiny", "eval_episodes=-1", "hparam 'eval_episodes' must be in [0, 100_000], got -1"),
+        ("ppo_tiny", "checkpoint_interval=0", "hparam 'checkpoint_interval' must be in [1, "),
+        ("ppo_tiny", "keep_checkpoints=0", "hparam 'keep_checkpoints' must be in [1, 1000], got 0"),
+        ("ppo_tiny", "video_interval=-5", "hparam 'video_interval' must be in [0, "),
+        ("ppo_tiny", "agent=dqn", "hparam 'agent' must be one of 'ppo', got 'dqn'"),
+        ("ppo_tiny", "rollout_steps=0", "hparam 'rollout_steps' must be in [1, 100_000], got 0"),
+        ("ppo_tiny", "num_epochs=0", "hparam 'num_epochs' must be in [1, 10_000], got 0"),
+        (
+            "ppo_tiny",
+            "num_minibatches=0",
+            "hparam 'num_minibatches' must be in [1, 100_000], got 0",
+        ),
+        ("ppo_tiny", "clip_ratio=0", "hparam 'clip_ratio' must be > 0, got 0.0"),
+        ("ppo_tiny", "value_coef=-0.5", "hparam 'value_coef' must be >= 0, got -0.5"),
+        ("ppo_tiny", "entropy_coef=-1e-3", "hparam 'entropy_coef' must be >= 0, got -0.001"),
+        ("ppo_tiny", "gae_lambda=2", "hparam 'gae_lambda' must be in [0, 1], got 2.0"),
+        ("ppo_tiny", "value_clip=-1", "hparam 'value_clip' must be > 0, got -1.0"),
+        ("dqn_tiny", "agent=ppo", "hparam 'agent' must be one of 'dqn', got 'ppo'"),
+        ("dqn_tiny", "buffer_size=0", "hparam 'buffer_size' must be in [1, 100_000_000], got 0"),
+        (
+            "dqn_tiny",
+            "buffer_size=1e12",
+            "hparam 'buffer_size' must be in [1, 100_000_000], got 1000000000000",
+        ),
+        ("dqn_tiny", "batch_size=0", "hparam 'batch_size' must be in [1, 1_000_000], got 0"),
+        ("dqn_tiny", "learning_starts=-1", "hparam 'learning_starts' must be in [0, "),
+        ("dqn_tiny", "train_interval=0", "hparam 'train_interval' must be in [1, "),
+        ("dqn_tiny", "gradient_steps=0", "hparam 'gradient_steps' must be in [1, 100_000], got 0"),
+        ("dqn_tiny", "target_update_interval=0", "hparam 'target_update_interval' must be in [1, "),
+        (
+            "dqn_tiny",
+            "target_update_tau=0",
+            "hparam 'target_update_tau' must be in (0, 1], got 0.0",
+        ),
+        (
+            "dqn_tiny",
+            "target_update_tau=1.5",
+            "hparam 'target_update_tau' must be in (0, 1], got 1.5",
+        ),
+        ("dqn_tiny", "epsilon_start=1.1", "hparam 'epsilon_start' must be in [0, 1], got 1.1"),
+        ("dqn_tiny", "epsilon_end=-0.1", "hparam 'epsilon_end' must be in [0, 1], got -0.1"),
+        ("dqn_tiny", "epsilon_decay_steps=0", "hparam 'epsilon_decay_steps' must be in [1, "),
+        ("dqn_tiny", "huber_delta=0", "hparam 'huber_delta' must be > 0, got 0.0"),
+        ("dqn_tiny", "num_envs=0", "hparam 'num_envs' must be in [1, 4096], got 0"),  # inherited
+        ("dqn_tiny", "activation=gelu", "hparam 'activation' must be one of"),  # inherited
     ],
 )
-def test_names_must_exist_and_fit_the_agent(hparams, override, message):
+def test_names_must_exist_and_values_fit_their_declared_range(hparams, override, message):
     from rl.experiment import build_envs_and_agent
     from rl.hparams.resolve import resolve_hparams
 
@@ -139,6 +287,79 @@ def test_names_must_exist_and_fit_the_agent(hparams, override, message):
     with pytest.raises((HParamsError, UnknownNameError)) as info:
         build_envs_and_agent(resolve_hparams(hparams, override))
     assert message in str(info.value)
+    assert "\n" not in str(info.value)
+
+
+def test_flags_and_dict_overrides_are_checked_too():
+    from rl.experiment import resolve_hparams
+
+    with pytest.raises(HParamsError, match="hparam 'seed' must be in"):
+        resolve_hparams("ppo_tiny", seed=2**31)
+    with pytest.raises(HParamsError, match="hparam 'gamma' must be finite, got nan"):
+        resolve_hparams("ppo_tiny", {"gamma": float("nan")})
+    with pytest.raises(HParamsError, match="hparam 'learning_rate' expects float"):
+        resolve_hparams("ppo_tiny", {"learning_rate": 10**400})  # beyond float range
+    with pytest.raises(HParamsError, match="hparam 'num_envs' expects int, got 'x'"):
+        resolve_hparams(registry.hparams.get("ppo_tiny")().replace(num_envs="x"))
+
+
+@pytest.mark.parametrize(
+    "field, value, message",
+    [
+        ("seed", -1, "hparam 'seed' must be in"),
+        ("learning_rate", float("inf"), "hparam 'learning_rate' must be finite, got inf"),
+        ("agent", "dqn", "unknown hparam 'rollout_steps'"),  # DQN's class has no PPO fields
+    ],
+)
+def test_a_saved_hparams_json_goes_through_the_same_checks(tmp_path, field, value, message):
+    import json
+
+    from rl.experiment import Experiment
+
+    values = registry.hparams.get("ppo_tiny")().to_dict()
+    values[field] = value
+    (tmp_path / "hparams.json").write_text(json.dumps(values))  # writes NaN/Infinity as JSON does
+    with pytest.raises((HParamsError, UnknownNameError)) as info:
+        Experiment(hparams=None, output_dir=str(tmp_path))
+    assert message in str(info.value)
+    assert [p.name for p in tmp_path.iterdir()] == ["hparams.json"]
+
+
+def test_every_field_declares_its_limits_and_every_set_meets_them():
+    classes = {type(registry.hparams.get(name)()) for name in registry.hparams.names()}
+    assert {c.__name__ for c in classes} == {"PPOHParams", "DQNHParams"}
+    for cls in classes:
+        for field in dataclasses.fields(cls):
+            if field.type not in ("bool", bool):
+                assert declared_limits(cls, field.name) is not None, (cls.__name__, field.name)
+    for name in registry.hparams.names():
+        check_ranges(registry.hparams.get(name)())
+
+
+def test_every_allowed_activation_is_a_keras_activation():
+    import tensorflow as tf
+
+    from rl.hparams.base import ACTIVATIONS
+
+    x = tf.constant([-1.0, 0.0, 2.0])
+    for name in ACTIVATIONS:
+        assert tf.keras.activations.get(name)(x).shape == (3,)
+
+
+def test_the_largest_seed_builds_and_runs_an_agent():
+    import numpy as np
+
+    from rl.experiment import build_envs_and_agent, resolve_hparams
+
+    for name in ("ppo_tiny", "dqn_tiny"):  # ActorCritic seeds its value MLP with seed + 1000
+        hp = resolve_hparams(name, seed=MAX_SEED)
+        envs, agent = build_envs_and_agent(hp)
+        try:
+            obs, _ = envs.reset(seed=0)
+            actions = np.asarray(agent.act(obs))
+            assert actions.shape == (hp.num_envs,)
+        finally:
+            envs.close()
 
 
 def test_to_dict_round_trip():

@@ -42,6 +42,25 @@ def error_line(proc):
             ["--hparams", "ppo_tiny", "--hparam_override", "num_envs=two"],
             "hparam 'num_envs' expects int",
         ),
+        # One case per kind of bad override value (unreadable, too long, out
+        # of range, another agent's); the rest are in-process tests of
+        # resolve_hparams in test_registry_hparams.py.
+        (  # literal_eval raised TypeError here
+            ["--hparams", "ppo_tiny", "--hparam_override", "hidden_sizes={[]:1}"],
+            "hparam 'hidden_sizes' expects list of int, e.g. hidden_sizes=[16]",
+        ),
+        (  # literal_eval raised MemoryError here
+            ["--hparams", "ppo_tiny", "--hparam_override", "train_steps=" + "-" * 20_000 + "1"],
+            "hparam overrides are 20013 characters long; at most 4000 are read",
+        ),
+        (  # oneDNN aborted the process here
+            ["--hparams", "ppo_tiny", "--hparam_override", "hidden_sizes=[0]"],
+            "each item of hparam 'hidden_sizes' must be in [1, 4096], got 0",
+        ),
+        (
+            ["--hparams", "ppo_tiny", "--hparam_override", "agent=dqn"],
+            "hparam 'agent' must be one of 'ppo', got 'dqn'",
+        ),
         (["--hparams", "ppo_tiny", "--train_steps", "abc"], "train_steps"),
         (["--hparams", "ppo_tiny", "--no_such_flag"], "no_such_flag"),
     ],

@@ -9,12 +9,15 @@ counters) in them. See docs/ARCHITECTURE.md for why not a mutable HParams.
 
 from __future__ import annotations
 
-import ast
 import dataclasses
 import difflib
+import math
+import re
 import types
 import typing
 from typing import Any, Dict, List, Optional, Tuple
+
+from rl import registry
 
 
 class HParamsError(ValueError):
@@ -35,33 +38,110 @@ RESUMABLE_FIELDS = frozenset(
 )
 
 
+# Limits several fields share. Upper limits on sizes (num_envs, buffer_size,
+# widths) turn a typo like 1e11 into an error instead of an out-of-memory crash.
+MAX_STEPS = 10**12  # env or gradient steps: far beyond any run, far inside int64
+MAX_SEED = 2**31 - 1  # 31 bits, like derived_seed; TF also takes the model's seed + 1000
+ACTIVATIONS = ("relu", "tanh", "sigmoid", "elu", "softplus", "silu", "linear")
+
+
+@dataclasses.dataclass(frozen=True)
+class Limits:
+    """The valid values of one field, declared next to it with a helper below.
+
+    Numbers lie in [low, high] (``(low, high]`` if ``open_low``); for a tuple
+    field that holds for each item and ``max_items`` bounds its length. A
+    string is one of ``choices``, or a name registered in ``registry.ALL[kind]``.
+    """
+
+    low: Optional[float] = None
+    high: Optional[float] = None
+    open_low: bool = False
+    max_items: Optional[int] = None
+    choices: Tuple[str, ...] = ()
+    kind: Optional[str] = None
+
+
+def _declare(default: Any, limits: Limits) -> Any:
+    return dataclasses.field(default=default, metadata={"limits": limits})
+
+
+def bounded(
+    default: Any, low: float, high: Optional[float] = None, max_items: Optional[int] = None
+) -> Any:
+    """A field whose value (or each item) lies in [low, high].
+
+    Args:
+        default: the field's default.
+        low: the smallest valid value.
+        high: the largest valid value; None: no upper limit.
+        max_items: for a tuple field, the most items it may hold.
+    """
+    return _declare(default, Limits(low=low, high=high, max_items=max_items))
+
+
+def positive(default: Any, high: Optional[float] = None) -> Any:
+    """A field whose value lies in (0, high]; None stays valid for Optional fields.
+
+    Args:
+        default: the field's default.
+        high: the largest valid value; None: no upper limit.
+    """
+    return _declare(default, Limits(low=0, high=high, open_low=True))
+
+
+def one_of(default: str, choices: Tuple[str, ...]) -> Any:
+    """A string field that must be one of ``choices``.
+
+    Args:
+        default: the field's default.
+        choices: every valid value.
+    """
+    return _declare(default, Limits(choices=choices))
+
+
+def named(default: str, kind: str) -> Any:
+    """A string field naming something registered (``kind`` is a key of registry.ALL).
+
+    Args:
+        default: the field's default.
+        kind: which registry; "envs" also accepts any Gymnasium id.
+    """
+    return _declare(default, Limits(kind=kind))
+
+
 @dataclasses.dataclass(frozen=True)
 class HParams:
-    """Fields every agent shares. Agent-specific sets subclass this."""
+    """Fields every agent shares. Agent-specific sets subclass this.
 
-    agent: str = ""  # registered agent name, e.g. "ppo"
-    model: str = ""  # registered model name, e.g. "mlp_actor_critic"
-    act_select: str = ""  # registered act_select used while training
-    eval_act_select: str = "greedy"  # act_select for evaluation and test
-    grad_comp: str = ""  # registered loss, e.g. "ppo_clip"
-    env: str = "CartPole-v1"  # registered env name or any Gymnasium id
-    num_envs: int = 8  # environment copies stepped together
-    vectorization: str = "sync"  # "sync" (one process) or "async" (subprocesses)
-    seed: int = 0  # seeds the agent's generator and the environments
-    hidden_sizes: Tuple[int, ...] = (64, 64)  # MLP layer widths
-    activation: str = "tanh"  # any tf.keras.activations name
-    learning_rate: float = 3e-4  # Adam step size at the start
+    A subclass that only changes a field's default keeps the base's limits.
+    """
+
+    agent: str = named("", "agents")  # registered agent name, e.g. "ppo"
+    model: str = named("", "models")  # registered model name, e.g. "mlp_actor_critic"
+    act_select: str = named("", "act_select")  # registered act_select used while training
+    eval_act_select: str = named("greedy", "act_select")  # act_select for evaluation and test
+    grad_comp: str = named("", "grad_comp")  # registered loss, e.g. "ppo_clip"
+    env: str = named("CartPole-v1", "envs")  # registered env name or any Gymnasium id
+    num_envs: int = bounded(8, 1, 4096)  # environment copies stepped together
+    vectorization: str = one_of(
+        "sync", ("sync", "async")
+    )  # "sync": one process; "async": subprocesses
+    seed: int = bounded(0, 0, MAX_SEED)  # seeds the agent's generator and the environments
+    hidden_sizes: Tuple[int, ...] = bounded((64, 64), 1, 4096, max_items=8)  # MLP layer widths
+    activation: str = one_of("tanh", ACTIVATIONS)  # hidden-layer tf.keras.activations name
+    learning_rate: float = positive(3e-4)  # Adam step size at the start
     anneal_learning_rate: bool = False  # linear decay to 0 over train_steps
-    gamma: float = 0.99  # discount
-    max_grad_norm: Optional[float] = None  # global-norm clip; None: no clip
+    gamma: float = bounded(0.99, 0, 1)  # discount
+    max_grad_norm: Optional[float] = positive(None)  # global-norm clip; None: no clip
     jit_compile: bool = True  # XLA-compile the update: ~1.5 s once, faster after
     host_acting: bool = True  # act in NumPy on the host (small models); false: in TF
-    train_steps: int = 100_000  # environment steps of the whole run
-    eval_interval: int = 10_000  # environment steps between evaluations
-    eval_episodes: int = 10  # greedy episodes per evaluation
-    checkpoint_interval: int = 10_000  # environment steps between checkpoints
-    keep_checkpoints: int = 3  # how many checkpoints stay on disk
-    video_interval: int = 0  # steps between recorded eval episodes; 0: never
+    train_steps: int = bounded(100_000, 1, MAX_STEPS)  # environment steps of the whole run
+    eval_interval: int = bounded(10_000, 1, MAX_STEPS)  # environment steps between evaluations
+    eval_episodes: int = bounded(10, 0, 100_000)  # greedy episodes per evaluation
+    checkpoint_interval: int = bounded(10_000, 1, MAX_STEPS)  # env steps between checkpoints
+    keep_checkpoints: int = bounded(3, 1, 1000)  # how many checkpoints stay on disk
+    video_interval: int = bounded(0, 0, MAX_STEPS)  # steps between recorded eval episodes; 0: never
 
     def replace(self, **changes: Any) -> "HParams":
         """A copy with ``changes`` applied; unknown names raise HParamsError."""
@@ -87,11 +167,29 @@ def field_names(hp: HParams) -> List[str]:
 def unknown_field_message(key: str, names: List[str]) -> str:
     matches = difflib.get_close_matches(key, names, n=3, cutoff=0.5)
     hint = f"did you mean {', '.join(matches)}? " if matches else ""
-    return f"unknown hparam '{key}': {hint}valid: {', '.join(sorted(names))}"
+    return f"unknown hparam {key!r}: {hint}valid: {', '.join(sorted(names))}"  # repr: one line
 
 
-def _type_name(tp: Any) -> str:
+MAX_OVERRIDE_CHARS = 4000  # far more than every field at once needs
+
+
+def type_name(tp: Any) -> str:
+    """A declared type in words: "int", "float or None", "list of int"."""
+    options = [o for o in _flat_types(tp) if o is not type(None)]
+    if len(options) < len(_flat_types(tp)):
+        return f"{type_name(options[0])} or None"
+    if typing.get_origin(tp) is tuple:
+        return f"list of {type_name(typing.get_args(tp)[0])}"
     return getattr(tp, "__name__", None) or str(tp).replace("typing.", "")
+
+
+def format_value(value: Any) -> str:
+    """A value in override syntax: ``true``, ``None``, ``[64,64]``, ``relu``."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (list, tuple)):
+        return "[" + ",".join(format_value(v) for v in value) + "]"
+    return str(value)
 
 
 def coerce(name: str, value: Any, tp: Any) -> Any:
@@ -102,7 +200,7 @@ def coerce(name: str, value: Any, tp: Any) -> Any:
 
     Args:
         name: the field, for error messages.
-        value: a Python value, e.g. from ``ast.literal_eval`` or JSON.
+        value: a Python value, e.g. from JSON or ``parse_value``.
         tp: the field's type annotation.
 
     Raises:
@@ -127,7 +225,10 @@ def coerce(name: str, value: Any, tp: Any) -> Any:
             return tuple(coerce(name, v, element) for v in value)
     elif tp is float:
         if isinstance(value, (int, float)) and not isinstance(value, bool):
-            return float(value)
+            try:
+                return float(value)
+            except OverflowError:  # an int beyond float range
+                pass
     elif tp is int:
         if isinstance(value, int) and not isinstance(value, bool):
             return value
@@ -136,11 +237,15 @@ def coerce(name: str, value: Any, tp: Any) -> Any:
             return value
     else:
         raise HParamsError(f"hparam '{name}' has an unsupported type {tp}")
-    raise HParamsError(f"hparam '{name}' expects {_type_name(tp)}, got {value!r}")
+    raise HParamsError(f"hparam '{name}' expects {type_name(tp)}, got {_shorten(repr(value))}")
 
 
-def split_overrides(text: str) -> List[str]:
-    """Splits ``a=1,b=[1,2],c='x,y'`` on the commas outside brackets/quotes."""
+def _shorten(text: str, limit: int = 60) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _split_top_level(text: str) -> List[str]:
+    """Splits on the commas outside brackets and quotes, keeping empty parts."""
     parts, depth, quote, current = [], 0, None, []
     for char in text:
         if quote:
@@ -157,22 +262,86 @@ def split_overrides(text: str) -> List[str]:
             continue
         current.append(char)
     parts.append("".join(current))
-    return [p.strip() for p in parts if p.strip()]
+    return parts
+
+
+def split_overrides(text: str) -> List[str]:
+    """Splits ``a=1,b=[1,2],c='x,y'`` on the commas outside brackets/quotes."""
+    return [p.strip() for p in _split_top_level(text) if p.strip()]
+
+
+# Plain decimal numbers, with optional fraction, exponent and 1_000-style
+# underscores; nothing float() would also take ("nan", "inf", " 1").
+_NUMBER = re.compile(
+    r"[+-]?(?:\d(?:_?\d)*(?:\.(?:\d(?:_?\d)*)?)?|\.\d(?:_?\d)*)(?:[eE][+-]?\d(?:_?\d)*)?"
+)
+_WHOLE = re.compile(r"[+-]?\d(?:_?\d)*")
+_WORD = re.compile(r"[^\s'\"()\[\]{},=]+")  # a bare string: no spaces, quotes, brackets
+
+
+def _parse_scalar(raw: str, tp: Any) -> Any:
+    """One int, float, bool or str written in override syntax; ValueError says why not."""
+    if tp is bool:
+        if raw.lower() not in ("true", "false"):
+            raise ValueError("not true or false")
+        return raw.lower() == "true"
+    if tp is str:
+        if not raw.isprintable():  # keeps names, and errors quoting them, on one line
+            raise ValueError("not printable text")
+        if len(raw) >= 2 and raw[0] == raw[-1] and raw[0] in "'\"" and raw[0] not in raw[1:-1]:
+            return raw[1:-1]
+        if not _WORD.fullmatch(raw):
+            raise ValueError("not a bare word or quoted text")
+        return raw
+    if tp not in (int, float):
+        raise HParamsError(f"unsupported hparam type {tp}")
+    if not _NUMBER.fullmatch(raw):
+        raise ValueError("not a number")
+    if tp is int and _WHOLE.fullmatch(raw):
+        return int(raw)
+    number = float(raw)
+    if not math.isfinite(number):
+        raise ValueError("not finite")
+    if tp is int and not number.is_integer():
+        raise ValueError("not a whole number")
+    return int(number) if tp is int else number
 
 
 def parse_value(raw: str, tp: Any) -> Any:
-    """Reads a Python literal; bare words are strings where a str is declared."""
-    lowered = raw.lower()
-    if lowered in ("true", "false") and bool in _flat_types(tp):
-        return lowered == "true"
-    if lowered in ("none", "null"):
+    """Reads one override value as the declared type ``tp``.
+
+    Accepted: numbers (a whole number like ``1e6`` where an int is declared;
+    no nan or inf), ``true``/``false``, ``None``/``null`` for Optional types,
+    bare words or quoted text for strings, flat ``[a, b]`` or ``(a, b)`` for
+    tuples.
+
+    Args:
+        raw: the text after ``name=``.
+        tp: the field's type annotation.
+
+    Raises:
+        ValueError: saying why ``raw`` is not such a value.
+    """
+    raw = raw.strip()
+    options = [o for o in _flat_types(tp) if o is not type(None)]
+    if len(options) < len(_flat_types(tp)) and raw.lower() in ("none", "null"):
         return None
-    try:
-        return ast.literal_eval(raw)
-    except (ValueError, SyntaxError):
-        if str in _flat_types(tp):
-            return raw
-        raise
+    if len(options) != 1:
+        raise HParamsError(f"unsupported hparam type {tp}")
+    tp = options[0]
+    if typing.get_origin(tp) is not tuple:
+        return _parse_scalar(raw, tp)
+    if len(raw) < 2 or raw[0] + raw[-1] not in ("[]", "()"):
+        raise ValueError("not a [list]")
+    if any(char in "()[]{}" for char in raw[1:-1]):
+        raise ValueError("lists cannot be nested")
+    items = [item.strip() for item in _split_top_level(raw[1:-1])]
+    if items[-1] == "":  # "[]" and a trailing comma, as in "(64,)"
+        items.pop()
+    if "" in items:
+        raise ValueError("an empty item")
+    element = typing.get_args(tp)[0]
+    return tuple(_parse_scalar(item, element) for item in items)
 
 
 def _flat_types(tp: Any) -> Tuple[Any, ...]:
@@ -181,46 +350,136 @@ def _flat_types(tp: Any) -> Tuple[Any, ...]:
     return (tp,)
 
 
+def _example(name: str, tp: Any, current: Any) -> str:
+    if current is None:  # an Optional field left off: show a real value
+        inner = [o for o in _flat_types(tp) if o is not type(None)][0]
+        current = {int: 1, float: 1.0, str: "name"}.get(inner, current)
+    return f"{name}={format_value(current)}"
+
+
 def apply_overrides(hp: HParams, text: Optional[str]) -> HParams:
     """Applies ``"lr=1e-3,num_envs=16,hidden_sizes=[128,128]"`` to ``hp``.
 
+    Ranges are not checked here (see check_ranges).
+
     Args:
         hp: the hparams to start from.
-        text: comma-separated ``name=value`` pairs; values are Python literals.
+        text: comma-separated ``name=value`` pairs; see parse_value.
 
     Raises:
-        HParamsError: for a malformed pair, an unknown name or a wrong type.
+        HParamsError: for a malformed pair, an unknown name or a value that
+            is not of the field's type.
     """
     if not text:
         return hp
+    if len(text) > MAX_OVERRIDE_CHARS:
+        raise HParamsError(
+            f"hparam overrides are {len(text)} characters long; "
+            f"at most {MAX_OVERRIDE_CHARS} are read"
+        )
     hints = typing.get_type_hints(type(hp))
     changes: Dict[str, Any] = {}
     for pair in split_overrides(text):
         if "=" not in pair:
             raise HParamsError(
-                f"bad override '{pair}': expected name=value, e.g. "
+                f"bad override {_shorten(repr(pair))}: expected name=value, e.g. "
                 "'learning_rate=1e-3,hidden_sizes=[128,128]'"
             )
         name, raw = (s.strip() for s in pair.split("=", 1))
         if name not in hints:
-            raise HParamsError(unknown_field_message(name, field_names(hp)))
+            raise HParamsError(unknown_field_message(_shorten(name), field_names(hp)))
         try:
-            value = parse_value(raw, hints[name])
-        except (ValueError, SyntaxError):
+            changes[name] = parse_value(raw, hints[name])
+        except ValueError as e:
             raise HParamsError(
-                f"hparam '{name}' expects {_type_name(hints[name])}, could not read {raw!r}"
+                f"hparam '{name}' expects {type_name(hints[name])}, e.g. "
+                f"{_example(name, hints[name], getattr(hp, name))}; got {_shorten(repr(raw))} ({e})"
             ) from None
-        changes[name] = coerce(name, value, hints[name])
     return hp.replace(**changes)
 
 
+def declared_limits(cls: type, name: str) -> Optional[Limits]:
+    """The limits declared with field ``name``, in ``cls`` or the nearest base."""
+    for klass in cls.__mro__:
+        field = getattr(klass, "__dataclass_fields__", {}).get(name)
+        if field is not None and "limits" in field.metadata:
+            return field.metadata["limits"]
+    return None
+
+
+def check_ranges(hp: HParams) -> None:
+    """Checks every field's type and the limits declared with it.
+
+    Args:
+        hp: the hparams to check.
+
+    Raises:
+        HParamsError: naming the first bad field and its valid values.
+        UnknownNameError: for a field naming something not registered.
+    """
+    hints = typing.get_type_hints(type(hp))
+    for field in dataclasses.fields(hp):
+        value = coerce(field.name, getattr(hp, field.name), hints[field.name])
+        limits = declared_limits(type(hp), field.name)
+        if limits is not None and value is not None:
+            _check_value(field.name, value, limits)
+
+
+def _check_value(name: str, value: Any, limits: Limits) -> None:
+    if limits.kind == "envs":
+        from rl.envs import check_env_name  # late: rl.envs imports Gymnasium
+
+        check_env_name(value)
+    elif limits.kind is not None:
+        registry.ALL[limits.kind].check(value)  # imports nothing: no TensorFlow
+    elif limits.choices:
+        if value not in limits.choices:
+            valid = ", ".join(repr(c) for c in limits.choices)
+            raise HParamsError(
+                f"hparam '{name}' must be one of {valid}, got {_shorten(repr(value))}"
+            )
+    elif isinstance(value, tuple):
+        if limits.max_items is not None and len(value) > limits.max_items:
+            raise HParamsError(
+                f"hparam '{name}' holds at most {limits.max_items} items, got {len(value)}"
+            )
+        for item in value:
+            _check_number(f"each item of hparam '{name}'", item, limits)
+    else:
+        _check_number(f"hparam '{name}'", value, limits)
+
+
+def _check_number(label: str, value: float, limits: Limits) -> None:
+    if not math.isfinite(value):
+        raise HParamsError(f"{label} must be finite, got {value}")
+    above_low = limits.low is None or (
+        value > limits.low if limits.open_low else value >= limits.low
+    )
+    if above_low and (limits.high is None or value <= limits.high):
+        return
+    low, high = _readable(limits.low), _readable(limits.high)
+    if limits.high is None:
+        valid = f"{'>' if limits.open_low else '>='} {low}"
+    else:
+        valid = f"in {'(' if limits.open_low else '['}{low}, {high}]"
+    raise HParamsError(f"{label} must be {valid}, got {_shorten(repr(value))}")
+
+
+def _readable(limit: Optional[float]) -> str:
+    """Large ints with underscores, as the parser also reads them: 100_000_000."""
+    return f"{limit:_}" if isinstance(limit, int) and abs(limit) >= 10_000 else str(limit)
+
+
 def from_dict(cls: type, values: Dict[str, Any]) -> HParams:
-    """Rebuilds hparams of class ``cls`` from ``to_dict`` output, type-checked."""
+    """Rebuilds hparams of class ``cls`` from ``to_dict`` output, type-checked.
+
+    Ranges are checked later, with every other source, by check_ranges.
+    """
     hints = typing.get_type_hints(cls)
     names = list(hints)
     unknown = [k for k in values if k not in hints]
     if unknown:
-        raise HParamsError(unknown_field_message(unknown[0], names))
+        raise HParamsError(unknown_field_message(_shorten(str(unknown[0])), names))
     return cls(**{k: coerce(k, v, hints[k]) for k, v in values.items()})
 
 

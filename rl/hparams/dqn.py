@@ -3,29 +3,29 @@
 import dataclasses
 
 from rl import registry
-from rl.hparams.base import HParams
+from rl.hparams.base import MAX_STEPS, HParams, bounded, one_of, positive
 
 
 @dataclasses.dataclass(frozen=True)
 class DQNHParams(HParams):
-    agent: str = "dqn"
+    agent: str = one_of("dqn", ("dqn",))  # these fields are DQN's
     model: str = "mlp_q"
     act_select: str = "epsilon_greedy"
     grad_comp: str = "dqn_td"
     activation: str = "relu"
     num_envs: int = 1
-    buffer_size: int = 100_000  # replay capacity, in transitions
-    batch_size: int = 64  # transitions per gradient step
-    learning_starts: int = 1_000  # env steps before the first update
-    train_interval: int = 4  # env steps between updates
-    gradient_steps: int = 1  # gradient steps per update
-    target_update_interval: int = 500  # gradient steps between target syncs
-    target_update_tau: float = 1.0  # 1: copy; < 1: Polyak averaging
-    epsilon_start: float = 1.0  # exploration at step 0
-    epsilon_end: float = 0.05  # exploration after the decay
-    epsilon_decay_steps: int = 10_000  # env steps of linear decay
+    buffer_size: int = bounded(100_000, 1, 10**8)  # replay capacity, in transitions
+    batch_size: int = bounded(64, 1, 1_000_000)  # transitions per gradient step
+    learning_starts: int = bounded(1_000, 0, MAX_STEPS)  # env steps before the first update
+    train_interval: int = bounded(4, 1, MAX_STEPS)  # env steps between updates
+    gradient_steps: int = bounded(1, 1, 100_000)  # gradient steps per update
+    target_update_interval: int = bounded(500, 1, MAX_STEPS)  # gradient steps between target syncs
+    target_update_tau: float = positive(1.0, 1)  # 1: copy; < 1: Polyak averaging
+    epsilon_start: float = bounded(1.0, 0, 1)  # exploration at step 0
+    epsilon_end: float = bounded(0.05, 0, 1)  # exploration after the decay
+    epsilon_decay_steps: int = bounded(10_000, 1, MAX_STEPS)  # env steps of linear decay
     double_q: bool = True  # double-Q target (van Hasselt et al. 2016)
-    huber_delta: float = 1.0  # Huber loss threshold
+    huber_delta: float = positive(1.0)  # Huber loss threshold
 
 
 @registry.hparams.register

@@ -4,24 +4,24 @@ import dataclasses
 from typing import Optional
 
 from rl import registry
-from rl.hparams.base import HParams
+from rl.hparams.base import HParams, bounded, one_of, positive
 
 
 @dataclasses.dataclass(frozen=True)
 class PPOHParams(HParams):
-    agent: str = "ppo"
+    agent: str = one_of("ppo", ("ppo",))  # these fields are PPO's
     model: str = "mlp_actor_critic"
     act_select: str = "categorical"
     grad_comp: str = "ppo_clip"
-    rollout_steps: int = 128  # steps per env between updates
-    num_epochs: int = 4  # passes over each rollout
-    num_minibatches: int = 4  # minibatches per pass
-    clip_ratio: float = 0.2  # PPO's epsilon
-    value_coef: float = 0.5  # weight of the value loss
-    entropy_coef: float = 0.0  # weight of the entropy bonus
-    gae_lambda: float = 0.95  # GAE lambda
+    rollout_steps: int = bounded(128, 1, 100_000)  # steps per env between updates
+    num_epochs: int = bounded(4, 1, 10_000)  # passes over each rollout
+    num_minibatches: int = bounded(4, 1, 100_000)  # minibatches per pass
+    clip_ratio: float = positive(0.2)  # PPO's epsilon
+    value_coef: float = bounded(0.5, 0)  # weight of the value loss
+    entropy_coef: float = bounded(0.0, 0)  # weight of the entropy bonus
+    gae_lambda: float = bounded(0.95, 0, 1)  # GAE lambda
     normalize_advantages: bool = True  # per minibatch, to zero mean, unit std
-    value_clip: Optional[float] = None  # clip value updates; None: off
+    value_clip: Optional[float] = positive(None)  # clip value updates; None: off
 
 
 @registry.hparams.register

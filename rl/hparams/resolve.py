@@ -7,8 +7,7 @@ name or a bad value is reported in well under a second.
 from typing import Any, Dict, Tuple, Union
 
 from rl import registry
-from rl.envs import check_env_name
-from rl.hparams.base import HParams, HParamsError, apply_overrides, from_dict
+from rl.hparams.base import HParams, HParamsError, apply_overrides, check_ranges, from_dict
 
 
 def resolve_hparams(
@@ -38,30 +37,11 @@ def resolve_hparams(
 
 
 def validate_hparams(hp: HParams) -> None:
-    """Checks that every name inside hparams is registered, and the values
-    that must be positive. Loads no TensorFlow: train.py calls it first, so a
-    mistake is reported at once."""
-    registry.agents.check(hp.agent)
-    registry.models.check(hp.model)
-    registry.act_select.check(hp.act_select)
-    registry.act_select.check(hp.eval_act_select)
-    registry.grad_comp.check(hp.grad_comp)
-    check_env_name(hp.env)
-    for name in (
-        "num_envs",
-        "train_steps",
-        "eval_interval",
-        "checkpoint_interval",
-        "keep_checkpoints",
-    ):
-        if getattr(hp, name) <= 0:
-            raise HParamsError(f"hparam '{name}' must be > 0, got {getattr(hp, name)}")
-    if hp.eval_episodes < 0:
-        raise HParamsError(f"hparam 'eval_episodes' must be >= 0, got {hp.eval_episodes}")
-    if hp.vectorization not in ("sync", "async"):
-        raise HParamsError(
-            f"hparam 'vectorization' must be 'sync' or 'async', got {hp.vectorization!r}"
-        )
+    """Checks every field against the limits declared with it, registered names
+    included. Loads no TensorFlow: train.py calls it first, so a mistake is
+    reported at once; whether the components fit the agent is checked when the
+    agent is built (``check_fits``)."""
+    check_ranges(hp)
 
 
 def check_fits(hp: HParams, fitting_components: Dict[str, Tuple[str, ...]]) -> None:
