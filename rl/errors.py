@@ -5,7 +5,8 @@ Kept apart from rl/experiment.py so train.py can name them without loading Tenso
 
 
 class RunConflictError(ValueError):
-    """output_dir holds a run with other hparams; one readable line."""
+    """output_dir cannot hold this run (another run's hparams, a damaged run
+    file, not a writable folder); one readable line."""
 
 
 class CheckpointError(RuntimeError):

@@ -22,15 +22,20 @@ step twice or loses one: TensorBoard steps neither go backwards nor double.
 from __future__ import annotations
 
 import collections
+import contextlib
+import glob
 import json
 import math
 import os
+import re
+import secrets
+import shutil
 import signal
 import sys
 import tempfile
 import threading
 import time
-from typing import Any, Dict, List, Optional, Union
+from typing import Any, Dict, List, Optional, Tuple, Union
 
 import numpy as np
 
@@ -48,39 +53,122 @@ from rl.hparams.base import (
     from_dict,
 )
 from rl.hparams.resolve import check_fits, resolve_hparams
-from rl.logbook import EVAL_FILE, Logbook, read_eval_records
+from rl.logbook import (
+    EVAL_FILE,
+    EvalFileError,
+    Logbook,
+    read_eval_records,
+    recent_scalars,
+)
 
 HPARAMS_FILE = "hparams.json"
+CHECKPOINT_DIR = "checkpoints"
+UNREADABLE_DIR = "unreadable"  # inside checkpoints/: unreadable checkpoints moved aside
+CHECKPOINT_INDEX = "checkpoint"  # tf.train.CheckpointManager's list of checkpoints
+
+# Fields that shape what a checkpoint holds: which agent and network, the
+# weights' shapes (hidden_sizes; env: observation and action spaces) and the
+# replay's capacity. Checkpoints saved with other values cannot be restored, so
+# not even --allow_hparam_change resumes such a run. (activation and num_envs
+# are not here: a run resumes with other values of them.)
+CHECKPOINT_SHAPE_FIELDS = frozenset({"agent", "model", "hidden_sizes", "env", "buffer_size"})
 
 
 # --- small file helpers ----------------------------------------------------
 def write_text_atomic(path: str, text: str) -> None:
-    """Writes via a temp file and rename, so readers never see half a file."""
+    """Writes UTF-8 ``text`` via a temp file and a rename, so readers never see half a file.
+
+    The file gets the mode the umask gives (0644 usually), like every other
+    file of a run; mkstemp's 0600 would hide it from other users.
+
+    Args:
+        path: the file to (re)place.
+        text: its whole content.
+    """
     directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-")
-    with os.fdopen(fd, "w") as f:
-        f.write(text)
-    os.replace(tmp, path)
+    tmp = os.path.join(directory, f".tmp-{secrets.token_hex(6)}-{os.path.basename(path)}")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.remove(tmp)
+        raise
 
 
 def read_json(path: str) -> Any:
+    """The value in a JSON file; a file that is not UTF-8 JSON raises HParamsError.
+
+    Args:
+        path: the file (a run's hparams.json).
+    """
     try:
-        with open(path) as f:
+        with open(path, encoding="utf-8") as f:
             return json.load(f)
+    except UnicodeDecodeError:
+        raise HParamsError(f"{path} is not UTF-8 text; it must hold JSON") from None
     except json.JSONDecodeError as e:
         raise HParamsError(f"{path} is not valid JSON ({e})") from None
 
 
+def check_output_dir(output_dir: str) -> None:
+    """Refuses an output_dir that is a file or a folder this process cannot write.
+
+    Tries a real write (a probe folder, removed at once) in output_dir, or in
+    its nearest existing parent if it does not exist yet: permission bits say
+    nothing for root, nor for read-only or virtual file systems.
+
+    Raises:
+        RunConflictError: naming the path and what is wrong.
+    """
+    existing = os.path.abspath(output_dir)
+    while not os.path.exists(existing):
+        existing = os.path.dirname(existing)
+    if not os.path.isdir(existing):
+        raise RunConflictError(
+            f"--output_dir {output_dir}: {existing} is a file, not a folder; "
+            "name a folder (new or holding a run)"
+        )
+    try:
+        os.rmdir(tempfile.mkdtemp(prefix=".rl-write-check-", dir=existing))
+    except OSError as e:
+        raise RunConflictError(
+            f"--output_dir {output_dir}: cannot write in {existing} ({e.strerror}); "
+            "name a folder you can write"
+        ) from None
+
+
+def read_eval_file(output_dir: str) -> List[Dict[str, Any]]:
+    """The records of a run's eval.jsonl; a damaged line raises RunConflictError."""
+    try:
+        return read_eval_records(os.path.join(output_dir, EVAL_FILE))
+    except EvalFileError as e:
+        raise RunConflictError(str(e)) from None
+
+
 def load_run_hparams(output_dir: str) -> Optional[HParams]:
-    """The hparams a previous run saved in ``output_dir``, or None if none."""
+    """The hparams a previous run saved in ``output_dir``, or None if none.
+
+    Raises:
+        HParamsError: naming the file, if it does not hold valid hparams.
+    """
     path = os.path.join(output_dir, HPARAMS_FILE)
     if not os.path.exists(path):
         return None
     values = read_json(path)
     if not isinstance(values, dict) or "agent" not in values:
         raise HParamsError(f"{path} does not hold hparams (no 'agent' field)")
-    cls = registry.agents.get(values["agent"]).hparams_class
-    return from_dict(cls, values)
+    agent = values["agent"]
+    if not isinstance(agent, str) or agent not in registry.agents:
+        raise HParamsError(
+            f"{path}: 'agent' must be one of {', '.join(registry.agents.names())}, got {agent!r}"
+        )
+    try:
+        return from_dict(registry.agents.get(agent).hparams_class, values)
+    except HParamsError as e:
+        raise HParamsError(f"{path}: {e}") from None
 
 
 def check_resume(output_dir: str, hp: HParams, allow_change: bool) -> Optional[HParams]:
@@ -95,8 +183,15 @@ def check_resume(output_dir: str, hp: HParams, allow_change: bool) -> Optional[H
     if saved is None:
         return None
     changed = {k: v for k, v in differences(saved, hp).items() if k not in RESUMABLE_FIELDS}
+    listed = ", ".join(f"{k}: {old!r} -> {new!r}" for k, (old, new) in changed.items())
+    if set(changed) & CHECKPOINT_SHAPE_FIELDS:
+        # Its checkpoints cannot be restored into this agent: no flag helps.
+        raise RunConflictError(
+            f"{output_dir} holds a run with other hparams ({listed}); it cannot be resumed "
+            f"with these ({', '.join(sorted(set(changed) & CHECKPOINT_SHAPE_FIELDS))} change "
+            "what its checkpoints hold): use another --output_dir"
+        )
     if changed and not allow_change:
-        listed = ", ".join(f"{k}: {old!r} -> {new!r}" for k, (old, new) in changed.items())
         raise RunConflictError(
             f"{output_dir} holds a run with other hparams ({listed}); use another "
             "--output_dir, or pass --allow_hparam_change to resume it with these"
@@ -190,8 +285,12 @@ class Experiment:
             train_steps=train_steps,
             eval_episodes=eval_episodes,
         )
+        eval_records: List[Dict[str, Any]] = []
         if output_dir is not None:
             existing = check_resume(output_dir, hp, allow_hparam_change or read_only)
+            if not read_only:
+                check_output_dir(output_dir)
+            eval_records = read_eval_file(output_dir)
         if read_only and (output_dir is None or existing is None):
             raise CheckpointError(f"{output_dir} holds no run to load ({HPARAMS_FILE} missing)")
         self.hp = hp
@@ -208,19 +307,21 @@ class Experiment:
         self.checkpoint = tf.train.Checkpoint(
             loop_counters=self.counters, **self.agent.checkpoint_items()
         )
-        self.manager = tf.train.CheckpointManager(
-            self.checkpoint, self._path("checkpoints"), max_to_keep=hp.keep_checkpoints
-        )
-        self.restored_from = self._restore()
+        self.restored_from, unreadable = self._restore(has_records=bool(eval_records))
         self.agent.refresh_host_weights()
         if read_only and self.restored_from is None:
-            raise CheckpointError(f"no checkpoint in {self._path('checkpoints')}")
+            raise CheckpointError(f"no checkpoint in {self._path(CHECKPOINT_DIR)}")
         # --- everything is checked and built; from here on we write ---
-        if not read_only:
-            self._prepare_output_dir(existing, argv, flags)
+        self.manager: Optional[tf.train.CheckpointManager] = None
         self.logbook = Logbook(self.output_dir)
         if not read_only:
-            self.logbook.recover(self.step if self.restored_from else 0)
+            self._prepare_output_dir(existing, argv, flags)
+            self._tidy_checkpoints(unreadable)
+            self.manager = tf.train.CheckpointManager(
+                self.checkpoint, self._path(CHECKPOINT_DIR), max_to_keep=hp.keep_checkpoints
+            )
+            if self.logbook.recover(self.step if self.restored_from else 0):
+                self._say(f"dropped the records past step {self.step}: they are redone")
         self._recent_returns: collections.deque = collections.deque(maxlen=100)
         self._last_metrics: Dict[str, float] = {}
         self._last_eval: Optional[Dict[str, Any]] = last_eval_record(
@@ -274,23 +375,62 @@ class Experiment:
         """Environment steps taken so far (all copies together)."""
         return self.agent.env_steps
 
-    def _restore(self) -> Optional[str]:
-        """Restores the newest readable checkpoint; reports unreadable ones."""
-        candidates = list(reversed(self.manager.checkpoints))
-        for path in candidates:
+    def _restore(self, has_records: bool) -> Tuple[Optional[str], List[str]]:
+        """Restores the newest readable checkpoint; reports unreadable ones.
+
+        Checkpoints are found from their files (``ckpt-<N>.index``), so a lost
+        or garbled checkpoints/checkpoint index loses nothing. Nothing is written.
+
+        Args:
+            has_records: eval.jsonl holds records (so the run had checkpoints).
+
+        Returns:
+            The restored checkpoint's path (None: a new run) and the paths of
+            newer checkpoints that could not be read.
+        """
+        folder = self._path(CHECKPOINT_DIR)
+        candidates = [os.path.join(folder, f"ckpt-{n}") for n in reversed(checkpoint_steps(folder))]
+        for i, path in enumerate(candidates):
             try:
                 self.checkpoint.restore(path).assert_existing_objects_matched()
-                if path != candidates[0]:
+                if i:
                     self._say(f"using the previous checkpoint {path}")
-                return path
+                return path, candidates[:i]
             except Exception as e:  # noqa: BLE001  (TF raises IndexError, DataLoss, ... on bad files)
                 self._say(f"checkpoint {path} cannot be read: {first_line(e)}")
         if candidates:
             raise CheckpointError(
-                f"no checkpoint in {self._path('checkpoints')} can be read "
-                f"(tried {', '.join(candidates)})"
+                f"no checkpoint in {folder} can be read (tried {', '.join(candidates)})"
             )
-        return None
+        if has_records or listed_checkpoints(folder):
+            # Starting over would drop every record of the run.
+            raise CheckpointError(
+                f"{self.output_dir} holds a run whose checkpoints ({folder}/ckpt-*) are gone; "
+                "use another --output_dir"
+            )
+        return None, []
+
+    def _tidy_checkpoints(self, unreadable: List[str]) -> None:
+        """Makes checkpoints/ hold only what CheckpointManager should manage.
+
+        Unreadable checkpoints go to checkpoints/unreadable/ (so a new save of
+        the same step can replace them, and nothing is deleted unseen), folders
+        that a kill left mid-save are removed, and the index is rebuilt from
+        the files when it does not list exactly them.
+        """
+        folder = self._path(CHECKPOINT_DIR)
+        for path in unreadable:
+            moved_to = move_aside(
+                glob.glob(glob.escape(path) + ".*"), self._path(CHECKPOINT_DIR, UNREADABLE_DIR)
+            )
+            self._say(f"moved the unreadable {os.path.basename(path)} to {moved_to}")
+        for temp in glob.glob(os.path.join(folder, "ckpt-*_temp")):
+            if re.fullmatch(r"ckpt-\d+_temp", os.path.basename(temp)):
+                shutil.rmtree(temp, ignore_errors=True)
+        steps = checkpoint_steps(folder)
+        if steps and listed_checkpoints(folder) != steps:
+            write_checkpoint_index(folder, steps)
+            self._say(f"rebuilt {os.path.join(folder, CHECKPOINT_INDEX)} from the checkpoint files")
 
     def _warn_once(self, warnings: List[str]) -> None:
         """Prints the first learning warning of the run (a run that diverges
@@ -308,7 +448,7 @@ class Experiment:
         step = self.step
         self.logbook.stage(step)
         latest = self.manager.latest_checkpoint
-        if latest is None or not latest.endswith(f"ckpt-{step}"):
+        if latest is None or os.path.basename(latest) != f"ckpt-{step}":
             latest = self.manager.save(checkpoint_number=step)
         self.logbook.commit(step)
         return latest
@@ -439,7 +579,12 @@ class Experiment:
         start_time = time.time()
         start_step = self.step
         if start_step >= target:  # a finished run: nothing to do or rewrite
-            return self._result(0.0)
+            if self.verbose:
+                self._say(
+                    f"{self.output_dir} is finished at step {self.step} of {target}; "
+                    "pass a larger --train_steps to train further"
+                )
+            return self._finished_result()
         self._install_signal_handlers()
         try:
             if self._obs is None:
@@ -519,6 +664,30 @@ class Experiment:
                 "train/episode_length", float(np.mean(info["episode"]["l"][done])), step
             )
 
+    def _finished_result(self) -> Dict[str, Any]:
+        """The result of a run that was already finished, from its records.
+
+        Episode returns, steps/s and losses are the last ones in tb/; a value
+        with no record is left out rather than reported as 0 or null.
+        """
+        scalars = recent_scalars(self.logbook.tb_dir)
+        returns = scalars.pop("train/episode_return", [])
+        scalars.pop("train/episode_length", None)
+        result = {
+            "step": self.step,
+            "episodes": self.counters["episodes"],
+            "episode_return_mean": float(np.mean(returns)) if returns else None,
+            "eval_return_mean": self._last_eval["return_mean"] if self._last_eval else None,
+            "steps_per_second": scalars.pop("train/steps_per_second", [None])[-1],
+            "interrupted": None,
+            **{
+                tag[len("train/") :]: values[-1]
+                for tag, values in scalars.items()
+                if tag.startswith("train/")
+            },
+        }
+        return {k: v for k, v in result.items() if v is not None or k == "interrupted"}
+
     def _result(self, steps_per_second: float) -> Dict[str, Any]:
         recent = list(self._recent_returns)
         return {
@@ -558,6 +727,73 @@ class Experiment:
             self._eval_envs[1].close()
         if self.viewer is not None:
             self.viewer.close()
+
+
+def checkpoint_steps(folder: str) -> List[int]:
+    """Steps of the checkpoints in ``folder``, from their ``ckpt-<N>.index`` files."""
+    if not os.path.isdir(folder):
+        return []
+    found = (re.fullmatch(r"ckpt-(\d+)\.index", name) for name in os.listdir(folder))
+    return sorted(int(m.group(1)) for m in found if m)
+
+
+def listed_checkpoints(folder: str) -> Optional[List[int]]:
+    """Steps that the checkpoints/checkpoint index lists, or None if it is missing or garbled.
+
+    The index is a text protobuf (``key: value`` lines); it counts as sound
+    only if it names a latest checkpoint and a timestamp per listed one
+    (without them CheckpointManager would never delete old checkpoints).
+    """
+    path = os.path.join(folder, CHECKPOINT_INDEX)
+    try:
+        with open(path, encoding="utf-8") as f:
+            lines = f.read().splitlines()
+    except (OSError, UnicodeDecodeError):
+        return None
+    fields: Dict[str, List[str]] = collections.defaultdict(list)
+    for line in lines:
+        match = re.fullmatch(r'(\w+): (?:"(?:.*/)?ckpt-(\d+)"|(\d+(?:\.\d*)?(?:e[+-]?\d+)?))', line)
+        if not match:
+            return None
+        fields[match.group(1)].append(match.group(2) or match.group(3))
+    steps = [int(s) for s in fields.pop("all_model_checkpoint_paths", [])]
+    latest = fields.pop("model_checkpoint_path", [])
+    timestamps = fields.pop("all_model_checkpoint_timestamps", [])
+    fields.pop("last_preserved_timestamp", None)
+    if fields or not steps or latest != [str(steps[-1])] or len(timestamps) != len(steps):
+        return None
+    return steps
+
+
+def write_checkpoint_index(folder: str, steps: List[int]) -> None:
+    """Writes the checkpoints/checkpoint index that CheckpointManager reads.
+
+    Args:
+        folder: the checkpoints folder.
+        steps: the checkpoints to list, oldest first; stamped with their files' times.
+    """
+    times = [os.path.getmtime(os.path.join(folder, f"ckpt-{n}.index")) for n in steps]
+    lines = [f'model_checkpoint_path: "ckpt-{steps[-1]}"']
+    lines += [f'all_model_checkpoint_paths: "ckpt-{n}"' for n in steps]
+    lines += [f"all_model_checkpoint_timestamps: {t!r}" for t in times]
+    # Checkpoints newer than this are the ones CheckpointManager rotates.
+    lines.append(f"last_preserved_timestamp: {min(times) - 1.0!r}")
+    write_text_atomic(os.path.join(folder, CHECKPOINT_INDEX), "\n".join(lines) + "\n")
+
+
+def move_aside(paths: List[str], folder: str) -> str:
+    """Moves files into ``folder`` without replacing any file already there.
+
+    Returns:
+        The folder they went to: ``folder``, or a new ``folder/<time ns>`` on a name clash.
+    """
+    os.makedirs(folder, exist_ok=True)
+    if any(os.path.exists(os.path.join(folder, os.path.basename(p))) for p in paths):
+        folder = os.path.join(folder, str(time.time_ns()))
+        os.makedirs(folder)
+    for path in paths:
+        os.replace(path, os.path.join(folder, os.path.basename(path)))
+    return folder
 
 
 def last_eval_record(path: str, step: int) -> Optional[Dict[str, Any]]:

@@ -10,24 +10,41 @@ checkpoint before it is saved, and committed once it is:
   (checkpoint S is saved)
   commit(S):  events moved into tb/, lines appended to eval.jsonl
   recover(R): at start-up, staged records of checkpoint R (saved, not yet
-              committed) are committed; any others are dropped.
+              committed) are committed; any others are dropped, and so are
+              committed records past R (a run resumed from an older
+              checkpoint redoes those steps).
 
-Every step is atomic (rename) or idempotent (only lines past the last
-logged step are appended), so TensorBoard steps never go backwards or double.
+Every step is atomic (rename, truncate) or idempotent (only lines past the
+last logged step are appended), so TensorBoard steps never go backwards or
+double. Each record keeps the wall time at which it was logged, not the time
+its checkpoint was written.
 """
 
 import glob
 import json
 import os
+import re
 import shutil
 import time
-from typing import Any, Dict, List, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
-from rl import video
-from rl._tf import tf
+import numpy as np
+from tensorboard.backend.event_processing import event_file_loader
+from tensorboard.compat.proto import event_pb2, summary_pb2
+from tensorboard.plugins.image import metadata as image_metadata
+from tensorboard.plugins.scalar import metadata as scalar_metadata
+from tensorboard.plugins.text import metadata as text_metadata
+from tensorboard.summary.writer.record_writer import RecordWriter
+from tensorboard.util import tensor_util
 
 EVAL_FILE = "eval.jsonl"
 STAGED_PREFIX = ".staged-"
+# Committed event files: events.out.tfevents.<commit step, 15 digits>.<ns>.<i>.rl.v2
+COMMITTED_EVENTS = re.compile(r"events\.out\.tfevents\.(\d{15})\.\d+\.\d+\.rl\.v2")
+
+
+class EvalFileError(ValueError):
+    """A complete line of eval.jsonl that is not an evaluation record."""
 
 
 class Logbook:
@@ -41,20 +58,39 @@ class Logbook:
         """
         self.output_dir = output_dir
         self.tb_dir = os.path.join(output_dir, "tb")
-        self._scalars: List[Tuple[str, float, int]] = []
-        self._texts: List[Tuple[str, str, int]] = []
-        self._gifs: List[Tuple[str, bytes, int, int, int]] = []
+        self._events: List[event_pb2.Event] = []
+        self._gif: Optional[event_pb2.Event] = None
         self._eval_lines: List[Dict[str, Any]] = []
 
     def scalar(self, tag: str, value: float, step: int) -> None:
-        self._scalars.append((tag, float(value), int(step)))
+        """A float for TensorBoard's Scalars tab, stamped with the time now."""
+        tensor = tensor_util.make_tensor_proto(np.float32(value))
+        metadata = scalar_metadata.create_summary_metadata(display_name=tag, description="")
+        self._events.append(summary_event(tag, tensor, metadata, step))
 
     def text(self, tag: str, text: str, step: int) -> None:
-        self._texts.append((tag, text, int(step)))
+        """Markdown text for TensorBoard's Text tab, stamped with the time now."""
+        tensor = tensor_util.make_tensor_proto(text.encode("utf-8"), dtype=np.object_)
+        metadata = text_metadata.create_summary_metadata(display_name=tag, description="")
+        self._events.append(summary_event(tag, tensor, metadata, step))
 
     def gif(self, tag: str, data: bytes, step: int, width: int, height: int) -> None:
-        """An animated GIF for TensorBoard's Images tab (only the latest is kept)."""
-        self._gifs = [(tag, data, int(step), width, height)]
+        """An animated GIF for TensorBoard's Images tab (only the latest is kept).
+
+        Args:
+          tag: summary name.
+          data: a complete GIF file.
+          step: the step to file it under.
+          width: GIF width in pixels.
+          height: GIF height in pixels.
+        """
+        # An image summary is [width, height, encoded image]; TensorBoard serves
+        # the bytes unchanged, so browsers play a GIF as an animation.
+        tensor = tensor_util.make_tensor_proto(
+            np.array([str(width).encode(), str(height).encode(), data], dtype=np.object_)
+        )
+        metadata = image_metadata.create_summary_metadata(display_name=tag, description="")
+        self._gif = summary_event(tag, tensor, metadata, step)
 
     def eval_line(self, record: Dict[str, Any]) -> None:
         """An evaluation result; must hold ``step``."""
@@ -69,21 +105,15 @@ class Logbook:
         building = staged + ".tmp"
         shutil.rmtree(building, ignore_errors=True)
         os.makedirs(building)
-        if self._scalars or self._texts or self._gifs:
-            writer = tf.summary.create_file_writer(os.path.join(building, "tb"))
-            with writer.as_default():
-                for tag, value, s in self._scalars:
-                    tf.summary.scalar(tag, value, step=s)
-                for tag, text, s in self._texts:
-                    tf.summary.text(tag, text, step=s)
-                for tag, data, s, width, height in self._gifs:
-                    video.gif_summary(tag, data, s, width, height)
-            writer.close()
-        with open(os.path.join(building, EVAL_FILE), "w") as f:
+        events = self._events + ([self._gif] if self._gif is not None else [])
+        if events:
+            os.makedirs(os.path.join(building, "tb"))
+            write_event_file(os.path.join(building, "tb", "events.out.tfevents.staged"), events)
+        with open(os.path.join(building, EVAL_FILE), "w", encoding="utf-8") as f:
             f.writelines(json.dumps(r) + "\n" for r in self._eval_lines)
         shutil.rmtree(staged, ignore_errors=True)
         os.replace(building, staged)
-        self._scalars, self._texts, self._gifs, self._eval_lines = [], [], [], []
+        self._events, self._gif, self._eval_lines = [], None, []
 
     def commit(self, step: int) -> None:
         """Moves the records staged for checkpoint ``step`` into place."""
@@ -91,8 +121,7 @@ class Logbook:
         if not os.path.isdir(staged):
             return
         os.makedirs(self.tb_dir, exist_ok=True)
-        # TensorBoard reads a run's event files in name order: name them by
-        # step (the writer's names order by wall time, pid and counter).
+        # TensorBoard reads a run's event files in name order: name them by step.
         for i, path in enumerate(sorted(glob.glob(os.path.join(staged, "tb", "*tfevents*")))):
             name = f"events.out.tfevents.{step:015d}.{time.time_ns()}.{i}.rl.v2"
             os.replace(path, os.path.join(self.tb_dir, name))
@@ -104,23 +133,96 @@ class Logbook:
     def _append_new_eval_lines(self, staged_eval: str) -> None:
         path = os.path.join(self.output_dir, EVAL_FILE)
         last = last_logged_step(path)
-        with open(staged_eval) as f:
+        with open(staged_eval, encoding="utf-8") as f:
             new = [l for l in f if l.strip() and json.loads(l)["step"] > last]
         if new:
             drop_cut_last_line(path)
-            with open(path, "a") as f:
+            with open(path, "a", encoding="utf-8") as f:
                 f.writelines(new)
                 f.flush()
                 os.fsync(f.fileno())
 
-    def recover(self, restored_step: int) -> None:
-        """At start-up: commits what checkpoint ``restored_step`` staged, drops the rest."""
+    def recover(self, restored_step: int) -> bool:
+        """At start-up: commits what checkpoint ``restored_step`` staged, drops the rest.
+
+        Committed records past ``restored_step`` are dropped too: the resumed
+        run logs those steps again (it fell back to an older checkpoint).
+
+        Args:
+          restored_step: the step of the restored checkpoint, 0 for a new run.
+
+        Returns:
+          Whether committed records past ``restored_step`` were dropped.
+        """
         for path in glob.glob(os.path.join(self.output_dir, STAGED_PREFIX + "*")):
             name = os.path.basename(path)[len(STAGED_PREFIX) :]
             if name == str(restored_step):
                 self.commit(restored_step)
             else:
                 shutil.rmtree(path, ignore_errors=True)
+        dropped = False
+        for step, path in committed_event_files(self.tb_dir):
+            if step > restored_step:
+                os.remove(path)
+                dropped = True
+        return (
+            drop_eval_lines_after(os.path.join(self.output_dir, EVAL_FILE), restored_step)
+            or dropped
+        )
+
+
+def summary_event(
+    tag: str, tensor: Any, metadata: summary_pb2.SummaryMetadata, step: int
+) -> event_pb2.Event:
+    """One summary value as an Event stamped with the wall time now."""
+    value = summary_pb2.Summary.Value(tag=tag, tensor=tensor, metadata=metadata)
+    return event_pb2.Event(
+        wall_time=time.time(), step=int(step), summary=summary_pb2.Summary(value=[value])
+    )
+
+
+def write_event_file(path: str, events: List[event_pb2.Event]) -> None:
+    """A TensorBoard event file holding ``events`` with their own wall times."""
+    with open(path, "wb") as f:
+        writer = RecordWriter(f)
+        # The version record TensorBoard expects first in every event file.
+        header = event_pb2.Event(wall_time=events[0].wall_time, file_version="brain.Event:2")
+        writer.write(header.SerializeToString())
+        for event in events:
+            writer.write(event.SerializeToString())
+        f.flush()
+
+
+def committed_event_files(tb_dir: str) -> List[Tuple[int, str]]:
+    """(commit step, path) of the event files in ``tb_dir``, by step."""
+    if not os.path.isdir(tb_dir):
+        return []
+    found = []
+    for name in os.listdir(tb_dir):
+        match = COMMITTED_EVENTS.fullmatch(name)
+        if match:
+            found.append((int(match.group(1)), os.path.join(tb_dir, name)))
+    return sorted(found)
+
+
+def recent_scalars(tb_dir: str, limit: int = 100) -> Dict[str, List[float]]:
+    """The last ``limit`` values of each scalar in a run's tb/, oldest first.
+
+    Args:
+      tb_dir: the run's tb/ folder.
+      limit: values kept per tag.
+    """
+    values: Dict[str, List[float]] = {}
+    for _, path in committed_event_files(tb_dir):
+        for event in event_file_loader.EventFileLoader(path).Load():
+            for value in event.summary.value:
+                if not value.HasField("tensor"):
+                    continue
+                array = tensor_util.make_ndarray(value.tensor)
+                if array.ndim == 0 and array.dtype.kind == "f":
+                    # str: the float32 as written (0.000125, not 0.00012500000593)
+                    values.setdefault(value.tag, []).append(float(str(array)))
+    return {tag: vals[-limit:] for tag, vals in values.items()}
 
 
 def drop_cut_last_line(path: str) -> None:
@@ -133,20 +235,70 @@ def drop_cut_last_line(path: str) -> None:
             f.truncate(data.rfind(b"\n") + 1)
 
 
-def read_eval_records(path: str) -> List[Dict[str, Any]]:
-    """The complete records of an eval.jsonl; lines cut by a kill are skipped."""
+def drop_eval_lines_after(path: str, step: int) -> bool:
+    """Truncates an eval.jsonl before its first record past ``step``; True if it did.
+
+    Records are appended in step order, so the ones past ``step`` are a tail.
+    """
+    for start, record in parse_eval_file(path):
+        if record["step"] > step:
+            with open(path, "rb+") as f:
+                f.truncate(start)
+            return True
+    return False
+
+
+def parse_eval_file(path: str) -> List[Tuple[int, Dict[str, Any]]]:
+    """(start offset, record) of each complete line of an eval.jsonl.
+
+    A last line without its newline (a kill cut it short) is skipped; any
+    other line that is not a JSON object with an integer ``step`` raises.
+
+    Raises:
+      EvalFileError: naming the file, the line and what a line must hold.
+    """
     if not os.path.exists(path):
         return []
-    records = []
-    with open(path) as f:
-        for line in f:
-            try:
-                record = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(record, dict) and "step" in record:
-                records.append(record)
-    return records
+    with open(path, "rb") as f:
+        data = f.read()
+    parsed = []
+    offset = 0
+    # The piece after the last newline is empty, or a line a kill cut short.
+    for number, line in enumerate(data.split(b"\n")[:-1], 1):
+        start, offset = offset, offset + len(line) + 1
+        if not line.strip():
+            continue
+        problem = eval_line_problem(line)
+        if problem:
+            raise EvalFileError(
+                f"{path} line {number} {problem}; each line must be a JSON object with an "
+                "integer 'step' (fix or delete that line, or use another --output_dir)"
+            )
+        parsed.append((start, json.loads(line)))
+    return parsed
+
+
+def eval_line_problem(line: bytes) -> Optional[str]:
+    """What is wrong with one complete eval.jsonl line, or None."""
+    try:
+        text = line.decode("utf-8")
+    except UnicodeDecodeError:
+        return "is not UTF-8 text"
+    try:
+        record = json.loads(text)
+    except ValueError:
+        return "is not JSON"
+    if not isinstance(record, dict):
+        return "is not a JSON object"
+    step = record.get("step")
+    if not isinstance(step, int) or isinstance(step, bool):
+        return f"has step {step!r}, not an integer"
+    return None
+
+
+def read_eval_records(path: str) -> List[Dict[str, Any]]:
+    """The complete records of an eval.jsonl (see ``parse_eval_file``)."""
+    return [record for _, record in parse_eval_file(path)]
 
 
 def last_logged_step(path: str) -> int:

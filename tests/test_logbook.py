@@ -1,10 +1,13 @@
 """Records reach disk with their checkpoint: kills at any point neither lose nor double."""
 
 import json
+import re
+import time
 
+import pytest
 from tensorboard.backend.event_processing import event_accumulator
 
-from rl.logbook import Logbook
+from rl.logbook import EvalFileError, Logbook, read_eval_records
 
 
 def steps_in_tb(out):
@@ -69,3 +72,47 @@ def test_event_files_sort_by_step(tmp_path):
         book.stage(step)
         book.commit(step)
     assert steps_in_tb(tmp_path) == [9, 10, 100, 1000]
+
+
+def test_records_keep_the_wall_time_they_were_logged_at(tmp_path):
+    book = Logbook(str(tmp_path))
+    bounds = []
+    for step in (1, 2, 3):
+        before = time.time()
+        book.scalar("x", float(step), step)
+        bounds.append((before, time.time()))
+        time.sleep(0.2)
+    book.stage(3)
+    book.commit(3)
+    acc = event_accumulator.EventAccumulator(str(tmp_path / "tb"), size_guidance={"tensors": 0})
+    acc.Reload()
+    stamps = [e.wall_time for e in acc.Tensors("x")]
+    assert all(lo <= t <= hi for t, (lo, hi) in zip(stamps, bounds)), (stamps, bounds)
+    assert stamps[2] - stamps[0] >= 0.4  # not one instant at stage time
+
+
+def test_recover_drops_committed_records_past_the_restored_step(tmp_path):
+    book = Logbook(str(tmp_path))
+    for step in (10, 20, 30):
+        log(book, step)
+        book.stage(step)
+        book.commit(step)
+    assert Logbook(str(tmp_path)).recover(restored_step=10)  # 20 and 30 are redone
+    assert eval_steps(tmp_path) == [10] and steps_in_tb(tmp_path) == [10]
+    assert not Logbook(str(tmp_path)).recover(restored_step=10)
+
+
+def test_eval_file_lines_are_checked_except_a_cut_last_one(tmp_path):
+    path = tmp_path / "eval.jsonl"
+    path.write_bytes(b'{"step": 5}\n\n{"step": 7}\n{"step": 9')
+    assert [r["step"] for r in read_eval_records(str(path))] == [5, 7]
+    for bad, problem in [
+        (b'{"step": 5.5}\n', "has step 5.5, not an integer"),
+        (b'{"step": true}\n', "has step True, not an integer"),
+        (b"[5]\n", "is not a JSON object"),
+        (b'{"step": 5\n', "is not JSON"),
+        (b'{"step": 5, "x": "\xff"}\n', "is not UTF-8 text"),
+    ]:
+        path.write_bytes(b'{"step": 1}\n' + bad)
+        with pytest.raises(EvalFileError, match=f"line 2 {re.escape(problem)}"):
+            read_eval_records(str(path))

@@ -152,12 +152,19 @@ def test_kill_9_then_rerun_resumes_without_doubling(tmp_path):
         stderr=subprocess.DEVNULL,
     )
     state = out / "checkpoints" / "checkpoint"
+    evals = out / "eval.jsonl"
+
+    def has_eval_2048():
+        # Its line is committed after checkpoint 2048 is saved: wait for the
+        # line itself, or the kill may fall in between (then resume redoes it).
+        return evals.exists() and 2048 in eval_steps(out)
+
     deadline = time.time() + 180
-    while time.time() < deadline and not (state.exists() and "ckpt-2048" in state.read_text()):
+    while time.time() < deadline and not has_eval_2048():
         time.sleep(0.05)
     proc.kill()  # SIGKILL, mid-run
     proc.wait()
-    assert state.exists()
+    assert state.exists() and "ckpt-2048" in state.read_text()
     killed_at = max(eval_steps(out))
     assert killed_at >= 2048
     done = run(*args)

@@ -1,0 +1,324 @@
+"""Run folders that faults damaged: train.py recovers, or refuses in one line and writes nothing."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+from tensorboard.backend.event_processing import event_accumulator
+from tensorboard.util import tensor_util
+
+from rl import registry
+from rl.experiment import (
+    CHECKPOINT_INDEX,
+    RunConflictError,
+    check_resume,
+    listed_checkpoints,
+    write_text_atomic,
+)
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TRAIN = os.path.join(ROOT, "train.py")
+ARGS = ["--hparams", "ppo_tiny", "--train_steps", "384"]  # checkpoints 128, 256, 384
+
+
+def run(*args, umask=None):
+    return subprocess.run(
+        [sys.executable, TRAIN, *args],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        cwd=ROOT,
+        preexec_fn=(lambda: os.umask(umask)) if umask is not None else None,
+    )
+
+
+def error_line(proc):
+    lines = [l for l in proc.stderr.splitlines() if l.startswith("train.py: error:")]
+    assert len(lines) == 1, proc.stderr
+    return lines[0]
+
+
+def contents(folder):
+    """Every file under ``folder`` with its bytes (to prove nothing was written)."""
+    return {str(p): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def eval_steps(out):
+    return [json.loads(l)["step"] for l in (out / "eval.jsonl").read_text().splitlines()]
+
+
+def tensorboard(out):
+    acc = event_accumulator.EventAccumulator(str(out / "tb"), size_guidance={"tensors": 0})
+    acc.Reload()
+    return acc
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    out = tmp_path_factory.mktemp("base") / "run"
+    proc = run(*ARGS, "--output_dir", str(out))
+    assert proc.returncode == 0, proc.stderr
+    return out
+
+
+@pytest.fixture
+def run_dir(trained, tmp_path):
+    out = tmp_path / "run"
+    shutil.copytree(trained, out)
+    return out
+
+
+# --- 1: an unreadable newest checkpoint is replaced, its steps logged once ----
+@pytest.mark.parametrize("damaged", ["ckpt-384.index", "ckpt-384.data-00000-of-00001"])
+def test_unreadable_final_checkpoint_is_redone_once(run_dir, damaged):
+    path = run_dir / "checkpoints" / damaged
+    path.write_bytes(b"\0" * path.stat().st_size)
+    proc = run(*ARGS, "--output_dir", str(run_dir))
+    assert proc.returncode == 0, proc.stderr
+    assert "using the previous checkpoint" in proc.stderr
+    assert "resuming from" in proc.stderr and "ckpt-256" in proc.stderr
+    assert (run_dir / "checkpoints" / "unreadable" / damaged).exists()  # kept, not deleted
+    assert listed_checkpoints(str(run_dir / "checkpoints")) == [128, 256, 384]
+    before = contents(run_dir)
+    again = run(*ARGS, "--output_dir", str(run_dir))
+    assert again.returncode == 0 and "is finished at step 384" in again.stderr
+    assert "cannot be read" not in again.stderr
+    changed = {k for k, v in contents(run_dir).items() if before.get(k) != v}
+    assert changed == {str(run_dir / "snapshot" / "resumes.jsonl")}  # nothing retrained
+    assert eval_steps(run_dir) == [128, 256, 384]
+    acc = tensorboard(run_dir)
+    assert [e.step for e in acc.Tensors("eval/return_mean")] == [128, 256, 384]
+    train_steps = [e.step for e in acc.Tensors("train/loss")]
+    assert train_steps == sorted(set(train_steps)) and train_steps[-1] == 384
+
+
+# --- 2: a lost or garbled index does not restart the run -----------------------
+def test_checkpoints_are_found_without_their_index(run_dir):
+    index = run_dir / "checkpoints" / CHECKPOINT_INDEX
+    index.unlink()
+    proc = run(*ARGS, "--output_dir", str(run_dir))
+    assert proc.returncode == 0, proc.stderr
+    assert "ckpt-384" in proc.stderr and "is finished at step 384" in proc.stderr
+    assert listed_checkpoints(str(run_dir / "checkpoints")) == [128, 256, 384]
+    assert eval_steps(run_dir) == [128, 256, 384]
+
+
+def test_a_garbled_index_is_rebuilt_and_rotates(run_dir):
+    index = run_dir / "checkpoints" / CHECKPOINT_INDEX
+    index.write_bytes(b'model_checkpoint_path: "ckpt-3\x00\x01 garbage {{\n')
+    checkpoints = {k: v for k, v in contents(run_dir / "checkpoints").items() if "ckpt-" in k}
+    # Read-only use finds the checkpoints too, and writes nothing into checkpoints/.
+    test = run("--training=false", "--test_episodes", "1", "--output_dir", str(run_dir))
+    assert test.returncode == 0, test.stderr
+    assert json.loads((run_dir / "test.json").read_text())["step"] == 384
+    assert index.read_bytes() == b'model_checkpoint_path: "ckpt-3\x00\x01 garbage {{\n'
+    proc = run(*ARGS, "--output_dir", str(run_dir))
+    assert proc.returncode == 0, proc.stderr
+    assert "is finished at step 384" in proc.stderr
+    assert listed_checkpoints(str(run_dir / "checkpoints")) == [128, 256, 384]
+    assert {k: v for k, v in contents(run_dir / "checkpoints").items() if "ckpt-" in k} == (
+        checkpoints
+    )
+    # The rebuilt index lets CheckpointManager rotate them: keep_checkpoints is 3.
+    longer = run("--hparams", "ppo_tiny", "--train_steps", "512", "--output_dir", str(run_dir))
+    assert longer.returncode == 0, longer.stderr
+    assert sorted(p.name for p in (run_dir / "checkpoints").glob("*.index")) == [
+        "ckpt-256.index",
+        "ckpt-384.index",
+        "ckpt-512.index",
+    ]
+
+
+# --- 3: a folder left by a kill during a checkpoint write is removed -------------
+def test_temp_folder_of_a_killed_save_is_removed(run_dir):
+    temp = run_dir / "checkpoints" / "ckpt-512_temp"
+    temp.mkdir()
+    (temp / "part-00000-of-00001.data-00000-of-00001").write_bytes(b"x" * 1000)
+    test = run("--training=false", "--test_episodes", "1", "--output_dir", str(run_dir))
+    assert test.returncode == 0 and temp.exists()  # read-only use leaves it
+    assert run(*ARGS, "--output_dir", str(run_dir)).returncode == 0
+    assert not temp.exists()
+
+
+# --- 4: every file gets the mode the umask gives -------------------------------
+def test_write_text_atomic_follows_the_umask(tmp_path):
+    old = os.umask(0o027)
+    try:
+        write_text_atomic(str(tmp_path / "a.json"), "{}\n")
+    finally:
+        os.umask(old)
+    assert (tmp_path / "a.json").stat().st_mode & 0o777 == 0o640
+    assert [p.name for p in tmp_path.iterdir()] == ["a.json"]  # no temp file left
+
+
+def test_every_run_file_has_the_umask_mode(tmp_path):
+    out = tmp_path / "run"
+    proc = run("--hparams", "ppo_tiny", "--output_dir", str(out), umask=0o022)
+    assert proc.returncode == 0, proc.stderr
+    modes = {p.relative_to(out).as_posix(): p.stat().st_mode & 0o777 for p in out.rglob("*")}
+    assert modes["hparams.json"] == 0o644
+    assert {m for p, m in modes.items() if (out / p).is_file()} == {0o644}
+
+
+# --- 5: TensorBoard wall times are those of the records -------------------------
+def test_tensorboard_wall_times_are_when_records_were_logged(tmp_path):
+    out = tmp_path / "run"
+    proc = run(
+        "--hparams",
+        "dqn_tiny",
+        "--train_steps",
+        "2048",
+        "--hparam_override",
+        "eval_interval=256,checkpoint_interval=4096",  # one checkpoint, at the end
+        "--output_dir",
+        str(out),
+    )
+    assert proc.returncode == 0, proc.stderr
+    evals = [json.loads(l) for l in (out / "eval.jsonl").read_text().splitlines()]
+    events = tensorboard(out).Tensors("eval/return_mean")
+    assert [e.step for e in events] == [r["step"] for r in evals] == list(range(256, 2049, 256))
+    # eval.jsonl's wall_time (seconds since the start) is taken just before the
+    # scalar is logged: the spacing of the two must agree.
+    logged = [r["wall_time"] - evals[0]["wall_time"] for r in evals]
+    stamped = [e.wall_time - events[0].wall_time for e in events]
+    assert stamped == pytest.approx(logged, abs=0.05)
+    assert logged[-1] > 0.2  # spread over the run, not one instant per checkpoint
+    assert all(a < b for a, b in zip(stamped, stamped[1:]))
+    values = [float(tensor_util.make_ndarray(e.tensor_proto)) for e in events]
+    assert values == pytest.approx([r["return_mean"] for r in evals])
+
+
+# --- 7: hparams that change what a checkpoint holds cannot be resumed -------------
+def test_structural_change_is_refused_even_when_allowed(run_dir):
+    before = contents(run_dir)
+    proc = run(
+        *ARGS,
+        "--hparam_override",
+        "hidden_sizes=[32]",
+        "--allow_hparam_change",
+        "--output_dir",
+        str(run_dir),
+    )
+    assert proc.returncode == 2, proc.stderr
+    line = error_line(proc)
+    assert "cannot be resumed with these (hidden_sizes change what its checkpoints hold)" in line
+    assert "use another --output_dir" in line and "--allow_hparam_change" not in line
+    assert "cannot be read" not in proc.stderr
+    assert contents(run_dir) == before
+
+
+@pytest.mark.parametrize(
+    "changes, allowed",
+    [
+        ({"agent": "dqn"}, False),
+        ({"model": "mlp_q"}, False),
+        ({"hidden_sizes": (32,)}, False),
+        ({"env": "Acrobot-v1"}, False),
+        ({"learning_rate": 0.1, "activation": "relu", "num_envs": 4}, True),
+    ],
+)
+def test_check_resume_allows_only_changes_a_checkpoint_survives(tmp_path, changes, allowed):
+    saved = registry.hparams.get("ppo_tiny")()
+    write_text_atomic(str(tmp_path / "hparams.json"), json.dumps(saved.to_dict()))
+    new = registry.hparams.get("dqn_tiny")() if "agent" in changes else saved
+    new = new.replace(**{k: v for k, v in changes.items() if k != "agent"})
+    if allowed:
+        assert check_resume(str(tmp_path), new, allow_change=True) == saved
+        with pytest.raises(RunConflictError, match="pass --allow_hparam_change"):
+            check_resume(str(tmp_path), new, allow_change=False)
+    else:
+        with pytest.raises(RunConflictError, match="cannot be resumed") as error:
+            check_resume(str(tmp_path), new, allow_change=True)
+        assert "--allow_hparam_change" not in str(error.value)
+
+
+# --- 8: rerunning a finished run reports its results ------------------------------
+def test_finished_rerun_reports_the_runs_results(run_dir):
+    proc = run(*ARGS, "--output_dir", str(run_dir))
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout.splitlines()[-1])
+    last_eval = json.loads((run_dir / "eval.jsonl").read_text().splitlines()[-1])
+    acc = tensorboard(run_dir)
+
+    def last(tag):
+        return float(tensor_util.make_ndarray(acc.Tensors(tag)[-1].tensor_proto))
+
+    assert result["step"] == 384 and result["interrupted"] is None
+    assert result["eval_return_mean"] == last_eval["return_mean"]
+    assert result["steps_per_second"] == pytest.approx(last("train/steps_per_second"))
+    assert result["steps_per_second"] > 0
+    assert result["loss"] == pytest.approx(last("train/loss"))
+    returns = [
+        float(tensor_util.make_ndarray(e.tensor_proto)) for e in acc.Tensors("train/episode_return")
+    ]
+    assert result["episode_return_mean"] == pytest.approx(sum(returns[-100:]) / len(returns[-100:]))
+
+
+# --- 9: damaged run files: one line, exit 2, nothing written -----------------------
+def garble_agent(out):
+    values = json.loads((out / "hparams.json").read_text())
+    (out / "hparams.json").write_text(json.dumps({**values, "agent": 5}))
+
+
+def latin1_hparams(out):
+    (out / "hparams.json").write_bytes((out / "hparams.json").read_bytes() + b"\xe9\xff\n")
+
+
+def latin1_eval_line(out):
+    lines = (out / "eval.jsonl").read_bytes().splitlines(keepends=True)
+    (out / "eval.jsonl").write_bytes(lines[0] + b'{"step": 200, "note": "\xe9"}\n' + lines[1])
+
+
+def text_step(out):
+    lines = (out / "eval.jsonl").read_bytes().splitlines(keepends=True)
+    (out / "eval.jsonl").write_bytes(lines[0] + b'{"step": "12x"}\n' + b"".join(lines[1:]))
+
+
+@pytest.mark.parametrize(
+    "damage, expected",
+    [
+        (garble_agent, "hparams.json: 'agent' must be one of dqn, ppo, got 5"),
+        (latin1_hparams, "hparams.json is not UTF-8 text"),
+        (latin1_eval_line, "eval.jsonl line 2 is not UTF-8 text"),
+        (text_step, "eval.jsonl line 2 has step '12x', not an integer"),
+    ],
+)
+def test_damaged_run_file_is_one_line_and_nothing_written(run_dir, damage, expected):
+    damage(run_dir)
+    before = contents(run_dir)
+    proc = run(*ARGS, "--output_dir", str(run_dir))
+    assert proc.returncode == 2, proc.stderr
+    assert expected in error_line(proc)
+    assert "Traceback" not in proc.stderr
+    assert contents(run_dir) == before
+
+
+def test_a_last_eval_line_cut_by_a_kill_is_tolerated(run_dir):
+    with open(run_dir / "eval.jsonl", "ab") as f:
+        f.write(b'{"step": 5')
+    proc = run("--hparams", "ppo_tiny", "--train_steps", "512", "--output_dir", str(run_dir))
+    assert proc.returncode == 0, proc.stderr
+    assert eval_steps(run_dir) == [128, 256, 384, 512]
+
+
+# --- 10: an output_dir that is a file or cannot be written -------------------------
+def test_output_dir_that_is_a_file(tmp_path):
+    path = tmp_path / "notes.txt"
+    path.write_text("mine\n")
+    for out in (path, path / "run"):
+        proc = run("--hparams", "ppo_tiny", "--output_dir", str(out))
+        assert proc.returncode == 2
+        assert "is a file, not a folder" in error_line(proc)
+    assert [p.name for p in tmp_path.iterdir()] == ["notes.txt"]
+    assert path.read_text() == "mine\n"
+
+
+def test_output_dir_that_cannot_be_written():
+    # Not even root can create anything under /proc.
+    proc = run("--hparams", "ppo_tiny", "--output_dir", "/proc/rl-faults-test/run")
+    assert proc.returncode == 2
+    assert "cannot write in /proc" in error_line(proc)
+    assert not os.path.exists("/proc/rl-faults-test")
