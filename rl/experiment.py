@@ -680,13 +680,14 @@ class Experiment:
             "eval_return_mean": self._last_eval["return_mean"] if self._last_eval else None,
             "steps_per_second": scalars.pop("train/steps_per_second", [None])[-1],
             "interrupted": None,
+            "failure": None,
             **{
                 tag[len("train/") :]: values[-1]
                 for tag, values in scalars.items()
                 if tag.startswith("train/")
             },
         }
-        return {k: v for k, v in result.items() if v is not None or k == "interrupted"}
+        return {k: v for k, v in result.items() if v is not None or k in ("interrupted", "failure")}
 
     def _result(self, steps_per_second: float) -> Dict[str, Any]:
         recent = list(self._recent_returns)

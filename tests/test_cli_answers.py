@@ -1,0 +1,135 @@
+"""train.py answers --list, --help and mistakes before loading TensorFlow, and quietly.
+
+Loading TensorFlow takes ~5 s; these answers must not wait for it. Whether a
+module was imported is read from Python's own import log (-X importtime), so
+the tests do not depend on how fast this machine is.
+"""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TRAIN = os.path.join(ROOT, "train.py")
+
+
+def run(*args, env=None):
+    return subprocess.run(
+        [sys.executable, "-X", "importtime", TRAIN, *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+        env={**os.environ, **(env or {})},
+    )
+
+
+def imported(proc):
+    """Top-level modules named in the -X importtime log on stderr."""
+    return {
+        line.rsplit("|", 1)[1].strip().split(".")[0]
+        for line in proc.stderr.splitlines()
+        if line.startswith("import time:") and "|" in line
+    }
+
+
+def messages(proc):
+    return [line for line in proc.stderr.splitlines() if not line.startswith("import time:")]
+
+
+@pytest.mark.parametrize(
+    "args, expected",
+    [
+        (["--hparams", "ppo_cartpol", "--output_dir", "x"], "did you mean 'ppo_cartpole'"),
+        (["--hparams", "ppo_tiny", "--env", "CartPole-v7", "--output_dir", "x"], "unknown env"),
+        (["--hparams", "ppo_tiny", "--sys", "tpu_pod", "--output_dir", "x"], "unknown sys"),
+        (["--hparams", "ppo_tiny", "--hparam_override", "lr=1", "--output_dir", "x"], "'lr'"),
+        (
+            ["--hparams", "ppo_tiny", "--hparam_override", "act_select=nope", "--output_dir", "x"],
+            "nope",
+        ),
+        (["--hparams", "ppo_tiny", "--seed", str(2**64), "--output_dir", "x"], "'seed'"),
+        (["--hparams", "ppo_tiny", "--train_steps", "abc"], "train_steps"),
+        (["--hparams", "ppo_tiny"], "--output_dir is required"),
+        (["--training=false", "--seed", "3", "--output_dir", "x"], "--seed cannot be used"),
+        (["--test_episodes", "3", "--hparams", "ppo_tiny", "--output_dir", "x"], "--test_episodes"),
+    ],
+)
+def test_mistakes_are_reported_without_loading_tensorflow(tmp_path, args, expected):
+    proc = run(*[str(tmp_path / a) if a == "x" else a for a in args])
+    assert proc.returncode == 2
+    (line,) = messages(proc)
+    assert line.startswith("train.py: error:") and expected in line
+    assert "tensorflow" not in imported(proc)
+    assert not (tmp_path / "x").exists()
+
+
+def test_list_shows_registered_names_and_gymnasium_ids_without_tensorflow():
+    proc = run("--list")
+    assert proc.returncode == 0, proc.stderr
+    assert "  ppo_cartpole" in proc.stdout and "  mlp_q" in proc.stdout
+    assert "classic_control: Acrobot-v1, CartPole-v0, CartPole-v1" in proc.stdout
+    assert "LunarLander-v3" in proc.stdout and "HalfCheetah-v5" in proc.stdout
+    assert "tensorflow" not in imported(proc)
+
+
+def test_help_lists_train_flags_without_tensorflow():
+    proc = run("--help")
+    assert proc.returncode == 0
+    for flag in ("--hparams", "--output_dir", "--hparam_override", "--copies", "--training"):
+        assert flag in proc.stdout
+    assert "tensorflow" not in imported(proc)
+
+
+def test_an_env_that_needs_an_extra_names_the_install(monkeypatch):
+    import importlib.util
+
+    from rl import catalog  # noqa: F401
+    from rl.envs import check_env_name
+    from rl.hparams.base import HParamsError
+
+    real_find_spec = importlib.util.find_spec
+    missing = {"Box2D", "mujoco"}
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name: None if name in missing else real_find_spec(name)
+    )
+    with pytest.raises(HParamsError, match=r"'LunarLander-v3' needs box2d.*\.\[box2d\]"):
+        check_env_name("LunarLander-v3")
+    with pytest.raises(HParamsError, match=r"'HalfCheetah-v5' needs mujoco.*\.\[mujoco\]"):
+        check_env_name("HalfCheetah-v5")
+    with pytest.raises(HParamsError, match="legacy"):
+        check_env_name("Ant-v2")
+    check_env_name("CartPole-v1")
+
+
+def test_only_rl_speaks_during_a_run(tmp_path):
+    # TensorFlow's start-up lines (CUDA probing, oneDNN notices) and its C++
+    # errors during training are hidden unless asked for.
+    out = tmp_path / "run"
+    proc = subprocess.run(
+        [sys.executable, TRAIN, "--hparams", "ppo_tiny", "--output_dir", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+    )
+    assert proc.returncode == 0, proc.stderr
+    foreign = [l for l in proc.stderr.splitlines() if not l.startswith(("step ", "rl: "))]
+    assert foreign == []
+    loud = subprocess.run(
+        [sys.executable, "-c", "import rl; rl.Experiment"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "RL_TF_LOGS": "1", "TF_CPP_MIN_LOG_LEVEL": "0"},
+    )
+    quiet = subprocess.run(
+        [sys.executable, "-c", "import rl; rl.Experiment"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert quiet.returncode == 0 and quiet.stderr == ""
+    assert loud.stderr != ""  # the lines exist; they are hidden, not absent
