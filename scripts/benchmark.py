@@ -17,7 +17,10 @@ each side uses seed i); a peer run is a fresh `python scripts/benchmark.py
 train.py, that learns as many env steps as the rl run before it and then
 plays 20 greedy episodes. A short process first measures per-call costs of
 this machine (a compiled TensorFlow call, a NumPy MLP forward, a CartPole
-step), printed above the table.
+step), printed above the table. In its per-run rows, steps/s counts the
+training call only (rl: Experiment.train with its evaluations; peer: learn);
+the summary gives median wall times, their ratio rl/peer, and min/median of
+the final evaluations.
 """
 
 import argparse
@@ -334,6 +337,16 @@ def format_costs(costs: Dict[str, float]) -> str:
 
 
 # --- the side-by-side table ---------------------------------------------------
+def pair_name(hparams: str, algo: str) -> str:
+    """The table's name of a pair.
+
+    Args:
+      hparams: the rl hparams set.
+      algo: the peer algorithm.
+    """
+    return f"{hparams} vs sb3 {algo}"
+
+
 def summarise_pair(
     hparams: str, algo: str, rl_rows: Sequence[dict], peer_rows: Sequence[dict]
 ) -> Dict[str, object]:
@@ -360,10 +373,6 @@ def summarise_pair(
         "peer_eval_min": min(peer_evals),
         "peer_eval_median": statistics.median(peer_evals),
     }
-
-
-def pair_name(hparams: str, algo: str) -> str:
-    return f"{hparams} vs sb3 {algo}"
 
 
 RUN_HEADER = (
