@@ -2,24 +2,74 @@
 
     python scripts/benchmark.py                      # ppo_cartpole, dqn_cartpole
     python scripts/benchmark.py --hparams ppo_cartpole --seeds 0 1 2
+    python scripts/benchmark.py --peer --pairs 3     # side by side with Stable-Baselines3
 
 Each run is a fresh `python train.py` process, so wall time includes Python
 and TensorFlow start-up, tracing and compilation, as a user sees it. The
 table gives wall time, env steps per second in the training loop, the final
 evaluation return and the first step at which evaluation reached the target.
+
+With --peer (needs `pip install -e ".[bench]"`), each set is paired with
+Stable-Baselines3 on the RL Zoo's CartPole settings: ppo_cartpole with its PPO,
+dqn_cartpole with its DQN. Runs alternate rl, peer, rl, peer, ... (run i of
+each side uses seed i); a peer run is a fresh `python scripts/benchmark.py
+--_peer_run ALGO SEED STEPS` process, timed from outside exactly like
+train.py, that learns as many env steps as the rl run before it and then
+plays 20 greedy episodes. A short process first measures per-call costs of
+this machine (a compiled TensorFlow call, a NumPy MLP forward, a CartPole
+step), printed above the table. In its per-run rows, steps/s counts the
+training call only (rl: Experiment.train with its evaluations; peer: learn);
+the summary gives median wall times, their ratio rl/peer, and min/median of
+the final evaluations.
 """
 
 import argparse
+import importlib.util
+import itertools
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
-from typing import Dict, List, Optional
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TRAIN = os.path.join(ROOT, "train.py")
+sys.path.insert(0, ROOT)  # this checkout's rl, not whichever one pip installed
+
+PROG = "benchmark.py"
+# The peer of each hparams set: Stable-Baselines3's algorithm of the same name.
+PEERS: Dict[str, str] = {"ppo_cartpole": "ppo", "dqn_cartpole": "dqn"}
+PEER_MODULES = ("torch", "stable_baselines3")
+PEER_EVAL_EPISODES = 20
+COST_CALLS = 2000
+# MLP of the per-call costs: CartPole observations [16, 4] -> 64 -> 64 (tanh) -> 2.
+COST_BATCH, COST_LAYERS = 16, (4, 64, 64, 2)
+
+
+def timed_run(command: List[str]) -> Tuple[float, str]:
+    """Runs a command from ROOT; returns its whole-process wall time and stdout.
+
+    Args:
+      command: program and arguments.
+    """
+    start = time.perf_counter()
+    proc = subprocess.run(command, capture_output=True, text=True, cwd=ROOT)
+    wall = time.perf_counter() - start
+    if proc.returncode != 0:
+        raise RuntimeError(f"{' '.join(command)} failed:\n{proc.stderr[-2000:]}")
+    return wall, proc.stdout
+
+
+def last_json_line(stdout: str) -> Dict[str, object]:
+    """The JSON object on the last line of a program's output.
+
+    Args:
+      stdout: the program's standard output.
+    """
+    return json.loads(stdout.strip().splitlines()[-1])
 
 
 def run_once(
@@ -47,14 +97,16 @@ def run_once(
     ]
     if train_steps:
         command += ["--train_steps", str(train_steps)]
-    start = time.perf_counter()
-    proc = subprocess.run(command, capture_output=True, text=True, cwd=ROOT)
-    wall = time.perf_counter() - start
-    if proc.returncode != 0:
-        raise RuntimeError(f"{' '.join(command)} failed:\n{proc.stderr[-2000:]}")
-    result = json.loads(proc.stdout.strip().splitlines()[-1])
-    with open(os.path.join(output_dir, "eval.jsonl")) as f:
-        evals = [json.loads(line) for line in f]
+    wall, stdout = timed_run(command)
+    result = last_json_line(stdout)
+    # Imported here, after the timed run: rl.logbook loads TensorFlow, which the
+    # peer and cost processes (this same script) must not pay for.
+    from rl.cli import import_tensorflow_quietly
+
+    import_tensorflow_quietly()
+    from rl.logbook import EVAL_FILE, read_eval_records
+
+    evals = read_eval_records(os.path.join(output_dir, EVAL_FILE))
     return {
         "hparams": hparams,
         "seed": seed,
@@ -62,6 +114,7 @@ def run_once(
         "wall_s": wall,
         "steps_per_s": result["steps_per_second"],
         "final_return": evals[-1]["return_mean"],
+        "eval_returns": evals[-1]["returns"],
         "evals": evals,
     }
 
@@ -73,16 +126,375 @@ def first_step_reaching(evals: List[dict], target: float) -> Optional[int]:
     return None
 
 
-def main(argv: Optional[List[str]] = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--hparams", nargs="+", default=["ppo_cartpole", "dqn_cartpole"])
-    parser.add_argument("--seeds", nargs="+", type=int, default=[0])
-    parser.add_argument("--train_steps", type=int, default=None)
-    parser.add_argument(
-        "--target", type=float, default=475.0, help="evaluation return counted as solved"
+# --- the peer: Stable-Baselines3 with the RL Zoo's CartPole settings ----------
+def linear_schedule(start: float) -> Callable[[float], float]:
+    """SB3 schedule falling linearly from `start` to 0 over training.
+
+    Args:
+      start: value at the beginning (SB3 passes progress_remaining, 1 -> 0).
+    """
+    return lambda progress_remaining: progress_remaining * start
+
+
+def build_sb3_ppo(seed: int):
+    """SB3 PPO on 8 CartPole-v1 copies with the RL Zoo's ppo.yml settings.
+
+    Args:
+      seed: seed of the model and the env copies.
+    """
+    from stable_baselines3 import PPO
+    from stable_baselines3.common.env_util import make_vec_env
+
+    return PPO(
+        "MlpPolicy",
+        make_vec_env("CartPole-v1", n_envs=8, seed=seed),
+        n_steps=32,
+        batch_size=256,
+        n_epochs=20,
+        gamma=0.98,
+        gae_lambda=0.8,
+        ent_coef=0.0,
+        learning_rate=linear_schedule(1e-3),
+        clip_range=linear_schedule(0.2),
+        seed=seed,
+        device="cpu",
+        verbose=0,
     )
-    parser.add_argument("--json", help="also write the rows to this JSON file")
-    args, extra = parser.parse_known_args(argv)
+
+
+def build_sb3_dqn(seed: int):
+    """SB3 DQN on CartPole-v1 with the RL Zoo's dqn.yml settings.
+
+    Args:
+      seed: seed of the model and the env.
+    """
+    import gymnasium as gym
+    from stable_baselines3 import DQN
+
+    return DQN(
+        "MlpPolicy",
+        gym.make("CartPole-v1"),
+        learning_rate=2.3e-3,
+        batch_size=64,
+        buffer_size=100_000,
+        learning_starts=1000,
+        gamma=0.99,
+        target_update_interval=10,
+        train_freq=256,
+        gradient_steps=128,
+        exploration_fraction=0.16,
+        exploration_final_eps=0.04,
+        policy_kwargs={"net_arch": [256, 256]},
+        seed=seed,
+        device="cpu",
+        verbose=0,
+    )
+
+
+PEER_BUILDERS = {"ppo": build_sb3_ppo, "dqn": build_sb3_dqn}
+
+
+def peer_run(algo: str, seed: int, steps: int) -> Dict[str, object]:
+    """Builds, trains and evaluates one peer model in this process.
+
+    Args:
+      algo: "ppo" or "dqn".
+      seed: seed of the model, its envs and the evaluation env.
+      steps: env steps to learn.
+    """
+    # The peer's own set-up (torch, SB3, Gymnasium) has no TensorFlow and no
+    # TensorBoard; here both are installed for rl, and SB3 would load them
+    # through torch.utils.tensorboard (about 2.5 s). Hide them, as that venv would.
+    sys.modules["tensorflow"] = None
+    sys.modules["tensorboard"] = None
+    import gymnasium as gym
+    import torch
+    from stable_baselines3.common.evaluation import evaluate_policy
+    from stable_baselines3.common.monitor import Monitor
+
+    torch.set_num_threads(1)
+    model = PEER_BUILDERS[algo](seed)
+    start = time.perf_counter()
+    model.learn(steps)
+    learn_s = time.perf_counter() - start
+    eval_env = Monitor(gym.make("CartPole-v1"))
+    eval_env.reset(seed=seed + 12345)
+    returns, _ = evaluate_policy(
+        model,
+        eval_env,
+        n_eval_episodes=PEER_EVAL_EPISODES,
+        deterministic=True,
+        return_episode_rewards=True,
+    )
+    return {"steps": int(model.num_timesteps), "learn_s": learn_s, "returns": list(returns)}
+
+
+def peer_once(algo: str, seed: int, steps: int) -> Dict[str, object]:
+    """Runs one peer process, timed like train.py, and returns the row's numbers.
+
+    Args:
+      algo: "ppo" or "dqn".
+      seed: run seed.
+      steps: env steps to learn.
+    """
+    command = [sys.executable, os.path.abspath(__file__), "--_peer_run", algo, str(seed)]
+    wall, stdout = timed_run(command + [str(steps)])
+    result = last_json_line(stdout)
+    return {
+        "seed": seed,
+        "steps": result["steps"],
+        "wall_s": wall,
+        "steps_per_s": result["steps"] / result["learn_s"],
+        "final_return": statistics.fmean(result["returns"]),
+        "eval_returns": result["returns"],
+    }
+
+
+# --- per-call costs of this machine ---------------------------------------------
+def per_call_ms(
+    call: Callable[[], object],
+    calls: int,
+    warmup: int = 20,
+    clock: Callable[[], float] = time.perf_counter,
+) -> float:
+    """Median wall time of one call, in milliseconds.
+
+    Args:
+      call: the function to time, called without arguments.
+      calls: how many timed calls.
+      warmup: untimed calls first (first calls build caches).
+      clock: seconds, monotonic.
+    """
+    for _ in range(warmup):
+        call()
+    times = []
+    for _ in range(calls):
+        start = clock()
+        call()
+        times.append(clock() - start)
+    return 1000.0 * statistics.median(times)
+
+
+def machine_costs(calls: int) -> Dict[str, float]:
+    """Per-call costs in ms: a compiled TF MLP call, the NumPy MLP, a CartPole step.
+
+    Args:
+      calls: timed calls of each.
+    """
+    import gymnasium as gym
+    import numpy as np
+    import tensorflow as tf
+
+    rng = np.random.default_rng(0)
+    layers = [
+        (rng.normal(0, 0.1, (n_in, n_out)).astype(np.float32), np.zeros(n_out, np.float32))
+        for n_in, n_out in zip(COST_LAYERS[:-1], COST_LAYERS[1:])
+    ]
+    x = rng.normal(size=(COST_BATCH, COST_LAYERS[0])).astype(np.float32)
+
+    def numpy_forward():
+        h = x
+        for w, b in layers[:-1]:
+            h = np.tanh(h @ w + b)
+        return h @ layers[-1][0] + layers[-1][1]
+
+    variables = [(tf.Variable(w), tf.Variable(b)) for w, b in layers]
+
+    @tf.function(input_signature=[tf.TensorSpec(x.shape, tf.float32)])
+    def tf_forward(h):
+        for w, b in variables[:-1]:
+            h = tf.tanh(h @ w + b)
+        return h @ variables[-1][0] + variables[-1][1]
+
+    concrete, x_tf = tf_forward.get_concrete_function(), tf.constant(x)
+    env = gym.make("CartPole-v1")
+    env.reset(seed=0)
+    actions = itertools.cycle([0, 1])
+
+    def env_step():
+        _, _, terminated, truncated, _ = env.step(next(actions))
+        if terminated or truncated:
+            env.reset()
+
+    return {
+        "tf_call_ms": per_call_ms(lambda: concrete(x_tf), calls),
+        "numpy_mlp_ms": per_call_ms(numpy_forward, calls),
+        "cartpole_step_ms": per_call_ms(env_step, calls),
+    }
+
+
+def format_costs(costs: Dict[str, float]) -> str:
+    """One line of the per-call costs.
+
+    Args:
+      costs: machine_costs' result.
+    """
+    return (
+        f"per-call costs here: compiled TF MLP call [16,4] {costs['tf_call_ms']:.3f} ms, "
+        f"NumPy MLP forward {costs['numpy_mlp_ms']:.3f} ms, "
+        f"CartPole-v1 step {costs['cartpole_step_ms']:.3f} ms"
+    )
+
+
+# --- the side-by-side table ---------------------------------------------------
+def pair_name(hparams: str, algo: str) -> str:
+    """The table's name of a pair.
+
+    Args:
+      hparams: the rl hparams set.
+      algo: the peer algorithm.
+    """
+    return f"{hparams} vs sb3 {algo}"
+
+
+def summarise_pair(
+    hparams: str, algo: str, rl_rows: Sequence[dict], peer_rows: Sequence[dict]
+) -> Dict[str, object]:
+    """Medians of one pair's runs and the ratio of median wall times, rl/peer.
+
+    Args:
+      hparams: the rl hparams set.
+      algo: the peer algorithm.
+      rl_rows: run_once rows of the set.
+      peer_rows: peer_once rows.
+    """
+    rl_wall = statistics.median(r["wall_s"] for r in rl_rows)
+    peer_wall = statistics.median(r["wall_s"] for r in peer_rows)
+    rl_evals = [r["final_return"] for r in rl_rows]
+    peer_evals = [r["final_return"] for r in peer_rows]
+    return {
+        "pair": pair_name(hparams, algo),
+        "runs": len(rl_rows),
+        "rl_wall_s": rl_wall,
+        "peer_wall_s": peer_wall,
+        "ratio": rl_wall / peer_wall,
+        "rl_eval_min": min(rl_evals),
+        "rl_eval_median": statistics.median(rl_evals),
+        "peer_eval_min": min(peer_evals),
+        "peer_eval_median": statistics.median(peer_evals),
+    }
+
+
+RUN_HEADER = (
+    f"{'pair':<24} {'run':>3} {'side':<4} {'seed':>4} {'steps':>7} {'wall s':>7} "
+    f"{'steps/s':>8} {'final eval':>10} {'episodes':>8}"
+)
+SUMMARY_HEADER = (
+    f"{'pair':<24} {'runs':>4} {'rl s':>6} {'peer s':>6} {'rl/peer':>7} "
+    f"{'rl eval min/med':>15} {'peer eval min/med':>17}"
+)
+
+
+def format_run(row: Dict[str, object]) -> str:
+    """One per-run line of the side-by-side table.
+
+    Args:
+      row: a run_once or peer_once row with pair, run and side added.
+    """
+    return (
+        f"{row['pair']:<24} {row['run']:>3} {row['side']:<4} {row['seed']:>4} "
+        f"{row['steps']:>7} {row['wall_s']:>7.1f} {row['steps_per_s']:>8.0f} "
+        f"{row['final_return']:>10.1f} {len(row['eval_returns']):>8}"
+    )
+
+
+def format_summary(summary: Dict[str, object]) -> str:
+    """One summary line of the side-by-side table.
+
+    Args:
+      summary: summarise_pair's result.
+    """
+    rl_eval = f"{summary['rl_eval_min']:.1f}/{summary['rl_eval_median']:.1f}"
+    peer_eval = f"{summary['peer_eval_min']:.1f}/{summary['peer_eval_median']:.1f}"
+    return (
+        f"{summary['pair']:<24} {summary['runs']:>4} {summary['rl_wall_s']:>6.1f} "
+        f"{summary['peer_wall_s']:>6.1f} {summary['ratio']:>7.2f} "
+        f"{rl_eval:>15} {peer_eval:>17}"
+    )
+
+
+def missing_modules(names: Sequence[str]) -> List[str]:
+    """The modules among `names` that this Python cannot import.
+
+    Args:
+      names: top-level module names.
+    """
+    return [name for name in names if importlib.util.find_spec(name) is None]
+
+
+def peer_error(hparams: Sequence[str], pairs: int) -> Optional[str]:
+    """Why a --peer run cannot start, or None.
+
+    Args:
+      hparams: the --hparams sets.
+      pairs: the --pairs count.
+    """
+    unpaired = [name for name in hparams if name not in PEERS]
+    if unpaired:
+        return f"--peer has no peer for {', '.join(unpaired)}: valid: {', '.join(PEERS)}"
+    if pairs < 1:
+        return f"--pairs must be >= 1, got {pairs}"
+    missing = missing_modules(PEER_MODULES)
+    if missing:
+        return f'--peer needs {", ".join(missing)}: pip install -e ".[bench]"'
+    return None
+
+
+def run_peer_table(
+    hparams: Sequence[str], pairs: int, train_steps: Optional[int], extra: List[str], tmp: str
+) -> Tuple[Dict[str, float], List[dict], List[dict]]:
+    """Measures the per-call costs, then runs and prints the side-by-side table.
+
+    Args:
+      hparams: rl sets, each with a peer in PEERS.
+      pairs: rl/peer run pairs per set.
+      train_steps: env steps of the rl runs (None: the set's own budget).
+      extra: more train.py flags.
+      tmp: a folder for the rl runs.
+    """
+    _, stdout = timed_run([sys.executable, os.path.abspath(__file__), "--_costs"])
+    costs = last_json_line(stdout)
+    print(format_costs(costs))
+    print(RUN_HEADER)
+    print("-" * len(RUN_HEADER), flush=True)
+    rows, summaries = [], []
+    for name in hparams:
+        algo, pair_rows = PEERS[name], {"rl": [], "peer": []}
+        for run in range(pairs):
+            rl_row = run_once(name, run, train_steps, os.path.join(tmp, f"{name}-{run}"), extra)
+            del rl_row["evals"], rl_row["hparams"]
+            # The peer learns as many env steps as the rl run took.
+            peer_row = peer_once(algo, run, int(rl_row["steps"]))
+            for side, row in (("rl", rl_row), ("peer", peer_row)):
+                row.update(pair=pair_name(name, algo), run=run + 1, side=side)
+                pair_rows[side].append(row)
+                rows.append(row)
+                print(format_run(row), flush=True)
+        summaries.append(summarise_pair(name, algo, pair_rows["rl"], pair_rows["peer"]))
+    print()
+    print(SUMMARY_HEADER)
+    print("-" * len(SUMMARY_HEADER))
+    for summary in summaries:
+        print(format_summary(summary))
+    return costs, rows, summaries
+
+
+def run_table(
+    hparams: Sequence[str],
+    seeds: Sequence[int],
+    train_steps: Optional[int],
+    target: float,
+    extra: List[str],
+) -> List[dict]:
+    """Runs and prints the rl-only table; returns its rows without the eval records.
+
+    Args:
+      hparams: rl sets.
+      seeds: seeds of each set.
+      train_steps: env steps (None: the set's own budget).
+      target: evaluation return counted as solved.
+      extra: more train.py flags.
+    """
     rows = []
     header = (
         f"{'hparams':<14} {'seed':>4} {'steps':>8} {'wall s':>7} "
@@ -91,12 +503,10 @@ def main(argv: Optional[List[str]] = None) -> int:
     print(header)
     print("-" * len(header))
     with tempfile.TemporaryDirectory(prefix="rl-bench-") as tmp:
-        for name in args.hparams:
-            for seed in args.seeds:
-                row = run_once(
-                    name, seed, args.train_steps, os.path.join(tmp, f"{name}-{seed}"), extra
-                )
-                solved = first_step_reaching(row["evals"], args.target)
+        for name in hparams:
+            for seed in seeds:
+                row = run_once(name, seed, train_steps, os.path.join(tmp, f"{name}-{seed}"), extra)
+                solved = first_step_reaching(row["evals"], target)
                 row["solved_at"] = solved
                 rows.append(row)
                 print(
@@ -105,9 +515,51 @@ def main(argv: Optional[List[str]] = None) -> int:
                     f"{solved if solved is not None else '-':>9}",
                     flush=True,
                 )
+    return [{k: v for k, v in r.items() if k not in ("evals", "eval_returns")} for r in rows]
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--hparams", nargs="+", default=["ppo_cartpole", "dqn_cartpole"])
+    parser.add_argument("--seeds", nargs="+", type=int, default=[0], help="without --peer")
+    parser.add_argument("--train_steps", type=int, default=None)
+    parser.add_argument(
+        "--target", type=float, default=475.0, help="evaluation return counted as solved"
+    )
+    parser.add_argument("--json", help="also write the rows to this JSON file")
+    parser.add_argument(
+        "--peer", action="store_true", help="alternate runs with Stable-Baselines3's PPO/DQN"
+    )
+    parser.add_argument(
+        "--pairs", type=int, default=3, help="with --peer: rl/peer runs per set (seeds 0..N-1)"
+    )
+    # The processes this script starts for the peer and the per-call costs.
+    parser.add_argument("--_peer_run", nargs=3, metavar="ALGO_SEED_STEPS", help=argparse.SUPPRESS)
+    parser.add_argument("--_costs", action="store_true", help=argparse.SUPPRESS)
+    args, extra = parser.parse_known_args(argv)
+    if args._peer_run:
+        algo, seed, steps = args._peer_run
+        print(json.dumps(peer_run(algo, int(seed), int(steps))))
+        return 0
+    if args._costs:
+        print(json.dumps(machine_costs(COST_CALLS)))
+        return 0
+    if args.peer:
+        error = peer_error(args.hparams, args.pairs)
+        if error:
+            print(f"{PROG}: error: {error}", file=sys.stderr)
+            return 2
+        with tempfile.TemporaryDirectory(prefix="rl-bench-") as tmp:
+            costs, rows, summaries = run_peer_table(
+                args.hparams, args.pairs, args.train_steps, extra, tmp
+            )
+        report: object = {"costs_ms": costs, "rows": rows, "summaries": summaries}
+    else:
+        report = run_table(args.hparams, args.seeds, args.train_steps, args.target, extra)
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump([{k: v for k, v in r.items() if k != "evals"} for r in rows], f, indent=2)
+        from rl.experiment import write_text_atomic
+
+        write_text_atomic(args.json, json.dumps(report, indent=2))
     return 0
 
 

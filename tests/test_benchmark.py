@@ -1,0 +1,148 @@
+"""Tests of scripts/benchmark.py: its pure parts, its errors and short real runs."""
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SCRIPT = os.path.join(ROOT, "scripts", "benchmark.py")
+
+
+def _load_benchmark():
+    """Imports scripts/benchmark.py, which is not in a package, as a module."""
+    spec = importlib.util.spec_from_file_location("benchmark_script", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+benchmark = _load_benchmark()
+needs_bench = pytest.mark.skipif(
+    bool(benchmark.missing_modules(benchmark.PEER_MODULES)),
+    reason='needs the bench extra: pip install -e ".[bench]"',
+)
+
+
+def run_script(*args, prelude=""):
+    """Runs the script as `python scripts/benchmark.py ARGS`, after `prelude` Python code."""
+    code = (
+        f"import runpy, sys\n{prelude}\n"
+        f"sys.argv = [{SCRIPT!r}] + {list(args)!r}\n"
+        f"sys.exit(runpy.run_path({SCRIPT!r}, run_name='__main__'))\n"
+    )
+    return subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=300
+    )
+
+
+def test_per_call_ms_is_the_median_of_the_timed_calls():
+    ticks = iter([0.0, 1.0, 10.0, 13.0, 20.0, 22.0])  # calls of 1 s, 3 s and 2 s
+    calls = []
+    ms = benchmark.per_call_ms(lambda: calls.append(1), 3, warmup=2, clock=lambda: next(ticks))
+    assert ms == 2000.0
+    assert len(calls) == 5  # two untimed warm-up calls, then three timed
+
+
+def test_summarise_pair_takes_medians_and_the_ratio_of_median_walls():
+    rl_rows = [
+        {"wall_s": 12.0, "final_return": 500.0},
+        {"wall_s": 10.0, "final_return": 480.0},
+        {"wall_s": 14.0, "final_return": 200.0},
+    ]
+    peer_rows = [
+        {"wall_s": 40.0, "final_return": 500.0},
+        {"wall_s": 30.0, "final_return": 450.0},
+        {"wall_s": 35.0, "final_return": 500.0},
+    ]
+    summary = benchmark.summarise_pair("ppo_cartpole", "ppo", rl_rows, peer_rows)
+    assert summary["pair"] == "ppo_cartpole vs sb3 ppo"
+    assert summary["runs"] == 3
+    assert (summary["rl_wall_s"], summary["peer_wall_s"]) == (12.0, 35.0)
+    assert summary["ratio"] == pytest.approx(12.0 / 35.0)
+    assert (summary["rl_eval_min"], summary["rl_eval_median"]) == (200.0, 480.0)
+    assert (summary["peer_eval_min"], summary["peer_eval_median"]) == (450.0, 500.0)
+    line = benchmark.format_summary(summary)
+    assert line.split()[-5:] == ["12.0", "35.0", "0.34", "200.0/480.0", "450.0/500.0"]
+
+
+def test_missing_modules_names_only_what_cannot_be_imported():
+    assert benchmark.missing_modules(["json", "no_such_module_rl_bench"]) == [
+        "no_such_module_rl_bench"
+    ]
+
+
+def test_peer_error_names_the_sets_that_have_a_peer():
+    error = benchmark.peer_error(["ppo_cartpole", "ppo_acrobot"], 3)
+    assert error == "--peer has no peer for ppo_acrobot: valid: ppo_cartpole, dqn_cartpole"
+    assert benchmark.peer_error(["dqn_cartpole"], 0) == "--pairs must be >= 1, got 0"
+
+
+def test_peer_without_the_bench_extra_is_one_line_and_exit_2(tmp_path):
+    report = tmp_path / "report.json"
+    # As on a machine without the extra: the import system finds no stable_baselines3.
+    proc = run_script(
+        "--peer", "--json", str(report), prelude="sys.modules['stable_baselines3'] = None"
+    )
+    assert proc.returncode == 2
+    assert proc.stdout == ""
+    assert proc.stderr == (
+        'benchmark.py: error: --peer needs stable_baselines3: pip install -e ".[bench]"\n'
+    )
+    assert not report.exists()
+
+
+@needs_bench
+@pytest.mark.parametrize("algo", ["ppo", "dqn"])
+def test_a_peer_run_learns_the_steps_and_plays_20_greedy_episodes(algo):
+    proc = run_script("--_peer_run", algo, "0", "512")
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert result["steps"] == 512  # both collect in blocks of 256 env steps
+    assert len(result["returns"]) == 20
+    # CartPole pays 1 per step and no episode ends before 8 steps.
+    assert all(r >= 8 for r in result["returns"])
+
+
+@needs_bench
+def test_peer_table_alternates_and_writes_rows_and_summaries(tmp_path):
+    report = tmp_path / "report.json"
+    proc = run_script(
+        "--peer",
+        "--pairs",
+        "1",
+        "--hparams",
+        "ppo_cartpole",
+        "--train_steps",
+        "400",
+        "--json",
+        str(report),
+    )
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0].startswith("per-call costs here: compiled TF MLP call")
+    data = json.loads(report.read_text())
+    assert set(data["costs_ms"]) == {"tf_call_ms", "numpy_mlp_ms", "cartpole_step_ms"}
+    assert all(ms > 0 for ms in data["costs_ms"].values())
+    rl_row, peer_row = data["rows"]
+    assert (rl_row["side"], peer_row["side"]) == ("rl", "peer")
+    # ppo_cartpole steps 16 envs x 25; the peer learns at least as many, in blocks of 256.
+    assert (rl_row["steps"], peer_row["steps"]) == (400, 512)
+    assert (len(rl_row["eval_returns"]), len(peer_row["eval_returns"])) == (10, 20)
+    (summary,) = data["summaries"]
+    assert summary["ratio"] == pytest.approx(rl_row["wall_s"] / peer_row["wall_s"])
+    assert summary["rl_eval_median"] == rl_row["final_return"]
+    assert sum(line.startswith("ppo_cartpole vs sb3 ppo") for line in lines) == 3
+
+
+def test_without_peer_the_rl_table_stays(tmp_path):
+    report = tmp_path / "rows.json"
+    proc = run_script("--hparams", "ppo_tiny", "--seeds", "3", "--json", str(report))
+    assert proc.returncode == 0, proc.stderr
+    rows = json.loads(report.read_text())
+    assert [(r["hparams"], r["seed"], r["steps"]) for r in rows] == [("ppo_tiny", 3, 256)]
+    assert proc.stdout.splitlines()[0].split()[:2] == ["hparams", "seed"]
+    assert "per-call costs" not in proc.stdout
