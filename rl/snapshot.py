@@ -263,8 +263,10 @@ def git_diff(git: dict, output_dir: str | None = None) -> tuple[str, dict]:
     with tempfile.TemporaryDirectory(prefix="rl-snapshot-index-") as tmp:
         env = {"GIT_INDEX_FILE": os.path.join(tmp, "index")}
         if os.path.isfile(index_path):
-            # A copy keeps the stat cache, so git need not re-hash every tracked file.
-            shutil.copyfile(index_path, env["GIT_INDEX_FILE"])
+            # A copy keeps the stat cache, so git need not re-hash every tracked file. It
+            # keeps the index's mtime too: git re-reads a file changed in the same second as
+            # the index was written only if the index looks that old (racy git).
+            shutil.copy2(index_path, env["GIT_INDEX_FILE"])
         listed, err = _git(
             ["ls-files", "-z", "--others", "--exclude-standard", "--", *spec], root, env
         )

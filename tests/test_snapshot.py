@@ -7,6 +7,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+import time
 import types
 from pathlib import Path
 
@@ -150,6 +151,27 @@ def test_patch_recreates_working_tree(dirty_repo: Path, tmp_path: Path) -> None:
     git(clone, "apply", str(out / "snapshot" / "git_diff.patch"))
     assert (clone / "train.py").read_text() == "print('v2')\n"
     assert (clone / "new_algo.py").read_text() == "LR = 0.5\n"
+
+
+def test_patch_has_a_change_made_in_the_second_of_the_commit(tmp_path: Path) -> None:
+    # Same size, same second as the index entry: only git's racy-index check sees the
+    # change, and it needs the index copy to keep the index's mtime.
+    for attempt in range(10):
+        repo = tmp_path / f"repo{attempt}"
+        repo.mkdir()
+        second = int(time.time())
+        git(repo, "init", "-q", "-b", "main")
+        (repo / "train.py").write_text("print('v1')\n")
+        git(repo, "add", "train.py")
+        git(repo, "commit", "-q", "-m", "first")
+        (repo / "train.py").write_text("print('v2')\n")
+        if int(time.time()) == second:
+            break
+    else:
+        pytest.skip("could not commit and edit within one second")
+    time.sleep(1.1)  # The index copy is now written in a later second.
+    patch, _ = snapshot.git_diff(snapshot.git_info(str(repo)))
+    assert "+print('v2')" in patch
 
 
 def test_resume_appends_and_keeps_files(dirty_repo: Path, tmp_path: Path) -> None:
