@@ -85,6 +85,9 @@ def define_flags() -> None:
     )
 
 
+HELP_FLAGS = {"--help", "-h", "-?", "--helpshort", "--helpfull", "--helpxml"}
+
+
 def fail(message: str) -> NoReturn:
     """One line on stderr, exit code 2."""
     print(f"{PROG}: error: {message}", file=sys.stderr, flush=True)
@@ -97,6 +100,10 @@ def parse_flags_or_exit(argv: List[str]) -> List[str]:
         return FLAGS(argv)
     except flags.Error as e:
         fail(str(e).splitlines()[0])
+    except SystemExit as e:
+        # absl's --help/--helpshort/--helpfull print the flags, then exit 1; asking
+        # for help is not a failure.
+        sys.exit(0 if e.code == 1 and HELP_FLAGS & set(argv) else e.code)
 
 
 def user_errors() -> tuple:

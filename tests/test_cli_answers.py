@@ -108,12 +108,14 @@ def test_only_rl_speaks_during_a_run(tmp_path):
     # TensorFlow's start-up lines (CUDA probing, oneDNN notices) and its C++
     # errors during training are hidden unless asked for.
     out = tmp_path / "run"
+    env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}  # as a user has it
     proc = subprocess.run(
         [sys.executable, TRAIN, "--hparams", "ppo_tiny", "--output_dir", str(out)],
         capture_output=True,
         text=True,
         timeout=300,
         cwd=ROOT,
+        env=env,
     )
     assert proc.returncode == 0, proc.stderr
     foreign = [l for l in proc.stderr.splitlines() if not l.startswith(("step ", "rl: "))]
