@@ -171,3 +171,22 @@ def test_dqn_loss_gradient_flows_only_through_q_tm1():
 
 def test_huber():
     np.testing.assert_allclose(huber(tf.constant([0.5, -2.0]), 1.0).numpy(), [0.125, 1.5])
+
+
+def test_categorical_log_prob_and_entropy_match_tfp_and_hand_values():
+    import tensorflow_probability as tfp
+
+    from rl.algos.grad_comp.ppo import categorical_log_prob_and_entropy
+
+    # softmax([0, log 3]) = [1/4, 3/4]: log p(1) = log 3/4, H = -(1/4 log 1/4 + 3/4 log 3/4).
+    logits = tf.constant([[0.0, np.log(3.0)], [2.0, -1.0]], tf.float32)
+    actions = tf.constant([1, 0])
+    log_probs, entropy = categorical_log_prob_and_entropy(logits, actions)
+    np.testing.assert_allclose(log_probs[0], np.log(0.75), rtol=1e-6)
+    np.testing.assert_allclose(entropy[0], -(0.25 * np.log(0.25) + 0.75 * np.log(0.75)), rtol=1e-6)
+    wide = tf.random.stateless_normal([64, 5], seed=[1, 2], stddev=4.0)
+    picks = tf.random.stateless_uniform([64], seed=[3, 4], maxval=5, dtype=tf.int32)
+    reference = tfp.distributions.Categorical(logits=wide)
+    ours = categorical_log_prob_and_entropy(wide, picks)
+    np.testing.assert_allclose(ours[0], reference.log_prob(picks), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(ours[1], reference.entropy(), rtol=1e-5, atol=1e-6)

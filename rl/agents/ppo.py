@@ -9,11 +9,11 @@ The whole update (GAE, every epoch and minibatch) is one compiled call.
 from typing import Dict, List, Optional
 
 import numpy as np
-import tensorflow_probability as tfp
 
 from rl import registry
 from rl._tf import tf
 from rl.agents.base import Agent, clip_gradients
+from rl.algos.grad_comp.ppo import categorical_log_prob_and_entropy
 from rl.hparams.ppo import PPOHParams
 
 
@@ -94,7 +94,7 @@ class PPOAgent(Agent):
         obs_flat, actions_flat = flat(obs), flat(actions)
         logits, values = self.model(obs_flat)
         _, next_values = self.model(flat(next_obs))
-        old_log_probs = tfp.distributions.Categorical(logits=logits).log_prob(actions_flat)
+        old_log_probs, _ = categorical_log_prob_and_entropy(logits, actions_flat)
         shape_tn = tf.stack([steps, envs])
         advantages, returns = self.gae(
             batch_first(rewards),
@@ -160,14 +160,14 @@ class PPOAgent(Agent):
         variables = self.model.trainable_variables
         with tf.GradientTape() as tape:
             logits, values = self.model(obs)
-            distribution = tfp.distributions.Categorical(logits=logits)
+            log_probs, entropy = categorical_log_prob_and_entropy(logits, actions)
             loss, extras = self.algo.grad_comp(
-                log_probs=distribution.log_prob(actions),
+                log_probs=log_probs,
                 old_log_probs=old_log_probs,
                 advantages=advantages,
                 values=values,
                 returns=returns,
-                entropy=distribution.entropy(),
+                entropy=entropy,
                 clip_ratio=hp.clip_ratio,
                 value_coef=hp.value_coef,
                 entropy_coef=hp.entropy_coef,
