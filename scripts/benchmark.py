@@ -99,11 +99,8 @@ def run_once(
         command += ["--train_steps", str(train_steps)]
     wall, stdout = timed_run(command)
     result = last_json_line(stdout)
-    # Imported here, after the timed run: rl.logbook loads TensorFlow, which the
-    # peer and cost processes (this same script) must not pay for.
-    from rl.cli import import_tensorflow_quietly
-
-    import_tensorflow_quietly()
+    # Imported here, after the timed run: the peer and cost processes (this same
+    # script) must not pay for rl's imports.
     from rl.logbook import EVAL_FILE, read_eval_records
 
     evals = read_eval_records(os.path.join(output_dir, EVAL_FILE))

@@ -85,12 +85,15 @@ def test_peer_without_the_bench_extra_is_one_line_and_exit_2(tmp_path):
     report = tmp_path / "report.json"
     # As on a machine without the extra: the import system finds no stable_baselines3.
     proc = run_script(
-        "--peer", "--json", str(report), prelude="sys.modules['stable_baselines3'] = None"
+        "--peer",
+        "--json",
+        str(report),
+        prelude="sys.modules['stable_baselines3'] = sys.modules['torch'] = None",
     )
     assert proc.returncode == 2
     assert proc.stdout == ""
     assert proc.stderr == (
-        'benchmark.py: error: --peer needs stable_baselines3: pip install -e ".[bench]"\n'
+        'benchmark.py: error: --peer needs torch, stable_baselines3: pip install -e ".[bench]"\n'
     )
     assert not report.exists()
 
