@@ -17,10 +17,12 @@ import io
 import json
 import os
 import re
-import tempfile
 from typing import Callable
 
 import numpy as np
+
+from rl.files import write_bytes_atomic
+from rl.logbook import read_eval_records
 
 EVAL_LOG_NAME = "eval.jsonl"
 SUMMARY_NAME = "summary.json"
@@ -33,9 +35,8 @@ _COPY_DIR_PATTERN = re.compile(r"run_(\d+)")
 def read_eval_log(run_dir: str) -> list[dict]:
     """Reads `<run_dir>/eval.jsonl` into a list of records, in file order.
 
-    Blank lines are ignored. An unparsable *last* line is skipped: it is what a run
-    killed in the middle of a write leaves behind. Anything unparsable before it is
-    corruption and raises.
+    The logbook's reader does the parsing (a last line cut short by a kill is
+    skipped, any other damaged line raises); this adds what the analysis needs.
 
     Args:
       run_dir: directory of one training run.
@@ -45,26 +46,15 @@ def read_eval_log(run_dir: str) -> list[dict]:
 
     Raises:
       FileNotFoundError: if the log does not exist (the message names its path).
-      ValueError: if a line other than the last is not a JSON object with the required
-        fields (the message names the file and the 1-based line number).
+      ValueError: if a line is damaged or lacks the required fields (the message
+        names the file and the line or record).
     """
     path = os.path.join(run_dir, EVAL_LOG_NAME)
     if not os.path.isfile(path):
         raise FileNotFoundError(f"no evaluation log at {path}")
-    with open(path, encoding="utf-8") as f:
-        lines = f.read().splitlines()
-    numbered = [(i + 1, line) for i, line in enumerate(lines) if line.strip()]
-    records = []
-    for position, (line_number, line) in enumerate(numbered):
-        is_last = position == len(numbered) - 1
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as e:
-            if is_last:
-                break
-            raise ValueError(f"{path}, line {line_number}: invalid JSON ({e.msg})") from e
-        _check_record(record, path, line_number)
-        records.append(record)
+    records = read_eval_records(path)
+    for number, record in enumerate(records, 1):
+        _check_record(record, path, number)
     return records
 
 
@@ -357,31 +347,6 @@ def _render_curves_png(groups: dict[str, list[str]], title: str) -> bytes:
     return buffer.getvalue()
 
 
-def _write_atomic(path: str, data: bytes) -> None:
-    """Writes `data` to `path` so readers see the old file or the new one, never half.
-
-    Args:
-      path: destination file; its parent directory is created if needed.
-      data: the full file contents.
-    """
-    directory = os.path.dirname(os.path.abspath(path))
-    os.makedirs(directory, exist_ok=True)
-    # The temp file lives in the same directory so os.replace is a rename, not a copy.
-    fd, tmp_path = tempfile.mkstemp(
-        dir=directory, prefix=f".{os.path.basename(path)}.", suffix=".tmp"
-    )
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        # mkstemp makes the file private (0600); results are meant to be shared.
-        os.chmod(tmp_path, 0o644)
-        os.replace(tmp_path, path)
-    except BaseException:
-        if os.path.exists(tmp_path):
-            os.remove(tmp_path)
-        raise
-
-
 def plot_curves(groups: dict[str, list[str]], path: str, title: str = "") -> None:
     """Plots mean evaluation return against env steps, one line per group, to a PNG.
 
@@ -395,7 +360,8 @@ def plot_curves(groups: dict[str, list[str]], path: str, title: str = "") -> Non
     """
     if not groups:
         raise ValueError("plot_curves needs at least one group")
-    _write_atomic(path, _render_curves_png(groups, title))
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    write_bytes_atomic(path, _render_curves_png(groups, title))
 
 
 def write_summary(output_dir: str, run_dirs: list[str]) -> dict:
@@ -410,7 +376,7 @@ def write_summary(output_dir: str, run_dirs: list[str]) -> dict:
     """
     summary = summarize_runs(run_dirs)
     text = json.dumps(summary, indent=2) + "\n"
-    _write_atomic(os.path.join(output_dir, SUMMARY_NAME), text.encode("utf-8"))
+    write_bytes_atomic(os.path.join(output_dir, SUMMARY_NAME), text.encode("utf-8"))
     label = os.path.basename(os.path.normpath(output_dir))
     plot_curves({label: run_dirs}, os.path.join(output_dir, CURVES_NAME), title=label)
     return summary

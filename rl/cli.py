@@ -152,7 +152,6 @@ def check_early() -> None:
         catalog,  # noqa: F401  (fills the registries)
         registry,
     )
-    from rl.hparams.resolve import resolve_hparams
 
     check_mode_flags()
     try:
@@ -160,16 +159,27 @@ def check_early() -> None:
         if not FLAGS.output_dir:
             fail("--output_dir is required, e.g. --output_dir runs/ppo_cartpole")
         if FLAGS.training and FLAGS.hparams is not None:
-            resolve_hparams(
-                FLAGS.hparams,
-                FLAGS.hparam_override,
-                env=FLAGS.env,
-                seed=FLAGS.seed,
-                train_steps=FLAGS.train_steps,
-                eval_episodes=FLAGS.eval_episodes,
-            )
+            hparams_from_flags()
     except user_errors() as e:
         fail(str(e))
+
+
+def hparams_from_flags():
+    """The --hparams set with --hparam_override and the field flags applied, checked.
+
+    Raises:
+        UnknownNameError, HParamsError: as ``resolve_hparams``.
+    """
+    from rl.hparams.resolve import resolve_hparams
+
+    return resolve_hparams(
+        FLAGS.hparams,
+        FLAGS.hparam_override,
+        env=FLAGS.env,
+        seed=FLAGS.seed,
+        train_steps=FLAGS.train_steps,
+        eval_episodes=FLAGS.eval_episodes,
+    )
 
 
 def show_tensorflow_logs() -> bool:
@@ -264,7 +274,7 @@ def run_test() -> int:
     writes test_summary.json beside them.
     """
     from rl import analysis
-    from rl.experiment import write_text_atomic
+    from rl.files import write_text_atomic
 
     output_dir = FLAGS.output_dir
     if os.path.exists(os.path.join(output_dir, "hparams.json")):
@@ -295,7 +305,8 @@ def run_test() -> int:
 
 def run_test_episodes(output_dir: str) -> Dict[str, Any]:
     """Tests one run folder into its test.json; bad input ends the process."""
-    from rl.experiment import Experiment, write_text_atomic
+    from rl.experiment import Experiment
+    from rl.files import write_text_atomic
 
     try:
         experiment = Experiment(
@@ -332,21 +343,13 @@ def run_copies() -> int:
     """--copies N: N runs in run_<i>, one after another or side by side."""
     from rl import analysis
     from rl.experiment import check_resume
-    from rl.hparams.resolve import resolve_hparams
 
     output_dir = FLAGS.output_dir
     run_dirs = [os.path.join(output_dir, f"run_{i}") for i in range(FLAGS.copies)]
     try:
         if FLAGS.hparams is None:
             fail("--hparams is required with --copies, e.g. --hparams ppo_cartpole")
-        hp = resolve_hparams(
-            FLAGS.hparams,
-            FLAGS.hparam_override,
-            env=FLAGS.env,
-            seed=FLAGS.seed,
-            train_steps=FLAGS.train_steps,
-            eval_episodes=FLAGS.eval_episodes,
-        )
+        hp = hparams_from_flags()
         seeds = seeding.copy_seeds(hp.seed, FLAGS.copies)
         for run_dir, seed in zip(run_dirs, seeds):  # check all before writing
             check_resume(run_dir, hp.replace(seed=seed), FLAGS.allow_hparam_change)

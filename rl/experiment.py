@@ -22,13 +22,11 @@ step twice or loses one: TensorBoard steps neither go backwards nor double.
 from __future__ import annotations
 
 import collections
-import contextlib
 import glob
 import json
 import math
 import os
 import re
-import secrets
 import shutil
 import signal
 import sys
@@ -45,6 +43,7 @@ from rl.agents.base import NonFiniteError
 from rl.counters import Counters
 from rl.envs import make_vec_env, true_next_obs
 from rl.errors import CheckpointError, RunConflictError
+from rl.files import write_text_atomic
 from rl.hparams.base import (
     RESUMABLE_FIELDS,
     HParams,
@@ -75,29 +74,6 @@ CHECKPOINT_SHAPE_FIELDS = frozenset({"agent", "model", "hidden_sizes", "env", "b
 
 
 # --- small file helpers ----------------------------------------------------
-def write_text_atomic(path: str, text: str) -> None:
-    """Writes UTF-8 ``text`` via a temp file and a rename, so readers never see half a file.
-
-    The file gets the mode the umask gives (0644 usually), like every other
-    file of a run; mkstemp's 0600 would hide it from other users.
-
-    Args:
-        path: the file to (re)place.
-        text: its whole content.
-    """
-    directory = os.path.dirname(os.path.abspath(path))
-    tmp = os.path.join(directory, f".tmp-{secrets.token_hex(6)}-{os.path.basename(path)}")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.remove(tmp)
-        raise
-
-
 def read_json(path: str) -> Any:
     """The value in a JSON file; a file that is not UTF-8 JSON raises HParamsError.
 

@@ -33,6 +33,7 @@ import urllib.parse
 from typing import Any
 
 import rl
+from rl.files import write_text_atomic
 
 SNAPSHOT_DIR = "snapshot"
 COMMAND_FILE = "command.txt"
@@ -120,7 +121,7 @@ def write_snapshot(
     os.mkdir(build_dir)  # Not mkdtemp: its 0700 mode would ignore the user's umask.
     try:
         for name, content in files.items():
-            _atomic_write(os.path.join(build_dir, name), content)
+            write_text_atomic(os.path.join(build_dir, name), content)
         os.rename(build_dir, snapshot_dir)
     except OSError:
         shutil.rmtree(build_dir, ignore_errors=True)
@@ -576,31 +577,7 @@ def _append_event(snapshot_dir: str, event: str, argv: list[str], git: dict) -> 
             old = f.read()
     if old and not old.endswith("\n"):
         old += "\n"
-    _atomic_write(path, old + _event_line(event, argv, git))
-
-
-def _atomic_write(path: str, text: str) -> None:
-    """Writes `text` to `path` through a temp file in the same directory and a rename.
-
-    Args:
-      path: destination file.
-      text: its full content.
-    """
-    directory = os.path.dirname(path) or "."
-    tmp = os.path.join(directory, f".{os.path.basename(path)}.{secrets.token_hex(4)}.tmp")
-    # Not mkstemp: its 0600 mode would ignore the user's umask.
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", errors="surrogateescape", newline="") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-    _fsync_dir(directory)
+    write_text_atomic(path, old + _event_line(event, argv, git))
 
 
 def _fsync_dir(directory: str) -> None:

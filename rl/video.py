@@ -11,8 +11,7 @@ import dataclasses
 import logging
 import os
 import sys
-import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 import cv2
 import gymnasium as gym
@@ -22,6 +21,7 @@ import numpy as np
 from tensorboard.plugins.image import metadata as image_metadata
 
 from rl._tf import tf
+from rl.files import write_atomically
 
 _LOG = logging.getLogger(__name__)
 
@@ -135,28 +135,6 @@ def encode_gif(frames: Sequence[np.ndarray], fps: int = 30, scale: float = 1.0) 
     return EncodedGif(data=data, width=width, height=height)
 
 
-def _write_atomically(path: str, write: Callable[[str], None]) -> None:
-    """Writes a file under a temporary name in the same directory, then renames it into place.
-
-    os.replace within one directory is atomic, so a killed process leaves either no file or a
-    complete one under `path` (plus at most a hidden `.tmp` file).
-
-    Args:
-      path: final file path; its extension is kept on the temp name so encoders infer the format.
-      write: function that writes the complete file to the path it is given.
-    """
-    directory, base = os.path.split(path)
-    stem, ext = os.path.splitext(base)
-    tmp_path = os.path.join(directory, f".{stem}.{uuid.uuid4().hex}.tmp{ext}")
-    try:
-        write(tmp_path)
-        os.replace(tmp_path, path)
-    except BaseException:
-        if os.path.exists(tmp_path):
-            os.remove(tmp_path)
-        raise
-
-
 def _write_mp4(path: str, frames: Sequence[np.ndarray], fps: int) -> None:
     """Encodes frames as H.264 MP4 (yuv420p, playable by browsers and common players).
 
@@ -257,14 +235,14 @@ class EpisodeRecorder:
             return {}
         os.makedirs(directory, exist_ok=True)
         paths = {ext: os.path.join(directory, f"{name}.{ext}") for ext in ("mp4", "gif")}
-        _write_atomically(paths["mp4"], lambda path: _write_mp4(path, self._frames, fps))
+        write_atomically(paths["mp4"], lambda path: _write_mp4(path, self._frames, fps))
         gif_data = (gif or self.gif(fps=fps, gif_scale=gif_scale)).data
 
         def write_gif(path: str) -> None:
             with open(path, "wb") as f:
                 f.write(gif_data)
 
-        _write_atomically(paths["gif"], write_gif)
+        write_atomically(paths["gif"], write_gif)
         return paths
 
 

@@ -554,7 +554,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     else:
         report = run_table(args.hparams, args.seeds, args.train_steps, args.target, extra)
     if args.json:
-        from rl.experiment import write_text_atomic
+        from rl.files import write_text_atomic
 
         write_text_atomic(args.json, json.dumps(report, indent=2))
     return 0

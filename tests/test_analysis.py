@@ -141,7 +141,7 @@ def test_read_eval_log_raises_on_corruption_before_last_line(tmp_path):
         + json.dumps(_record(20, 2.0))
         + "\n"
     )
-    with pytest.raises(ValueError, match=r"eval\.jsonl, line 2"):
+    with pytest.raises(ValueError, match=r"eval\.jsonl line 2 is not JSON"):
         analysis.read_eval_log(str(run))
 
 

@@ -16,8 +16,8 @@ from rl.experiment import (
     RunConflictError,
     check_resume,
     listed_checkpoints,
-    write_text_atomic,
 )
+from rl.files import write_text_atomic
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TRAIN = os.path.join(ROOT, "train.py")

@@ -257,7 +257,7 @@ def test_failed_write_leaves_no_snapshot(dirty_repo: Path, tmp_path: Path, monke
     def crash(path: str, text: str) -> None:
         raise OSError("disk full")
 
-    monkeypatch.setattr(snapshot, "_atomic_write", crash)
+    monkeypatch.setattr(snapshot, "write_text_atomic", crash)
     with pytest.raises(OSError, match="disk full"):
         snap(out, dirty_repo)
     assert os.listdir(out) == []
