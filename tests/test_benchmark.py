@@ -111,6 +111,7 @@ def test_a_peer_run_learns_the_steps_and_plays_20_greedy_episodes(algo):
 
 
 @needs_bench
+@pytest.mark.slow
 def test_peer_table_alternates_and_writes_rows_and_summaries(tmp_path):
     report = tmp_path / "report.json"
     proc = run_script(

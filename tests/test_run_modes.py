@@ -99,6 +99,7 @@ def test_test_mode_without_checkpoint_is_exit_2(tmp_path):
     assert not (tmp_path / "none").exists()
 
 
+@pytest.mark.slow
 def test_copies_produce_runs_and_a_matching_summary(tmp_path):
     out = tmp_path / "copies"
     args = ["--hparams", "ppo_tiny", "--copies", "2", "--seed", "5", "--output_dir", str(out)]
@@ -163,6 +164,7 @@ def test_exported_policy_runs_without_rl(trained, tmp_path):
     assert again.returncode == 2 and "exists already" in again.stderr
 
 
+@pytest.mark.slow
 def test_copies_side_by_side_match_copies_one_after_another(tmp_path):
     common = ["--hparams", "ppo_tiny", "--copies", "2", "--seed", "5"]
     serial = run("train.py", *common, "--output_dir", str(tmp_path / "serial"))

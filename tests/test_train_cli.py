@@ -133,6 +133,7 @@ def tensorboard_steps(out, tag):
     return [e.step for e in acc.Tensors(tag)]
 
 
+@pytest.mark.slow
 def test_kill_9_then_rerun_resumes_without_doubling(tmp_path):
     out = tmp_path / "run"
     args = [
