@@ -158,14 +158,22 @@ def check_early() -> None:
         registry.systems.check(FLAGS.sys)
         if not FLAGS.output_dir:
             fail("--output_dir is required, e.g. --output_dir runs/ppo_cartpole")
-        if FLAGS.training and FLAGS.hparams is not None:
-            hparams_from_flags()
+        if FLAGS.training:
+            from rl.hparams.resolve import load_run_hparams
+
+            # A new run's set, or the run already in output_dir, with the changes asked for.
+            saved = load_run_hparams(FLAGS.output_dir) if FLAGS.hparams is None else None
+            if FLAGS.hparams is not None or saved is not None:
+                hparams_from_flags(saved)
     except user_errors() as e:
         fail(str(e))
 
 
-def hparams_from_flags():
-    """The --hparams set with --hparam_override and the field flags applied, checked.
+def hparams_from_flags(base=None):
+    """The --hparams set (or ``base``) with --hparam_override and the field flags applied.
+
+    Args:
+        base: hparams to start from instead of the --hparams set (a saved run's).
 
     Raises:
         UnknownNameError, HParamsError: as ``resolve_hparams``.
@@ -173,7 +181,7 @@ def hparams_from_flags():
     from rl.hparams.resolve import resolve_hparams
 
     return resolve_hparams(
-        FLAGS.hparams,
+        FLAGS.hparams if base is None else base,
         FLAGS.hparam_override,
         env=FLAGS.env,
         seed=FLAGS.seed,
@@ -216,7 +224,8 @@ def main(argv: List[str]) -> int:
 
 def build_experiment(output_dir: str, seed: Optional[int]):
     """An Experiment from the flags; bad input ends the process (exit 2)."""
-    from rl.experiment import Experiment, load_run_hparams
+    from rl.experiment import Experiment
+    from rl.hparams.resolve import load_run_hparams
 
     try:
         if FLAGS.hparams is None and load_run_hparams(output_dir) is None:

@@ -49,9 +49,8 @@ from rl.hparams.base import (
     HParams,
     HParamsError,
     differences,
-    from_dict,
 )
-from rl.hparams.resolve import check_fits, resolve_hparams
+from rl.hparams.resolve import HPARAMS_FILE, check_fits, load_run_hparams, resolve_hparams
 from rl.logbook import (
     EVAL_FILE,
     EvalFileError,
@@ -60,7 +59,6 @@ from rl.logbook import (
     recent_scalars,
 )
 
-HPARAMS_FILE = "hparams.json"
 CHECKPOINT_DIR = "checkpoints"
 UNREADABLE_DIR = "unreadable"  # inside checkpoints/: unreadable checkpoints moved aside
 CHECKPOINT_INDEX = "checkpoint"  # tf.train.CheckpointManager's list of checkpoints
@@ -74,21 +72,6 @@ CHECKPOINT_SHAPE_FIELDS = frozenset({"agent", "model", "hidden_sizes", "env", "b
 
 
 # --- small file helpers ----------------------------------------------------
-def read_json(path: str) -> Any:
-    """The value in a JSON file; a file that is not UTF-8 JSON raises HParamsError.
-
-    Args:
-        path: the file (a run's hparams.json).
-    """
-    try:
-        with open(path, encoding="utf-8") as f:
-            return json.load(f)
-    except UnicodeDecodeError:
-        raise HParamsError(f"{path} is not UTF-8 text; it must hold JSON") from None
-    except json.JSONDecodeError as e:
-        raise HParamsError(f"{path} is not valid JSON ({e})") from None
-
-
 def check_output_dir(output_dir: str) -> None:
     """Refuses an output_dir that is a file or a folder this process cannot write.
 
@@ -122,29 +105,6 @@ def read_eval_file(output_dir: str) -> List[Dict[str, Any]]:
         return read_eval_records(os.path.join(output_dir, EVAL_FILE))
     except EvalFileError as e:
         raise RunConflictError(str(e)) from None
-
-
-def load_run_hparams(output_dir: str) -> Optional[HParams]:
-    """The hparams a previous run saved in ``output_dir``, or None if none.
-
-    Raises:
-        HParamsError: naming the file, if it does not hold valid hparams.
-    """
-    path = os.path.join(output_dir, HPARAMS_FILE)
-    if not os.path.exists(path):
-        return None
-    values = read_json(path)
-    if not isinstance(values, dict) or "agent" not in values:
-        raise HParamsError(f"{path} does not hold hparams (no 'agent' field)")
-    agent = values["agent"]
-    if not isinstance(agent, str) or agent not in registry.agents:
-        raise HParamsError(
-            f"{path}: 'agent' must be one of {', '.join(registry.agents.names())}, got {agent!r}"
-        )
-    try:
-        return from_dict(registry.agents.get(agent).hparams_class, values)
-    except HParamsError as e:
-        raise HParamsError(f"{path}: {e}") from None
 
 
 def check_resume(output_dir: str, hp: HParams, allow_change: bool) -> Optional[HParams]:

@@ -135,3 +135,27 @@ def test_only_rl_speaks_during_a_run(tmp_path):
     )
     assert quiet.returncode == 0 and quiet.stderr == ""
     assert loud.stderr != ""  # the lines exist; they are hidden, not absent
+
+
+def test_mistakes_on_an_existing_run_are_reported_without_loading_tensorflow(tmp_path):
+    out = tmp_path / "run"
+    trained = subprocess.run(
+        [sys.executable, TRAIN, "--hparams", "ppo_tiny", "--output_dir", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+    )
+    assert trained.returncode == 0, trained.stderr
+    before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    for args, expected in (
+        (["--hparam_override", "lr=1"], "unknown hparam 'lr'"),
+        (["--seed", "-3"], "hparam 'seed' must be in [0, "),
+        (["--env", "CartPole-v7"], "unknown env 'CartPole-v7'"),
+    ):
+        proc = run(*args, "--output_dir", str(out))
+        assert proc.returncode == 2
+        (line,) = messages(proc)
+        assert line.startswith("train.py: error:") and expected in line
+        assert "tensorflow" not in imported(proc)
+    assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before

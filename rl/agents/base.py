@@ -44,7 +44,6 @@ class RandomStream(tf.train.experimental.PythonState):
 class Agent(tf.Module):
     """Model + Algo, with the state that must be checkpointed alongside."""
 
-    hparams_class = HParams  # subclasses name their typed hparams
     # Registered names each hparams field may take for this agent (e.g. the
     # losses its update step can call); fields not listed take any name.
     fitting_components: Dict[str, Tuple[str, ...]] = {}

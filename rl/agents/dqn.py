@@ -20,7 +20,6 @@ from rl.memory import ReplayBuffer
 class DQNAgent(Agent):
     """Deep Q-Networks (Mnih et al. 2015), double-Q by default, discrete actions."""
 
-    hparams_class = DQNHParams
     fitting_components = {"model": ("mlp_q",), "grad_comp": ("dqn_td",)}
 
     def __init__(self, hp: DQNHParams, observation_space, action_space):

@@ -20,7 +20,6 @@ from rl.hparams.ppo import PPOHParams
 class PPOAgent(Agent):
     """Proximal Policy Optimization (Schulman et al. 2017) for discrete actions."""
 
-    hparams_class = PPOHParams
     fitting_components = {"model": ("mlp_actor_critic",), "grad_comp": ("ppo_clip",)}
 
     def __init__(self, hp: PPOHParams, observation_space, action_space):

@@ -4,10 +4,14 @@
 name or a bad value is reported in well under a second.
 """
 
-from typing import Any, Dict, Tuple, Union
+import json
+import os
+from typing import Any, Dict, Optional, Tuple, Union
 
 from rl import registry
 from rl.hparams.base import HParams, HParamsError, apply_overrides, check_ranges, from_dict
+
+HPARAMS_FILE = "hparams.json"  # in a run folder: the resolved hparams of its run
 
 
 def resolve_hparams(
@@ -57,3 +61,58 @@ def check_fits(hp: HParams, fitting_components: Dict[str, Tuple[str, ...]]) -> N
                 f"hparam '{field}' of agent '{hp.agent}' must be one of "
                 f"{', '.join(fitting)}, got {getattr(hp, field)!r}"
             )
+
+
+def hparams_class(agent: str) -> type:
+    """The hparams class of a registered agent: the class of its registered sets.
+
+    Each class's ``agent`` field admits only its own agent, so the sets say
+    which class an agent's runs are read with, without importing the agent.
+
+    Raises:
+        UnknownNameError: for an agent with no registered hparams set.
+    """
+    for name in registry.hparams.names():
+        hp = registry.hparams.get(name)()
+        if hp.agent == agent:
+            return type(hp)
+    registry.agents.check(agent)
+    raise HParamsError(f"agent '{agent}' has no registered hparams set to read its runs with")
+
+
+def read_json(path: str) -> Any:
+    """The value in a JSON file; a file that is not UTF-8 JSON raises HParamsError.
+
+    Args:
+        path: the file (a run's hparams.json).
+    """
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except UnicodeDecodeError:
+        raise HParamsError(f"{path} is not UTF-8 text; it must hold JSON") from None
+    except json.JSONDecodeError as e:
+        raise HParamsError(f"{path} is not valid JSON ({e})") from None
+
+
+def load_run_hparams(output_dir: str) -> Optional[HParams]:
+    """The hparams a previous run saved in ``output_dir``, or None if none.
+
+    Raises:
+        HParamsError: naming the file, if it does not hold valid hparams.
+    """
+    path = os.path.join(output_dir, HPARAMS_FILE)
+    if not os.path.exists(path):
+        return None
+    values = read_json(path)
+    if not isinstance(values, dict) or "agent" not in values:
+        raise HParamsError(f"{path} does not hold hparams (no 'agent' field)")
+    agent = values["agent"]
+    if not isinstance(agent, str) or agent not in registry.agents:
+        raise HParamsError(
+            f"{path}: 'agent' must be one of {', '.join(registry.agents.names())}, got {agent!r}"
+        )
+    try:
+        return from_dict(hparams_class(agent), values)
+    except HParamsError as e:
+        raise HParamsError(f"{path}: {e}") from None
