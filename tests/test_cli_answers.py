@@ -35,6 +35,18 @@ def imported(proc):
     }
 
 
+def train_tiny(out, env=None):
+    """A ppo_tiny run into ``out`` (a few seconds), as a user starts one."""
+    return subprocess.run(
+        [sys.executable, TRAIN, "--hparams", "ppo_tiny", "--output_dir", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+        env=env,
+    )
+
+
 def messages(proc):
     return [line for line in proc.stderr.splitlines() if not line.startswith("import time:")]
 
@@ -109,14 +121,7 @@ def test_only_rl_speaks_during_a_run(tmp_path):
     # errors during training are hidden unless asked for.
     out = tmp_path / "run"
     env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}  # as a user has it
-    proc = subprocess.run(
-        [sys.executable, TRAIN, "--hparams", "ppo_tiny", "--output_dir", str(out)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=ROOT,
-        env=env,
-    )
+    proc = train_tiny(out, env)
     assert proc.returncode == 0, proc.stderr
     foreign = [l for l in proc.stderr.splitlines() if not l.startswith(("step ", "rl: "))]
     assert foreign == []
@@ -139,13 +144,7 @@ def test_only_rl_speaks_during_a_run(tmp_path):
 
 def test_mistakes_on_an_existing_run_are_reported_without_loading_tensorflow(tmp_path):
     out = tmp_path / "run"
-    trained = subprocess.run(
-        [sys.executable, TRAIN, "--hparams", "ppo_tiny", "--output_dir", str(out)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=ROOT,
-    )
+    trained = train_tiny(out)
     assert trained.returncode == 0, trained.stderr
     before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
     for args, expected in (
