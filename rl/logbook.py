@@ -58,21 +58,20 @@ class Logbook:
         """
         self.output_dir = output_dir
         self.tb_dir = os.path.join(output_dir, "tb")
-        self._events: List[event_pb2.Event] = []
-        self._gif: Optional[event_pb2.Event] = None
+        # (kind, tag, value, step, wall time): turned into TensorBoard events when
+        # staged, so logging in the training loop is a tuple append (~20 us less
+        # per scalar than building the protobuf here).
+        self._records: List[Tuple[str, str, Any, int, float]] = []
+        self._gif: Optional[Tuple[str, str, Any, int, float]] = None
         self._eval_lines: List[Dict[str, Any]] = []
 
     def scalar(self, tag: str, value: float, step: int) -> None:
         """A float for TensorBoard's Scalars tab, stamped with the time now."""
-        tensor = tensor_util.make_tensor_proto(np.float32(value))
-        metadata = scalar_metadata.create_summary_metadata(display_name=tag, description="")
-        self._events.append(summary_event(tag, tensor, metadata, step))
+        self._records.append(("scalar", tag, float(value), int(step), time.time()))
 
     def text(self, tag: str, text: str, step: int) -> None:
         """Markdown text for TensorBoard's Text tab, stamped with the time now."""
-        tensor = tensor_util.make_tensor_proto(text.encode("utf-8"), dtype=np.object_)
-        metadata = text_metadata.create_summary_metadata(display_name=tag, description="")
-        self._events.append(summary_event(tag, tensor, metadata, step))
+        self._records.append(("text", tag, text, int(step), time.time()))
 
     def gif(self, tag: str, data: bytes, step: int, width: int, height: int) -> None:
         """An animated GIF for TensorBoard's Images tab (only the latest is kept).
@@ -83,14 +82,15 @@ class Logbook:
           step: the step to file it under.
           width: GIF width in pixels.
           height: GIF height in pixels.
+
+        Raises:
+          ValueError: if ``data`` is not a GIF or the size is not positive.
         """
-        # An image summary is [width, height, encoded image]; TensorBoard serves
-        # the bytes unchanged, so browsers play a GIF as an animation.
-        tensor = tensor_util.make_tensor_proto(
-            np.array([str(width).encode(), str(height).encode(), data], dtype=np.object_)
-        )
-        metadata = image_metadata.create_summary_metadata(display_name=tag, description="")
-        self._gif = summary_event(tag, tensor, metadata, step)
+        if not data.startswith((b"GIF87a", b"GIF89a")):
+            raise ValueError("data is not a GIF file (missing GIF87a/GIF89a header)")
+        if width <= 0 or height <= 0:
+            raise ValueError(f"width and height must be positive, got {width}x{height}")
+        self._gif = ("gif", tag, (width, height, data), int(step), time.time())
 
     def eval_line(self, record: Dict[str, Any]) -> None:
         """An evaluation result; must hold ``step``."""
@@ -105,7 +105,8 @@ class Logbook:
         building = staged + ".tmp"
         shutil.rmtree(building, ignore_errors=True)
         os.makedirs(building)
-        events = self._events + ([self._gif] if self._gif is not None else [])
+        records = self._records + ([self._gif] if self._gif is not None else [])
+        events = [summary_event(*record) for record in records]
         if events:
             os.makedirs(os.path.join(building, "tb"))
             write_event_file(os.path.join(building, "tb", "events.out.tfevents.staged"), events)
@@ -113,7 +114,7 @@ class Logbook:
             f.writelines(json.dumps(r) + "\n" for r in self._eval_lines)
         shutil.rmtree(staged, ignore_errors=True)
         os.replace(building, staged)
-        self._events, self._gif, self._eval_lines = [], None, []
+        self._records, self._gif, self._eval_lines = [], None, []
 
     def commit(self, step: int) -> None:
         """Moves the records staged for checkpoint ``step`` into place."""
@@ -171,14 +172,36 @@ class Logbook:
         )
 
 
-def summary_event(
-    tag: str, tensor: Any, metadata: summary_pb2.SummaryMetadata, step: int
-) -> event_pb2.Event:
-    """One summary value as an Event stamped with the wall time now."""
-    value = summary_pb2.Summary.Value(tag=tag, tensor=tensor, metadata=metadata)
-    return event_pb2.Event(
-        wall_time=time.time(), step=int(step), summary=summary_pb2.Summary(value=[value])
+def summary_event(kind: str, tag: str, value: Any, step: int, wall_time: float) -> event_pb2.Event:
+    """One held record as a TensorBoard Event with its own wall time.
+
+    Args:
+      kind: "scalar" (a float), "text" (markdown) or "gif" ((width, height, GIF bytes)).
+      tag: summary name.
+      value: the record's value, as ``kind`` says.
+      step: the step to file it under.
+      wall_time: when it was logged (seconds since the epoch).
+    """
+    if kind == "scalar":
+        tensor = tensor_util.make_tensor_proto(np.float32(value))
+        metadata = scalar_metadata.create_summary_metadata(display_name=tag, description="")
+    elif kind == "text":
+        tensor = tensor_util.make_tensor_proto(value.encode("utf-8"), dtype=np.object_)
+        metadata = text_metadata.create_summary_metadata(display_name=tag, description="")
+    elif kind == "gif":
+        # An image summary is [width, height, encoded image]; TensorBoard serves
+        # the bytes unchanged, so browsers play a GIF as an animation.
+        width, height, data = value
+        tensor = tensor_util.make_tensor_proto(
+            np.array([str(width).encode(), str(height).encode(), data], dtype=np.object_)
+        )
+        metadata = image_metadata.create_summary_metadata(display_name=tag, description="")
+    else:
+        raise ValueError(f"unknown record kind {kind!r}: valid: scalar, text, gif")
+    summary = summary_pb2.Summary(
+        value=[summary_pb2.Summary.Value(tag=tag, tensor=tensor, metadata=metadata)]
     )
+    return event_pb2.Event(wall_time=wall_time, step=step, summary=summary)
 
 
 def write_event_file(path: str, events: List[event_pb2.Event]) -> None:

@@ -18,9 +18,7 @@ import gymnasium as gym
 import imageio
 import imageio.v3 as iio
 import numpy as np
-from tensorboard.plugins.image import metadata as image_metadata
 
-from rl._tf import tf
 from rl.files import write_atomically
 
 _LOG = logging.getLogger(__name__)
@@ -32,7 +30,7 @@ _MIN_GIF_DELAY_CS = 2
 
 @dataclasses.dataclass(frozen=True)
 class EncodedGif:
-    """An animated GIF in memory, with the size `gif_summary` needs.
+    """An animated GIF in memory, with the size TensorBoard's image summary needs.
 
     Attributes:
       data: the GIF file's bytes (start with b"GIF89a").
@@ -244,30 +242,6 @@ class EpisodeRecorder:
 
         write_atomically(paths["gif"], write_gif)
         return paths
-
-
-def gif_summary(tag: str, gif_bytes: bytes, step: int, width: int, height: int) -> None:
-    """Writes an animated GIF to the default tf.summary writer as a TensorBoard image.
-
-    An image summary is a string tensor [width, height, encoded_image]; TensorBoard's Images tab
-    serves the encoded bytes unchanged, so browsers play a GIF as an animation. Like every
-    tf.summary op it does nothing when no default writer is set.
-
-    Args:
-      tag: summary name, e.g. "eval/episode".
-      gif_bytes: a complete GIF file (e.g. `EncodedGif.data`).
-      step: global step to file it under.
-      width: GIF width in pixels.
-      height: GIF height in pixels.
-    """
-    if not gif_bytes.startswith((b"GIF87a", b"GIF89a")):
-        raise ValueError("gif_bytes is not a GIF file (missing GIF87a/GIF89a header)")
-    if width <= 0 or height <= 0:
-        raise ValueError(f"width and height must be positive, got {width}x{height}")
-    tensor = tf.constant([str(width).encode(), str(height).encode(), gif_bytes], dtype=tf.string)
-    metadata = image_metadata.create_summary_metadata(display_name=tag, description="")
-    # Serialized because TensorBoard's proto class is not TensorFlow's.
-    tf.summary.write(tag=tag, tensor=tensor, step=step, metadata=metadata.SerializeToString())
 
 
 def render_frame(env: gym.Env) -> np.ndarray | None:

@@ -14,7 +14,6 @@ import gymnasium as gym
 import imageio
 import numpy as np
 import pytest
-import tensorflow as tf
 from PIL import Image, ImageSequence
 from tensorboard.backend.event_processing import data_provider, plugin_event_multiplexer
 from tensorboard.plugins import base_plugin
@@ -22,6 +21,7 @@ from tensorboard.plugins.image import images_plugin
 from werkzeug.test import Client
 
 from rl import video
+from rl.logbook import Logbook
 
 NUM_FRAMES = 20
 
@@ -236,11 +236,11 @@ def gif_logdir(
 ) -> Iterator[tuple[str, video.EncodedGif]]:
     """A TensorBoard log dir holding one GIF summary under tag "eval/episode" at step 7."""
     gif = recorder_with(cartpole_frames).gif(fps=30, gif_scale=0.25)
-    writer = tf.summary.create_file_writer(str(tmp_path))
-    with writer.as_default():
-        video.gif_summary("eval/episode", gif.data, step=7, width=gif.width, height=gif.height)
-    writer.close()
-    yield str(tmp_path), gif
+    book = Logbook(str(tmp_path))
+    book.gif("eval/episode", gif.data, step=7, width=gif.width, height=gif.height)
+    book.stage(7)
+    book.commit(7)
+    yield book.tb_dir, gif
 
 
 def test_gif_summary_served_by_tensorboard(gif_logdir: tuple[str, video.EncodedGif]) -> None:
@@ -272,12 +272,7 @@ def test_gif_summary_served_by_tensorboard(gif_logdir: tuple[str, video.EncodedG
 
 def test_gif_summary_rejects_non_gif() -> None:
     with pytest.raises(ValueError, match="not a GIF"):
-        video.gif_summary("x", b"\x89PNG\r\n", step=0, width=1, height=1)
-
-
-def test_gif_summary_without_writer_is_noop() -> None:
-    gif = video.encode_gif(moving_square_frames(2, 8, 8))
-    video.gif_summary("x", gif.data, step=0, width=gif.width, height=gif.height)
+        Logbook("/nonexistent").gif("x", b"\x89PNG\r\n", step=0, width=1, height=1)
 
 
 def test_display_available(monkeypatch) -> None:
