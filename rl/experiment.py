@@ -260,9 +260,8 @@ class Experiment:
                 self._say(f"dropped the records past step {self.step}: they are redone")
         self._recent_returns: collections.deque = collections.deque(maxlen=100)
         self._last_metrics: Dict[str, float] = {}
-        self._last_eval: Optional[Dict[str, Any]] = last_eval_record(
-            self._path(EVAL_FILE), self.step
-        )
+        # eval.jsonl was read (and checked) above; records past the restored step are redone.
+        self._last_eval: Optional[Dict[str, Any]] = last_eval_record(eval_records, self.step)
         self._next_video = 0
         self._obs: Optional[np.ndarray] = None
         self._eval_envs = None
@@ -733,9 +732,9 @@ def move_aside(paths: List[str], folder: str) -> str:
     return folder
 
 
-def last_eval_record(path: str, step: int) -> Optional[Dict[str, Any]]:
-    """The last evaluation at or before ``step`` in an eval.jsonl, if any."""
-    earlier = [r for r in read_eval_records(path) if r["step"] <= step]
+def last_eval_record(records: List[Dict[str, Any]], step: int) -> Optional[Dict[str, Any]]:
+    """The last of a run's evaluation records at or before ``step``, if any."""
+    earlier = [r for r in records if r["step"] <= step]
     return earlier[-1] if earlier else None
 
 

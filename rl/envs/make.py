@@ -72,14 +72,14 @@ def check_env_name(name: str) -> None:
     if name in registry.envs:
         return
     if name in gym.envs.registry:
-        if env_family(name) == LEGACY:
+        family = env_family(name)
+        if family == LEGACY:
             raise HParamsError(
                 f"env '{name}' is a legacy id that Gymnasium 1.x can no longer make; "
                 "use its newest version (see `python train.py --list`)"
             )
         hint = missing_install(name)
         if hint:
-            family = env_family(name)
             raise HParamsError(f"env '{name}' needs {family}, which is not installed: {hint}")
         return
     import difflib
