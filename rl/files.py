@@ -37,12 +37,25 @@ def write_atomically(path: str, write: Callable[[str], None]) -> None:
         with contextlib.suppress(OSError):
             os.remove(tmp)
         raise
-    # The rename itself reaches the disk only when the folder is synced.
-    folder = os.open(directory, os.O_RDONLY)
+    fsync_dir(directory)  # the rename itself reaches the disk only with its folder
+
+
+def fsync_dir(directory: str) -> None:
+    """Makes renames inside ``directory`` survive a power cut, where the OS allows it.
+
+    Args:
+        directory: the folder whose entries changed.
+    """
     try:
-        os.fsync(folder)
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass  # some file systems refuse fsync on folders
     finally:
-        os.close(folder)
+        os.close(fd)
 
 
 def write_bytes_atomic(path: str, data: bytes) -> None:

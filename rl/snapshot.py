@@ -33,7 +33,7 @@ import urllib.parse
 from typing import Any
 
 import rl
-from rl.files import write_text_atomic
+from rl.files import fsync_dir, write_text_atomic
 
 SNAPSHOT_DIR = "snapshot"
 COMMAND_FILE = "command.txt"
@@ -132,7 +132,7 @@ def write_snapshot(
     except BaseException:
         shutil.rmtree(build_dir, ignore_errors=True)
         raise
-    _fsync_dir(output_dir)
+    fsync_dir(output_dir)
     return snapshot_dir
 
 
@@ -578,24 +578,6 @@ def _append_event(snapshot_dir: str, event: str, argv: list[str], git: dict) -> 
     if old and not old.endswith("\n"):
         old += "\n"
     write_text_atomic(path, old + _event_line(event, argv, git))
-
-
-def _fsync_dir(directory: str) -> None:
-    """Makes a rename inside `directory` survive a power cut, where the OS allows it.
-
-    Args:
-      directory: the directory whose entries changed.
-    """
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass  # Some filesystems and OSes refuse fsync on directories.
-    finally:
-        os.close(fd)
 
 
 def _remove_stale_builds(output_dir: str) -> None:
