@@ -39,7 +39,7 @@ import numpy as np
 
 from rl import catalog, registry, seeding, video  # noqa: F401  (catalog fills the registries)
 from rl._tf import tf
-from rl.agents.base import NonFiniteError
+from rl.agents.base import Agent, NonFiniteError
 from rl.counters import Counters
 from rl.envs import make_vec_env, true_next_obs
 from rl.errors import CheckpointError, RunConflictError
@@ -141,11 +141,10 @@ def build_envs_and_agent(hp: HParams):
     Built before anything is written, so e.g. a Box-action env for a
     discrete agent or an unknown activation leaves no files behind.
     """
-    agent_class = registry.agents.get(hp.agent)
-    check_fits(hp, agent_class.fitting_components)
+    check_fits(hp, registry.agents.get(hp.agent).fitting_components)
     envs = make_vec_env(hp.env, hp.num_envs, hp.vectorization)
     try:
-        agent = agent_class(hp, envs.single_observation_space, envs.single_action_space)
+        agent = Agent(hp, envs.single_observation_space, envs.single_action_space)
     except (ValueError, TypeError) as e:
         envs.close()
         raise HParamsError(

@@ -1,56 +1,70 @@
 """act_select rules: the NumPy (host) and TensorFlow (graph) forms choose alike."""
 
+import gymnasium as gym
 import numpy as np
 import pytest
 import tensorflow as tf
 
 from rl import registry
-from rl.algos.act_select.discrete import categorical, epsilon_greedy, greedy
+from rl.algos.act_select.base import DISTRIBUTION, Q_VALUES
+from rl.algos.act_select.rules import epsilon_greedy, greedy, sample
+from rl.models.distributions import action_head
 
-PREFS = np.array([[0.0, 3.0, 1.0], [2.0, -1.0, 0.0]], np.float32)
+Q = np.array([[0.0, 3.0, 1.0], [2.0, -1.0, 0.0]], np.float32)
 SEED = tf.constant([1, 2], tf.int32)
 
 
-def host(rule, prefs, epsilon=0.0, seed=0):
-    return rule.host(prefs, np.random.default_rng(seed), epsilon)
+def host(rule, policy, epsilon=0.0, seed=0, head=None):
+    if head is not None:
+        policy = head.host(policy)
+    return rule.host(policy, np.random.default_rng(seed), epsilon)
 
 
-def graph(rule, prefs, epsilon=0.0, seed=SEED):
-    return rule.graph(tf.constant(prefs), seed, epsilon).numpy()
+def graph(rule, policy, epsilon=0.0, seed=SEED, head=None):
+    policy = tf.constant(policy)
+    if head is not None:
+        policy = head.distribution(policy)
+    return rule.graph(policy, head, seed, epsilon).numpy()
 
 
-def test_greedy_is_argmax_in_both_forms():
-    np.testing.assert_array_equal(host(greedy, PREFS), [1, 0])
-    np.testing.assert_array_equal(graph(greedy, PREFS), [1, 0])
-    assert host(greedy, PREFS).dtype == np.int32
+def categorical(n):
+    return action_head(gym.spaces.Discrete(n))
+
+
+def test_greedy_is_argmax_of_q_values_and_mode_of_a_distribution():
+    for form in (host, graph):
+        np.testing.assert_array_equal(form(greedy, Q), [1, 0])
+        np.testing.assert_array_equal(form(greedy, Q, head=categorical(3)), [1, 0])
+    assert host(greedy, Q).dtype == np.int32
 
 
 @pytest.mark.parametrize("form", [host, graph])
-def test_categorical_matches_softmax_frequencies(form):
+def test_sample_matches_softmax_frequencies(form):
     # softmax([log .2, log .8]) = [.2, .8]; 20,000 draws: std of the mean 0.003.
     logits = np.log(np.array([[0.2, 0.8]] * 20_000, np.float32))
-    sample = form(categorical, logits)
-    assert abs(sample.mean() - 0.8) < 0.01
+    assert abs(form(sample, logits, head=categorical(2)).mean() - 0.8) < 0.01
     # Three actions: softmax([0, log 2, log 5]) = [1/8, 2/8, 5/8].
     logits3 = np.log(np.array([[1.0, 2.0, 5.0]] * 40_000, np.float32))
-    counts = np.bincount(form(categorical, logits3), minlength=3) / 40_000
+    counts = np.bincount(form(sample, logits3, head=categorical(3)), minlength=3) / 40_000
     np.testing.assert_allclose(counts, [0.125, 0.25, 0.625], atol=0.01)
 
 
-def test_categorical_is_seeded():
-    logits = np.zeros((1000, 4), np.float32)
+def test_sample_is_seeded():
+    logits, head = np.zeros((1000, 4), np.float32), categorical(4)
     np.testing.assert_array_equal(
-        host(categorical, logits, seed=3), host(categorical, logits, seed=3)
+        host(sample, logits, seed=3, head=head), host(sample, logits, seed=3, head=head)
     )
-    assert (host(categorical, logits, seed=3) != host(categorical, logits, seed=4)).any()
+    assert (host(sample, logits, seed=3, head=head) != host(sample, logits, 0, 4, head)).any()
     other = tf.constant([3, 4], tf.int32)
-    np.testing.assert_array_equal(graph(categorical, logits), graph(categorical, logits))
-    assert (graph(categorical, logits) != graph(categorical, logits, seed=other)).any()
+    np.testing.assert_array_equal(
+        graph(sample, logits, head=head), graph(sample, logits, head=head)
+    )
+    assert (graph(sample, logits, head=head) != graph(sample, logits, 0, other, head)).any()
 
 
 @pytest.mark.parametrize("form", [host, graph])
 def test_epsilon_greedy_extremes_and_rate(form):
-    big = np.tile(PREFS, [5000, 1])
+    big = np.tile(Q, [5000, 1])
     np.testing.assert_array_equal(form(epsilon_greedy, big, 0.0), np.tile([1, 0], 5000))
     uniform = form(epsilon_greedy, big, 1.0)
     assert set(np.unique(uniform)) == {0, 1, 2}
@@ -59,8 +73,13 @@ def test_epsilon_greedy_extremes_and_rate(form):
     assert abs(greedy_share - 0.8) < 0.02
 
 
-def test_every_registered_rule_has_both_forms_returning_int32_actions():
+def test_every_registered_rule_says_what_it_acts_on_and_returns_int32_for_discrete():
     for name in registry.act_select.names():
         rule = registry.act_select.get(name)
-        assert host(rule, PREFS, 0.5).dtype == np.int32, name
-        assert graph(rule, PREFS, 0.5).dtype == np.int32, name
+        assert rule.acts_on and rule.acts_on <= {DISTRIBUTION, Q_VALUES}, name
+        if Q_VALUES in rule.acts_on:
+            assert host(rule, Q, 0.5).dtype == np.int32, name
+            assert graph(rule, Q, 0.5).dtype == np.int32, name
+        if DISTRIBUTION in rule.acts_on:
+            assert host(rule, Q, 0.5, head=categorical(3)).dtype == np.int32, name
+            assert graph(rule, Q, 0.5, head=categorical(3)).dtype == np.int32, name

@@ -8,21 +8,41 @@ import pytest
 import tensorflow as tf
 
 from rl import catalog, registry  # noqa: F401
+from rl.agents.base import Agent
 from rl.envs import make_vec_env
 from rl.experiment import Experiment, load
+
+
+def build(hp, envs):
+    return Agent(hp, envs.single_observation_space, envs.single_action_space)
+
+
+def step_once(agent, envs, obs):
+    """One vectorised step through actor, env and learner, as the loop does it."""
+    actions, extras = agent.actor.act(obs, agent.env_steps)
+    next_obs, rewards, terminated, truncated, _ = envs.step(agent.actor.to_env(actions))
+    agent.learner.observe(
+        obs=obs,
+        actions=actions,
+        rewards=rewards,
+        terminated=terminated,
+        truncated=truncated,
+        next_obs=next_obs,
+        **extras,
+    )
+    return next_obs
 
 
 @pytest.mark.parametrize("name", registry.hparams.names())
 def test_every_hparam_set_builds_its_agent_and_acts(name):
     hp = registry.hparams.get(name)()
     envs = make_vec_env(hp.env, 2)
-    agent = registry.agents.get(hp.agent)(
-        hp, envs.single_observation_space, envs.single_action_space
-    )
+    agent = build(hp, envs)
     obs, _ = envs.reset(seed=0)
     for explore in (True, False):
-        actions = agent.act(obs, explore=explore)
-        assert actions.shape == (2,) and envs.single_action_space.contains(int(actions[0]))
+        actor = agent.actor if explore else agent.make_actor(np.random.default_rng(0), False)
+        actions = actor.to_env(actor.act(obs, 0)[0])
+        assert len(actions) == 2 and all(envs.single_action_space.contains(a) for a in actions)
     assert len(agent.model.trainable_variables) > 0
     envs.close()
 
@@ -37,35 +57,34 @@ def test_checkpoint_round_trip_restores_everything(tmp_path, hparams):
     first = Experiment(hparams, out, verbose=False)
     first.train()
     obs = np.random.default_rng(0).normal(size=(5, 4)).astype(np.float32)
-    saved_weights = weights(first.agent.model)
-    saved_opt = [v.numpy().copy() for v in first.agent.optimizer.variables]
-    saved_counters = (first.agent.counters.as_dict(), first.counters.as_dict())
-    replay = getattr(first.agent, "replay", None)
-    saved_replay = (
-        {k: v[: len(replay)].copy() for k, v in replay.storage.items()}
-        if replay is not None
-        else None
-    )
-    expected_actions = [first.agent.act(obs) for _ in range(3)]
+    learner = first.agent.learner
+    saved_weights = weights(learner.model)
+    saved_opt = [v.numpy().copy() for v in learner.optimizer.variables]
+    saved_counters = (learner.counters.as_dict(), first.counters.as_dict())
+    replay = getattr(learner, "replay", None)
+    # Draws from a copy of the state, so the original's next draws stay untouched.
+    expected_sample = replay.sample((2, 8)).batch if replay is not None else None
+    expected_actions = [first.agent.actor.act(obs, first.step)[0] for _ in range(3)]
     first.close()
 
     second = Experiment(hparams, out, verbose=False)
     assert second.restored_from.endswith("ckpt-256")
-    for a, b in zip(saved_weights, weights(second.agent.model)):
+    restored = second.agent.learner
+    for a, b in zip(saved_weights, weights(restored.model)):
         np.testing.assert_array_equal(a, b)
-    for a, b in zip(saved_opt, second.agent.optimizer.variables):
+    for a, b in zip(saved_opt, restored.optimizer.variables):
         np.testing.assert_array_equal(a, b.numpy())
-    assert (second.agent.counters.as_dict(), second.counters.as_dict()) == saved_counters
-    # The generator state was restored: the same sampled actions follow.
+    assert (restored.counters.as_dict(), second.counters.as_dict()) == saved_counters
+    assert second.agent.actor.version == restored.publish().version == saved_counters[0]["updates"]
+    # The acting stream was restored: the same sampled actions follow.
     for expected in expected_actions:
-        np.testing.assert_array_equal(expected, second.agent.act(obs))
-    if saved_replay is not None:
-        assert len(second.agent.replay) == len(replay)
-        for k, v in saved_replay.items():
-            np.testing.assert_array_equal(v, second.agent.replay.storage[k][: len(v)])
-        for a, b in zip(weights(first.agent.target_model), weights(second.agent.target_model)):
+        np.testing.assert_array_equal(expected, second.agent.actor.act(obs, second.step)[0])
+    if replay is not None:
+        assert len(restored.replay) == len(replay)
+        for name, value in restored.replay.sample((2, 8)).batch.items():
+            np.testing.assert_array_equal(value, expected_sample[name])
+        for a, b in zip(weights(learner.target_model), weights(restored.target_model)):
             np.testing.assert_array_equal(a, b)
-        assert second.agent.exploration_rate() == first.agent.exploration_rate()
     second.close()
 
 
@@ -101,11 +120,10 @@ def test_policy_export_matches_agent(tmp_path):
     exp.agent.policy_module().save(path)
     loaded = tf.saved_model.load(path)
     obs = np.random.default_rng(1).normal(size=(7, 4)).astype(np.float32)
-    np.testing.assert_array_equal(
-        loaded(tf.constant(obs)).numpy(), exp.agent.act(obs, explore=False)
-    )
+    expected = exp.agent.compute_action(obs)
+    np.testing.assert_array_equal(loaded(tf.constant(obs)).numpy(), expected)
     out = loaded.signatures["serving_default"](observations=tf.constant(obs))
-    np.testing.assert_array_equal(list(out.values())[0].numpy(), exp.agent.act(obs, explore=False))
+    np.testing.assert_array_equal(list(out.values())[0].numpy(), expected)
     exp.close()
 
 
@@ -215,15 +233,13 @@ def test_dqn_target_syncs_every_target_update_interval_gradient_steps(interval, 
         gradient_steps=4, target_update_interval=interval, learning_starts=0, train_interval=2
     )
     envs = make_vec_env(hp.env, hp.num_envs)
-    agent = registry.agents.get("dqn")(hp, envs.single_observation_space, envs.single_action_space)
+    agent = build(hp, envs)
     obs, _ = envs.reset(seed=0)
-    actions = agent.act(obs)
-    next_obs, rewards, terminated, truncated, _ = envs.step(actions)
-    agent.observe(obs, actions, rewards, terminated, truncated, next_obs)
-    assert agent.update() is not None
-    assert int(agent.total_gradient_steps.numpy()) == 4
+    step_once(agent, envs, obs)
+    learner = agent.learner
+    assert learner.update() is not None
     same = all(
-        np.array_equal(a, b) for a, b in zip(weights(agent.model), weights(agent.target_model))
+        np.array_equal(a, b) for a, b in zip(weights(learner.model), weights(learner.target_model))
     )
     assert same == synced
     envs.close()
@@ -251,7 +267,8 @@ def test_evaluation_and_logging_settings_leave_training_bit_identical(tmp_path, 
             verbose=False,
         )
         exp.train()
-        trained[name] = (weights(exp.agent.model), exp.agent.optimizer.iterations.numpy())
+        learner = exp.agent.learner
+        trained[name] = (weights(learner.model), learner.optimizer.iterations.numpy())
         exp.close()
     reference, iterations = trained["a"]
     for name in ("b", "c"):
@@ -263,23 +280,30 @@ def test_evaluation_and_logging_settings_leave_training_bit_identical(tmp_path, 
 @pytest.mark.parametrize("hparams", ["ppo_tiny", "dqn_tiny"])
 def test_host_and_graph_acting_choose_alike(hparams):
     # The NumPy forward pass on the host matches TensorFlow's: greedy actions are
-    # identical and the preferences agree to float32 rounding.
+    # identical and the behaviour log-probs agree to float32 rounding.
     hp = registry.hparams.get(hparams)()
     envs = make_vec_env(hp.env, 2)
-    spaces = (envs.single_observation_space, envs.single_action_space)
-    host = registry.agents.get(hp.agent)(hp, *spaces)
-    graph = registry.agents.get(hp.agent)(hp.replace(host_acting=False), *spaces)
+    host, graph = build(hp, envs), build(hp.replace(host_acting=False), envs)
     obs = np.random.default_rng(0).normal(size=(64, 4)).astype(np.float32)
-    np.testing.assert_allclose(
-        host.model.host_preferences(obs, host._host_weights),
-        graph.model.preferences(tf.constant(obs)).numpy(),
-        rtol=1e-5,
-        atol=1e-6,
-    )
-    np.testing.assert_array_equal(host.act(obs, explore=False), graph.act(obs, explore=False))
-    for agent in (host, graph):
-        actions = agent.act(obs, explore=True)
-        assert actions.dtype == np.int32 and actions.shape == (64,)
+    for explore in (False, True):
+        on_host = host.make_actor(np.random.default_rng(1), explore)
+        in_graph = graph.make_actor(np.random.default_rng(1), explore)
+        assert on_host.on_host and not in_graph.on_host
+        actions, extras = on_host.act(obs)
+        graph_actions, graph_extras = in_graph.act(obs)
+        assert actions.dtype == graph_actions.dtype == np.int32 and actions.shape == (64,)
+        if not explore:
+            np.testing.assert_array_equal(actions, graph_actions)
+        for name in extras:
+            np.testing.assert_allclose(
+                extras[name],
+                graph.learner.model.head.log_prob(
+                    graph.learner.model.policy(tf.constant(obs)), tf.constant(actions)
+                ).numpy(),
+                rtol=1e-5,
+                atol=1e-5,
+            )
+            assert graph_extras[name].shape == (64,)
     envs.close()
 
 
@@ -287,7 +311,7 @@ def test_host_and_graph_acting_choose_alike(hparams):
     "activation", ["relu", "tanh", "sigmoid", "elu", "softplus", "silu", "linear"]
 )
 def test_host_forward_pass_matches_tensorflow_for_every_activation(activation):
-    from rl.models.mlp import MLP
+    from rl.models.networks import MLP
 
     mlp = MLP(5, (8, 8), 3, activation, output_gain=1.0, seed=0)
     x = np.random.default_rng(1).normal(scale=3.0, size=(32, 5)).astype(np.float32)
@@ -302,20 +326,19 @@ def test_acting_makes_no_tensorflow_call_per_step_on_the_host(monkeypatch):
     # 0.2-0.9 ms on the project's machines, against 0.009 ms for the NumPy pass.
     hp = registry.hparams.get("ppo_tiny")()
     envs = make_vec_env(hp.env, 2)
-    agent = registry.agents.get("ppo")(hp, envs.single_observation_space, envs.single_action_space)
-    assert not hasattr(agent, "_act_in_graph")  # nothing was even traced for acting
+    agent = build(hp, envs)
+    assert not hasattr(agent.actor, "_act_in_graph")  # nothing was even traced for acting
 
     def no_tensorflow(*args, **kwargs):
         raise AssertionError("acting called into TensorFlow")
 
     for name in ("constant", "convert_to_tensor"):
         monkeypatch.setattr(tf, name, no_tensorflow)
-    monkeypatch.setattr(agent.model, "preferences", no_tensorflow)
-    monkeypatch.setattr(agent.model, "__call__", no_tensorflow)
+    monkeypatch.setattr(agent.model, "policy", no_tensorflow)
+    monkeypatch.setattr(agent.model, "__call__", no_tensorflow, raising=False)
     obs, _ = envs.reset(seed=0)
     for _ in range(10):
-        actions = agent.act(obs)
-        obs, *_ = envs.step(actions)
+        obs = step_once(agent, envs, obs)
     assert agent.compute_action(obs[0]) in (0, 1)
     envs.close()
 
@@ -323,13 +346,19 @@ def test_acting_makes_no_tensorflow_call_per_step_on_the_host(monkeypatch):
 def test_dqn_warns_when_q_values_leave_what_the_rewards_allow():
     hp = registry.hparams.get("dqn_tiny")().replace(gamma=0.99)
     envs = make_vec_env(hp.env, hp.num_envs)
-    agent = registry.agents.get("dqn")(hp, envs.single_observation_space, envs.single_action_space)
+    learner = build(hp, envs).learner
     obs = np.zeros((2, 4), np.float32)
-    agent.observe(
-        obs, np.zeros(2, np.int32), -np.ones(2), np.zeros(2, bool), np.zeros(2, bool), obs
+    no = np.zeros(2, bool)
+    learner.observe(
+        obs=obs,
+        actions=np.zeros(2, np.int32),
+        rewards=-np.ones(2),
+        terminated=no,
+        truncated=no,
+        next_obs=obs,
     )
     # |r| <= 1 and gamma 0.99: |Q| <= 100; the warning fires beyond twice that.
-    assert agent.warnings({"q_mean": -150.0}) == []
-    (warning,) = agent.warnings({"q_mean": 1.7e4})
+    assert learner.warnings({"q_mean": -150.0}) == []
+    (warning,) = learner.warnings({"q_mean": 1.7e4})
     assert "q_mean 1.7e+04" in warning and "= 100" in warning
     envs.close()

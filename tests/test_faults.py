@@ -214,7 +214,7 @@ def test_structural_change_is_refused_even_when_allowed(run_dir):
     "changes, allowed",
     [
         ({"agent": "dqn"}, False),
-        ({"model": "mlp_q"}, False),
+        ({"model": "q_network"}, False),
         ({"hidden_sizes": (32,)}, False),
         ({"env": "Acrobot-v1"}, False),
         ({"learning_rate": 0.1, "activation": "relu", "num_envs": 4}, True),

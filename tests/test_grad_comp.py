@@ -11,8 +11,13 @@ from rl.algos.grad_comp.ppo import ppo_clip_loss
 MODES = {"eager": lambda f: f, "tf.function": tf.function}
 
 
-def rows(*values):
-    return tf.constant([values], tf.float32)
+def column(*values):
+    """One trajectory, time-major: [T, 1]."""
+    return tf.constant([[v] for v in values], tf.float32)
+
+
+def flags(*values):
+    return tf.constant([[v] for v in values])
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -22,14 +27,14 @@ def test_gae_terminal_step_is_not_bootstrapped(mode):
     # A_2 = 1.5, A_1 = 2.35 + .72*1.5 = 3.43, A_0 = 1.4 + .72*3.43 = 3.8696
     gae = MODES[mode](lambda *a: gae_advantages(*a, gamma=0.9, lam=0.8))
     adv, ret = gae(
-        rows(1, 2, 3),
-        rows(0.5, 1.0, 1.5),
-        rows(1.0, 1.5, 2.0),
-        tf.constant([[False, False, True]]),
-        tf.constant([[False, False, False]]),
+        column(1, 2, 3),
+        column(0.5, 1.0, 1.5),
+        column(1.0, 1.5, 2.0),
+        flags(False, False, True),
+        flags(False, False, False),
     )
-    np.testing.assert_allclose(adv.numpy(), [[3.8696, 3.43, 1.5]], rtol=1e-5)
-    np.testing.assert_allclose(ret.numpy(), [[4.3696, 4.43, 3.0]], rtol=1e-5)
+    np.testing.assert_allclose(adv.numpy()[:, 0], [3.8696, 3.43, 1.5], rtol=1e-5)
+    np.testing.assert_allclose(ret.numpy()[:, 0], [4.3696, 4.43, 3.0], rtol=1e-5)
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -40,34 +45,32 @@ def test_gae_truncated_step_bootstraps_and_cuts_the_chain(mode):
     # A_0 = 1.4 + .72*2.35 = 3.092
     gae = MODES[mode](lambda *a: gae_advantages(*a, gamma=0.9, lam=0.8))
     adv, _ = gae(
-        rows(1, 2, 3),
-        rows(0.5, 1.0, 1.5),
-        rows(1.0, 1.5, 2.0),
-        tf.constant([[False, False, False]]),
-        tf.constant([[False, True, False]]),
+        column(1, 2, 3),
+        column(0.5, 1.0, 1.5),
+        column(1.0, 1.5, 2.0),
+        flags(False, False, False),
+        flags(False, True, False),
     )
-    np.testing.assert_allclose(adv.numpy(), [[3.092, 2.35, 3.3]], rtol=1e-5)
+    np.testing.assert_allclose(adv.numpy()[:, 0], [3.092, 2.35, 3.3], rtol=1e-5)
 
 
-def test_gae_batch_rows_are_independent():
+def test_gae_envs_are_independent():
+    # [T=2, B=2]: env 0 gets reward 1 at t=0, env 1 at t=1; gamma 0.5, lambda 1.
     rewards = tf.constant([[1.0, 0.0], [0.0, 1.0]])
     zeros = tf.zeros([2, 2])
     no = tf.zeros([2, 2], tf.bool)
     adv, _ = gae_advantages(rewards, zeros, zeros, no, no, gamma=0.5, lam=1.0)
-    np.testing.assert_allclose(adv.numpy(), [[1.0, 0.0], [0.5, 1.0]])
+    np.testing.assert_allclose(adv.numpy(), [[1.0, 0.5], [0.0, 1.0]])
 
 
-def test_gae_rejects_wrong_rank():
-    with pytest.raises((ValueError, tf.errors.InvalidArgumentError)):
-        gae_advantages(
-            tf.zeros([3]),
-            tf.zeros([3]),
-            tf.zeros([3]),
-            tf.zeros([3], tf.bool),
-            tf.zeros([3], tf.bool),
-            0.9,
-            0.9,
-        )
+def test_gae_rejects_wrong_rank_and_disagreeing_shapes():
+    no = tf.zeros([3, 2], tf.bool)
+    with pytest.raises(ValueError, match="gae: rewards must have rank 2"):
+        gae_advantages(tf.zeros([3]), tf.zeros([3]), tf.zeros([3]), no, no, 0.9, 0.9)
+    with pytest.raises(
+        ValueError, match=r"gae: values has shape \(2, 3\) but rewards has \(3, 2\)"
+    ):
+        gae_advantages(tf.zeros([3, 2]), tf.zeros([2, 3]), tf.zeros([3, 2]), no, no, 0.9, 0.9)
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -87,13 +90,14 @@ def test_ppo_clip_loss_positive_advantages(mode):
     )
     # ratios 1.5 and 0.5: min(1.5, 1.2) = 1.2, min(0.5, 0.8) = 0.5
     loss, extras = loss_fn(tf.math.log([1.5, 0.5]))
-    assert extras["policy_loss"].numpy() == pytest.approx(-0.85, abs=1e-6)
-    assert extras["value_loss"].numpy() == pytest.approx(0.25, abs=1e-6)
-    assert extras["entropy"].numpy() == pytest.approx(0.6, abs=1e-6)
-    assert loss.numpy() == pytest.approx(-0.85 + 0.125 - 0.006, abs=1e-6)
-    kl = ((0.5 - np.log(1.5)) + (-0.5 - np.log(0.5))) / 2
-    assert extras["approx_kl"].numpy() == pytest.approx(kl, abs=1e-6)
-    assert extras["clip_fraction"].numpy() == pytest.approx(1.0)
+    # Per example: policy -1.2 and -0.5; value 0.5 * (1, 0); entropy 0.5, 0.7.
+    np.testing.assert_allclose(extras["policy_loss"].numpy(), [-1.2, -0.5], atol=1e-6)
+    np.testing.assert_allclose(extras["value_loss"].numpy(), [0.5, 0.0], atol=1e-6)
+    np.testing.assert_allclose(extras["entropy"].numpy(), [0.5, 0.7], atol=1e-6)
+    np.testing.assert_allclose(loss.numpy(), [-1.2 + 0.25 - 0.005, -0.5 + 0.0 - 0.007], atol=1e-6)
+    kl = [0.5 - np.log(1.5), -0.5 - np.log(0.5)]
+    np.testing.assert_allclose(extras["approx_kl"].numpy(), kl, atol=1e-6)
+    np.testing.assert_allclose(extras["clip_fraction"].numpy(), [1.0, 1.0])
 
 
 def test_ppo_clip_loss_negative_advantages_take_the_pessimistic_side():
@@ -109,8 +113,8 @@ def test_ppo_clip_loss_negative_advantages_take_the_pessimistic_side():
         value_coef=0.0,
         entropy_coef=0.0,
     )
-    assert extras["policy_loss"].numpy() == pytest.approx(1.15, abs=1e-6)
-    assert loss.numpy() == pytest.approx(1.15, abs=1e-6)
+    np.testing.assert_allclose(extras["policy_loss"].numpy(), [1.5, 0.8], atol=1e-6)
+    assert float(tf.reduce_mean(loss)) == pytest.approx(1.15, abs=1e-6)
 
 
 def test_ppo_value_clip_takes_the_larger_error():
@@ -128,7 +132,23 @@ def test_ppo_value_clip_takes_the_larger_error():
         old_values=tf.zeros([1]),
         value_clip=0.5,
     )
-    assert extras["value_loss"].numpy() == pytest.approx(0.5 * 6.25)
+    np.testing.assert_allclose(extras["value_loss"].numpy(), [0.5 * 6.25])
+
+
+def test_ppo_value_clip_without_old_values_is_a_clear_error():
+    with pytest.raises(ValueError, match="value_clip needs old_values"):
+        ppo_clip_loss(*[tf.zeros([1])] * 6, 0.2, 1.0, 0.0, value_clip=0.5)
+
+
+def test_ppo_rejects_inputs_whose_shapes_disagree():
+    # A [B, 1] value beside [B] returns would broadcast into a [B, B] loss.
+    args = [tf.zeros([4])] * 6
+    args[3] = tf.zeros([4, 1])
+    with pytest.raises(ValueError, match="values must have rank 1"):
+        ppo_clip_loss(*args, 0.2, 1.0, 0.0)
+    args[3] = tf.zeros([3])
+    with pytest.raises(ValueError, match=r"values has shape \(3,\) but log_probs has \(4,\)"):
+        ppo_clip_loss(*args, 0.2, 1.0, 0.0)
 
 
 Q_TM1 = tf.constant([[1.0, 2.0], [3.0, 4.0]])
@@ -145,7 +165,7 @@ def test_dqn_td_loss(mode):
     # Huber(4.5) = 4.0, Huber(3) = 2.5
     loss, extras = MODES[mode](dqn_td_loss)(Q_TM1, ACTIONS, REWARDS, DISCOUNTS, Q_T_TARGET)
     np.testing.assert_allclose(extras["td_error"].numpy(), [4.5, -3.0])
-    assert loss.numpy() == pytest.approx(3.25)
+    np.testing.assert_allclose(loss.numpy(), [4.0, 2.5])
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -155,14 +175,22 @@ def test_double_dqn_selects_with_online_evaluates_with_target(mode):
         Q_TM1, ACTIONS, REWARDS, DISCOUNTS, Q_T_TARGET, Q_T_ONLINE
     )
     np.testing.assert_allclose(extras["td_error"].numpy(), [1.8, -3.0], rtol=1e-6)
-    assert loss.numpy() == pytest.approx((1.3 + 2.5) / 2)
+    np.testing.assert_allclose(loss.numpy(), [1.3, 2.5], rtol=1e-6)
+
+
+def test_dqn_rejects_actions_that_do_not_match_the_batch():
+    with pytest.raises(ValueError, match=r"r_t has shape \(2,\) but a_tm1 has \(3,\)"):
+        dqn_td_loss(Q_TM1, tf.constant([0, 1, 1]), REWARDS, DISCOUNTS, Q_T_TARGET)
+    three_rows = tf.zeros([3, 2])
+    with pytest.raises(ValueError, match="q_tm1 has shape \\(3, 2\\), which does not start"):
+        dqn_td_loss(three_rows, ACTIONS, REWARDS, DISCOUNTS, three_rows)
 
 
 def test_dqn_loss_gradient_flows_only_through_q_tm1():
     q_tm1 = tf.Variable(Q_TM1)
     q_t = tf.Variable(Q_T_TARGET)
     with tf.GradientTape() as tape:
-        loss, _ = dqn_td_loss(q_tm1, ACTIONS, REWARDS, DISCOUNTS, q_t)
+        loss = tf.reduce_mean(dqn_td_loss(q_tm1, ACTIONS, REWARDS, DISCOUNTS, q_t)[0])
     grad_q_tm1, grad_q_t = tape.gradient(loss, [q_tm1, q_t])
     assert grad_q_t is None
     # d/dq Huber: clipped TD error, averaged: -(1)/2 and -(-1)/2
@@ -171,22 +199,3 @@ def test_dqn_loss_gradient_flows_only_through_q_tm1():
 
 def test_huber():
     np.testing.assert_allclose(huber(tf.constant([0.5, -2.0]), 1.0).numpy(), [0.125, 1.5])
-
-
-def test_categorical_log_prob_and_entropy_match_tfp_and_hand_values():
-    import tensorflow_probability as tfp
-
-    from rl.algos.grad_comp.ppo import categorical_log_prob_and_entropy
-
-    # softmax([0, log 3]) = [1/4, 3/4]: log p(1) = log 3/4, H = -(1/4 log 1/4 + 3/4 log 3/4).
-    logits = tf.constant([[0.0, np.log(3.0)], [2.0, -1.0]], tf.float32)
-    actions = tf.constant([1, 0])
-    log_probs, entropy = categorical_log_prob_and_entropy(logits, actions)
-    np.testing.assert_allclose(log_probs[0], np.log(0.75), rtol=1e-6)
-    np.testing.assert_allclose(entropy[0], -(0.25 * np.log(0.25) + 0.75 * np.log(0.75)), rtol=1e-6)
-    wide = tf.random.stateless_normal([64, 5], seed=[1, 2], stddev=4.0)
-    picks = tf.random.stateless_uniform([64], seed=[3, 4], maxval=5, dtype=tf.int32)
-    reference = tfp.distributions.Categorical(logits=wide)
-    ours = categorical_log_prob_and_entropy(wide, picks)
-    np.testing.assert_allclose(ours[0], reference.log_prob(picks), rtol=1e-5, atol=1e-6)
-    np.testing.assert_allclose(ours[1], reference.entropy(), rtol=1e-5, atol=1e-6)

@@ -53,8 +53,8 @@ def test_unknown_name_lists_closest_matches_and_how_to_list_all():
 
 def test_every_kind_is_registered():
     assert {"ppo", "dqn"} <= set(registry.agents.names())
-    assert {"mlp_actor_critic", "mlp_q"} <= set(registry.models.names())
-    assert {"greedy", "categorical", "epsilon_greedy"} <= set(registry.act_select.names())
+    assert {"actor_critic", "q_network"} <= set(registry.models.names())
+    assert {"greedy", "sample", "epsilon_greedy"} <= set(registry.act_select.names())
     assert {"ppo_clip", "dqn_td", "gae"} <= set(registry.grad_comp.names())
     assert {
         "ppo_cartpole",
@@ -186,10 +186,21 @@ def test_plain_literals_of_the_declared_type_are_read(text, field, value):
         ("ppo_tiny", "grad_comp=gae", "hparam 'grad_comp' of agent 'ppo' must be one of ppo_clip"),
         (
             "dqn_tiny",
-            "model=mlp_actor_critic",
-            "hparam 'model' of agent 'dqn' must be one of mlp_q",
+            "model=actor_critic",
+            "hparam 'model' of agent 'dqn' must be one of q_network",
         ),
         ("ppo_tiny", "act_select=greedyy", "unknown act_select 'greedyy'"),
+        # PPO's ratio assumes actions sampled from its own policy.
+        (
+            "ppo_tiny",
+            "act_select=greedy",
+            "hparam 'act_select' of agent 'ppo' must be one of sample",
+        ),
+        (
+            "dqn_tiny",
+            "act_select=sample",
+            "hparam 'act_select' of agent 'dqn' must be one of epsilon_greedy, greedy",
+        ),
         ("ppo_tiny", "eval_act_select=nope", "unknown act_select 'nope'"),
         ("ppo_tiny", "model=nope", "unknown model 'nope'"),
         ("ppo_tiny", "env=NoSuchEnv-v0", "unknown env 'NoSuchEnv-v0'"),

@@ -7,5 +7,5 @@ policy export); ``ppo.py`` and ``dqn.py`` add their memory and update step.
 from rl import registry
 
 # Imported on first lookup (rl/registry.py): naming them does not load TensorFlow.
-registry.agents.declare("ppo", "rl.agents.ppo:PPOAgent")
-registry.agents.declare("dqn", "rl.agents.dqn:DQNAgent")
+registry.agents.declare("ppo", "rl.agents.ppo:PPOLearner")
+registry.agents.declare("dqn", "rl.agents.dqn:DQNLearner")

@@ -1,57 +1,61 @@
-"""DQN: uniform replay, a target network and a linear epsilon schedule.
+"""DQN's learner: replay, a target network, and bursts of gradient steps.
 
 Replay lives in NumPy (rl/memory); one update samples ``gradient_steps``
 batches at once and runs all of those gradient steps, with the target
-network's syncs, in a single compiled call.
+network's syncs, in a single compiled call. Exploration is a pure function
+of the env step the actor passes in.
 """
 
 from typing import Dict, List, Optional
 
 import numpy as np
 
-from rl import registry, seeding
+from rl import seeding
 from rl._tf import tf
-from rl.agents.base import Agent, clip_gradients
+from rl.agents.learner import Learner, clip_gradients, run_gradient_steps
+from rl.algos.grad_comp.checks import weighted_mean
 from rl.algos.schedules import linear_schedule
 from rl.hparams.dqn import DQNHParams
-from rl.memory import ReplayBuffer
+from rl.memory.spec import transition_specs
+from rl.memory.stream_replay import Replay
+
+METRICS = ("loss", "q_mean", "target_mean", "grad_norm")
+BATCH_FIELDS = ("obs", "actions", "rewards", "discounts", "next_obs")
 
 
-class DQNAgent(Agent):
+class DQNLearner(Learner):
     """Deep Q-Networks (Mnih et al. 2015), double-Q by default, discrete actions."""
 
-    fitting_components = {"model": ("mlp_q",), "grad_comp": ("dqn_td",)}
+    fitting_components = {
+        "model": ("q_network",),
+        "grad_comp": ("dqn_td",),
+        "act_select": ("epsilon_greedy", "greedy"),
+    }
 
     def __init__(self, hp: DQNHParams, observation_space, action_space):
         super().__init__(hp, observation_space, action_space)
-        input_size = int(np.prod(self.obs_shape))
-        self.target_model = registry.models.get(hp.model)(
-            hp, input_size, self.num_actions, seed=hp.seed
-        )
+        self.target_model = self.build_model()
         self._sync_target(1.0)
-        self.replay = ReplayBuffer(
-            hp.buffer_size, self.obs_shape, seed=seeding.derived_seed(hp.seed, seeding.REPLAY)
-        )
-        self.total_gradient_steps = tf.Variable(
-            0, dtype=tf.int64, trainable=False, name="total_gradient_steps"
+        self.replay = Replay(
+            transition_specs(observation_space, action_space),
+            capacity=hp.buffer_size,
+            num_envs=hp.num_envs,
+            seed=seeding.derived_seed(hp.seed, seeding.REPLAY),
+            n_step=hp.n_step,
+            gamma=hp.gamma,
         )
         # Explicit tf.while_loop/tf.cond: no autograph transformation needed.
         self._compiled_update = tf.function(
             self._update_step, jit_compile=hp.jit_compile, autograph=False
         )
 
-    def exploration_rate(self) -> float:
-        hp = self.hp
-        return linear_schedule(
-            hp.epsilon_start, hp.epsilon_end, hp.epsilon_decay_steps, self.env_steps
-        )
+    @classmethod
+    def exploration(cls, hp: DQNHParams, step: int) -> float:
+        return linear_schedule(hp.epsilon_start, hp.epsilon_end, hp.epsilon_decay_steps, step)
 
-    def observe(self, obs, actions, rewards, terminated, truncated, next_obs):
-        # Truncated steps are stored as non-terminal: the target bootstraps from
-        # next_obs, which is the true final observation.
-        del truncated
-        self.replay.add(obs, actions, rewards, terminated, next_obs)
-        self.counters.add("env_steps", len(actions))
+    def observe(self, **step: np.ndarray) -> None:
+        self.replay.add(**step)
+        self.counters.add("env_steps", len(step["rewards"]))
 
     def update(self) -> Optional[Dict[str, float]]:
         hp = self.hp
@@ -59,19 +63,21 @@ class DQNAgent(Agent):
         # Due when the last observe (num_envs steps) crossed a multiple of
         # train_interval: derived from the counter, so resuming keeps it.
         due = steps // hp.train_interval > (steps - hp.num_envs) // hp.train_interval
-        if steps < hp.learning_starts or not due:
+        if steps < hp.learning_starts or not due or len(self.replay) == 0:
             return None
-        batch = self.replay.sample(hp.gradient_steps, hp.batch_size)
-        learning_rate = self.current_learning_rate()
-        # The replay's fields are _update_step's arguments, in order.
+        sample = self.replay.sample((hp.gradient_steps, hp.batch_size))
+        learning_rate = self.learning_rate(steps)
+        # Gradient steps so far: updates x gradient_steps (one place for the count).
+        done_before = self.counters["updates"] * hp.gradient_steps
         outputs = self._compiled_update(
-            *(tf.constant(batch[name]) for name in ReplayBuffer.FIELDS),
+            {name: tf.constant(sample.batch[name]) for name in BATCH_FIELDS},
             tf.constant(learning_rate, tf.float32),
+            tf.constant(done_before, tf.int64),
         )
         return self._finish_update(
             outputs,
             learning_rate=learning_rate,
-            epsilon=self.exploration_rate(),
+            epsilon=self.exploration(hp, steps),
             replay_size=float(len(self.replay)),
         )
 
@@ -98,49 +104,47 @@ class DQNAgent(Agent):
         return tf.constant(True)
 
     def _update_step(
-        self, obs, actions, rewards, terminated, next_obs, learning_rate
-    ) -> Dict[str, tf.Tensor]:
+        self, batch: Dict[str, tf.Tensor], learning_rate: tf.Tensor, done_before: tf.Tensor
+    ):
         """``gradient_steps`` steps over [G, B, ...] batches; syncs the target."""
         hp = self.hp
         self.optimizer.learning_rate.assign(learning_rate)
-        discounts = hp.gamma * (1.0 - tf.cast(terminated, tf.float32))
         variables = self.model.trainable_variables
-        totals = {k: tf.constant(0.0) for k in ("loss", "q_mean", "target_mean", "grad_norm")}
 
-        def gradient_step(g, totals):
+        def gradient_step(g):
+            obs, next_obs = batch["obs"][g], batch["next_obs"][g]
             with tf.GradientTape() as tape:
-                q_online_next = self.model(next_obs[g]) if hp.double_q else None
-                loss, extras = self.algo.grad_comp(
-                    q_tm1=self.model(obs[g]),
-                    a_tm1=actions[g],
-                    r_t=rewards[g],
-                    discount_t=discounts[g],
-                    q_t_target=self.target_model(next_obs[g]),
-                    q_t_online=q_online_next,
+                loss, extras = self.grad_comp(
+                    q_tm1=self.model(obs),
+                    a_tm1=batch["actions"][g],
+                    r_t=batch["rewards"][g],
+                    discount_t=batch["discounts"][g],
+                    q_t_target=self.target_model(next_obs),
+                    q_t_online=self.model(next_obs) if hp.double_q else None,
                     huber_delta=hp.huber_delta,
                 )
-            grads, grad_norm = clip_gradients(tape.gradient(loss, variables), hp.max_grad_norm)
+                mean_loss = weighted_mean(loss)
+            grads, grad_norm = clip_gradients(tape.gradient(mean_loss, variables), hp.max_grad_norm)
             self.optimizer.apply_gradients(zip(grads, variables))
-            done = self.total_gradient_steps.assign_add(1)
+            done = done_before + tf.cast(g, tf.int64) + 1
             synced = tf.cond(
                 tf.equal(done % hp.target_update_interval, 0),
                 lambda: self._sync_target(hp.target_update_tau),
                 lambda: tf.constant(False),
             )
-            step_metrics = {"loss": loss, "grad_norm": grad_norm, **extras}
             with tf.control_dependencies([synced]):  # the sync before the next step
-                return g + 1, {k: totals[k] + step_metrics[k] for k in totals}
+                return {
+                    "loss": tf.identity(mean_loss),
+                    "grad_norm": grad_norm,
+                    "q_mean": tf.reduce_mean(extras["q_taken"]),
+                    "target_mean": tf.reduce_mean(extras["target"]),
+                }
 
-        _, totals = tf.while_loop(lambda g, _: g < tf.shape(actions)[0], gradient_step, (0, totals))
-
-        count = tf.cast(tf.shape(actions)[0], tf.float32)
-        return self._update_outputs({k: v / count for k, v in totals.items()})
+        metrics = run_gradient_steps(tf.shape(batch["actions"])[0], gradient_step, METRICS)
+        return self._update_outputs(metrics)
 
     def checkpoint_items(self):
-        items = super().checkpoint_items()
-        items.update(
-            target_model=self.target_model,
-            replay=self.replay,
-            total_gradient_steps=self.total_gradient_steps,
-        )
-        return items
+        return {**super().checkpoint_items(), "target_model": self.target_model}
+
+    def separate_state(self) -> Dict[str, object]:
+        return {"replay": self.replay} if self.hp.checkpoint_replay else {}

@@ -5,6 +5,6 @@ constructors that add wrappers.
 """
 
 from rl.envs import registered  # noqa: F401  (registers)
-from rl.envs.make import check_env_name, make_env, make_vec_env, num_actions, true_next_obs
+from rl.envs.make import check_env_name, make_env, make_vec_env, true_next_obs
 
-__all__ = ["check_env_name", "make_env", "make_vec_env", "num_actions", "true_next_obs"]
+__all__ = ["check_env_name", "make_env", "make_vec_env", "true_next_obs"]

@@ -2,9 +2,9 @@
 
 ``--env NAME`` takes a registered constructor (which may add wrappers) or any
 Gymnasium id. Every env gets the same observation treatment: non-Box
-observations (Discrete, Tuple, Dict) are flattened to one-hot/concatenated
-vectors and everything is cast to float32, so models see a flat or image
-float tensor whatever the space.
+observations (Discrete, MultiDiscrete, Tuple, Dict) are flattened to
+one-hot/concatenated float32 vectors, uint8 images stay uint8 (the model
+scales them), and every other Box becomes float32.
 """
 
 import collections
@@ -95,9 +95,11 @@ def check_env_name(name: str) -> None:
 
 
 def _standard_wrappers(env: gym.Env) -> gym.Env:
+    # uint8 images stay bytes until the model (4x less memory in replay);
+    # everything else becomes one flat or shaped float32 tensor.
     if not isinstance(env.observation_space, gym.spaces.Box):
         env = gym.wrappers.FlattenObservation(env)
-    if env.observation_space.dtype != np.float32:
+    if env.observation_space.dtype not in (np.float32, np.uint8):
         env = gym.wrappers.DtypeObservation(env, np.float32)
     return env
 
@@ -172,10 +174,3 @@ def true_next_obs(next_obs: np.ndarray, info: dict) -> np.ndarray:
     for i in np.flatnonzero(info["_final_obs"]):
         result[i] = info["final_obs"][i]
     return result
-
-
-def num_actions(space: gym.Space) -> int:
-    """Actions of a Discrete space; other spaces raise a clear error."""
-    if not isinstance(space, gym.spaces.Discrete):
-        raise ValueError(f"this agent needs Discrete actions, the env has {space}")
-    return int(space.n)

@@ -118,7 +118,7 @@ class HParams:
     """
 
     agent: str = named("", "agents")  # registered agent name, e.g. "ppo"
-    model: str = named("", "models")  # registered model name, e.g. "mlp_actor_critic"
+    model: str = named("", "models")  # registered model name, e.g. "actor_critic"
     act_select: str = named("", "act_select")  # registered act_select used while training
     eval_act_select: str = named("greedy", "act_select")  # act_select for evaluation and test
     grad_comp: str = named("", "grad_comp")  # registered loss, e.g. "ppo_clip"
@@ -128,14 +128,12 @@ class HParams:
         "sync", ("sync", "async")
     )  # "sync": one process; "async": subprocesses
     seed: int = bounded(0, 0, MAX_SEED)  # seeds the agent's generator and the environments
-    hidden_sizes: Tuple[int, ...] = bounded((64, 64), 1, 4096, max_items=8)  # MLP layer widths
-    activation: str = one_of("tanh", ACTIVATIONS)  # hidden-layer tf.keras.activations name
     learning_rate: float = positive(3e-4)  # Adam step size at the start
     anneal_learning_rate: bool = False  # linear decay to 0 over train_steps
     gamma: float = bounded(0.99, 0, 1)  # discount
     max_grad_norm: Optional[float] = positive(None)  # global-norm clip; None: no clip
     jit_compile: bool = True  # XLA-compile the update: ~1.5 s once, faster after
-    host_acting: bool = True  # act in NumPy on the host (small models); false: in TF
+    host_acting: bool = True  # act in NumPy on the host (MLP torsos); false: in TensorFlow
     train_steps: int = bounded(100_000, 1, MAX_STEPS)  # environment steps of the whole run
     eval_interval: int = bounded(10_000, 1, MAX_STEPS)  # environment steps between evaluations
     eval_episodes: int = bounded(10, 0, 100_000)  # greedy episodes per evaluation

@@ -4,12 +4,13 @@ import dataclasses
 
 from rl import registry
 from rl.hparams.base import MAX_STEPS, HParams, bounded, one_of, positive
+from rl.models.settings import ModelSettings
 
 
 @dataclasses.dataclass(frozen=True)
-class DQNHParams(HParams):
+class DQNHParams(HParams, ModelSettings):
     agent: str = one_of("dqn", ("dqn",))  # these fields are DQN's
-    model: str = "mlp_q"
+    model: str = "q_network"
     act_select: str = "epsilon_greedy"
     grad_comp: str = "dqn_td"
     activation: str = "relu"
@@ -26,6 +27,8 @@ class DQNHParams(HParams):
     epsilon_decay_steps: int = bounded(10_000, 1, MAX_STEPS)  # env steps of linear decay
     double_q: bool = True  # double-Q target (van Hasselt et al. 2016)
     huber_delta: float = positive(1.0)  # Huber loss threshold
+    n_step: int = bounded(1, 1, 100)  # rewards summed into each target (n-step returns)
+    checkpoint_replay: bool = True  # save the replay beside each checkpoint (exact resume)
 
 
 @registry.hparams.register

@@ -5,13 +5,14 @@ from typing import Optional
 
 from rl import registry
 from rl.hparams.base import HParams, bounded, one_of, positive
+from rl.models.settings import ModelSettings
 
 
 @dataclasses.dataclass(frozen=True)
-class PPOHParams(HParams):
+class PPOHParams(HParams, ModelSettings):
     agent: str = one_of("ppo", ("ppo",))  # these fields are PPO's
-    model: str = "mlp_actor_critic"
-    act_select: str = "categorical"
+    model: str = "actor_critic"
+    act_select: str = "sample"
     grad_comp: str = "ppo_clip"
     rollout_steps: int = bounded(128, 1, 100_000)  # steps per env between updates
     num_epochs: int = bounded(4, 1, 10_000)  # passes over each rollout
@@ -22,6 +23,7 @@ class PPOHParams(HParams):
     gae_lambda: float = bounded(0.95, 0, 1)  # GAE lambda
     normalize_advantages: bool = True  # per minibatch, to zero mean, unit std
     value_clip: Optional[float] = positive(None)  # clip value updates; None: off
+    reward_scale: float = positive(1.0)  # rewards are multiplied by this before learning
 
 
 @registry.hparams.register
@@ -72,6 +74,28 @@ def ppo_acrobot() -> PPOHParams:
         train_steps=200_000,  # about -80 from 100k steps on (docs/benchmarks.md)
         eval_interval=25_000,
         checkpoint_interval=25_000,
+    )
+
+
+@registry.hparams.register
+def ppo_pendulum() -> PPOHParams:
+    # A Gaussian policy on a bounded Box (actions clipped to [-2, 2] for the env).
+    return ppo_base().replace(
+        env="Pendulum-v1",
+        num_envs=8,
+        rollout_steps=250,  # 8 x 250 = 2,000 steps a rollout divides the budget
+        num_epochs=10,
+        num_minibatches=16,
+        learning_rate=1e-3,
+        anneal_learning_rate=True,
+        gamma=0.9,
+        gae_lambda=0.95,
+        max_grad_norm=0.5,
+        action_distribution="gaussian",
+        reward_scale=0.1,
+        train_steps=300_000,
+        eval_interval=20_000,
+        checkpoint_interval=60_000,
     )
 
 

@@ -1,0 +1,148 @@
+"""The actor: policy weights + an act_select + its own random stream.
+
+An actor turns observations into actions and records what its learner needs
+from acting time (the behaviour log-prob for PPO): an on-policy learner never
+recomputes it with newer weights. It reads weights only from a
+``PolicySnapshot`` that its learner published, so it can live in another
+process or on another machine; in one process, loading a snapshot is
+swapping a reference.
+
+With ``on_host`` (small MLP models, the default) acting is NumPy: no call into
+TensorFlow per environment step. Otherwise each vectorised step is one
+compiled call on the actor's own copy of the network.
+"""
+
+import dataclasses
+import json
+from typing import Callable, Dict, Optional, Sequence, Tuple
+
+import numpy as np
+
+from rl._tf import tf
+from rl.algos.act_select.base import ActSelect
+
+# What an actor can record beside each action, for its learner.
+ACTOR_EXTRAS = ("log_prob",)
+
+
+@dataclasses.dataclass(frozen=True)
+class PolicySnapshot:
+    """Versioned copies of the weights acting reads.
+
+    Attributes:
+        version: the learner's update count when published (0: initial weights).
+        arrays: values of the model's ``acting_variables()``, in that order.
+    """
+
+    version: int
+    arrays: Tuple[np.ndarray, ...]
+
+
+class RandomStream(tf.train.experimental.PythonState):
+    """A NumPy generator whose state travels inside tf.train checkpoints."""
+
+    def __init__(self, generator: np.random.Generator):
+        self.generator = generator
+
+    def serialize(self) -> bytes:
+        return json.dumps(self.generator.bit_generator.state).encode()
+
+    def deserialize(self, data: bytes) -> None:
+        self.generator.bit_generator.state = json.loads(data)
+
+
+class Actor:
+    """Acts with the policy of the last snapshot it loaded."""
+
+    def __init__(
+        self,
+        model,
+        act_select: ActSelect,
+        rng: np.random.Generator,
+        extras: Sequence[str] = (),
+        exploration: Optional[Callable[[int], float]] = None,
+        on_host: bool = True,
+    ):
+        """Builds an actor; call ``load`` before ``act``.
+
+        Args:
+            model: a network (rl/models); on the host only its structure is
+                used, otherwise its acting variables receive the snapshots,
+                so give the actor a copy of its own.
+            act_select: the rule choosing actions.
+            rng: where the act_select's randomness comes from.
+            extras: what to record per action, from ACTOR_EXTRAS.
+            exploration: epsilon as a function of the env step passed to
+                ``act``; None: 0.
+            on_host: act in NumPy (MLP torsos) instead of TensorFlow.
+        """
+        unknown = set(extras) - set(ACTOR_EXTRAS)
+        if unknown:
+            raise ValueError(f"unknown actor extras {sorted(unknown)}: valid: {ACTOR_EXTRAS}")
+        if model.outputs not in act_select.acts_on:
+            raise ValueError(
+                f"this act_select acts on {' or '.join(sorted(act_select.acts_on))}, "
+                f"but the model gives {model.outputs}"
+            )
+        self.model = model
+        self.head = model.head
+        self.act_select = act_select
+        self.stream = RandomStream(rng)
+        self.extras = tuple(extras)
+        self.exploration = exploration or (lambda step: 0.0)
+        self.on_host = on_host
+        self.version = -1
+        self._arrays: Tuple[np.ndarray, ...] = ()
+        if not on_host:
+            self._variables = model.acting_variables()
+            self._act_in_graph = tf.function(self._graph_act, autograph=False)
+
+    @property
+    def rng(self) -> np.random.Generator:
+        return self.stream.generator
+
+    def load(self, snapshot: PolicySnapshot) -> None:
+        """Acts with these weights from now on."""
+        if snapshot.version == self.version and snapshot.arrays is self._arrays:
+            return
+        if not self.on_host:
+            for variable, value in zip(self._variables, snapshot.arrays):
+                variable.assign(value)
+        self._arrays = snapshot.arrays
+        self.version = snapshot.version
+
+    def act(self, obs: np.ndarray, step: int = 0) -> Tuple[np.ndarray, Dict[str, np.ndarray]]:
+        """Actions for a batch of observations, and the extras recorded with them.
+
+        Args:
+            obs: [N, *obs_shape] observations, one per env copy.
+            step: env steps so far (exploration schedules read it).
+
+        Returns:
+            actions [N, *action_shape] (as the learner stores them; ``to_env``
+            gives what the env takes) and {extra name: [N] array}.
+        """
+        if self.version < 0:
+            raise RuntimeError("the actor has no weights yet: load a PolicySnapshot first")
+        epsilon = float(self.exploration(step))
+        if self.on_host:
+            policy = self.model.host_policy(obs, self._arrays)
+            actions = self.act_select.host(policy, self.rng, epsilon)
+            extras = {"log_prob": policy.log_prob(actions)} if self.extras else {}
+            return actions, extras
+        seed = self.rng.integers(0, 2**31 - 1, size=2, dtype=np.int32)
+        actions, log_prob = self._act_in_graph(
+            tf.constant(obs), tf.constant(seed), tf.constant(epsilon, tf.float32)
+        )
+        return actions.numpy(), ({"log_prob": log_prob.numpy()} if self.extras else {})
+
+    def to_env(self, actions: np.ndarray) -> np.ndarray:
+        """Actions as the env takes them (a plain Gaussian's samples clipped to the bounds)."""
+        return self.head.to_env(actions)
+
+    def _graph_act(self, obs, seed, epsilon):
+        policy = self.model.policy(obs)
+        actions = self.act_select.graph(policy, self.head, seed, epsilon)
+        if "log_prob" in self.extras:
+            return actions, self.head.log_prob(policy, actions)
+        return actions, tf.zeros([tf.shape(obs)[0]])

@@ -1,0 +1,204 @@
+"""The learner: memory, the compiled update, its optimizer and its state.
+
+A learner takes what actors observed (``observe``), learns in one compiled
+call per update (``update``), and publishes versioned policy weights
+(``publish``) that any actor can load. Each update's compiled call also
+returns the new acting weights, so publishing costs no extra call into
+TensorFlow. What is shared by every learner lives here; ``ppo.py`` and
+``dqn.py`` add their memory and update step.
+"""
+
+import math
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
+
+import gymnasium as gym
+import keras
+import numpy as np
+
+from rl import registry, seeding
+from rl._tf import tf
+from rl.agents.actor import PolicySnapshot
+from rl.algos.schedules import linear_schedule
+from rl.counters import Counters
+from rl.hparams.base import HParams
+
+
+class NonFiniteError(ArithmeticError):
+    """An update produced a non-finite loss or weights; ``str()`` is one line."""
+
+
+class Learner(tf.Module):
+    """What every learner shares: model, loss, optimizer, update stream, counters."""
+
+    # Registered names each hparams field may take for this learner (the
+    # losses its update calls, the act_selects whose samples it assumes);
+    # fields not listed take any name.
+    fitting_components: Dict[str, Tuple[str, ...]] = {}
+    # What its actors record beside each action (rl/agents/actor.py ACTOR_EXTRAS).
+    actor_extras: Tuple[str, ...] = ()
+
+    def __init__(self, hp: HParams, observation_space: gym.Space, action_space: gym.Space):
+        """Builds the model, loss, optimizer and the update's random stream from ``hp``.
+
+        Args:
+            hp: the agent's hparams.
+            observation_space: the env's observation space (rl.envs wrappers applied).
+            action_space: the env's action space.
+        """
+        super().__init__(name=hp.agent)
+        self.hp = hp
+        self.observation_space = observation_space
+        self.action_space = action_space
+        self.model = self.build_model()
+        self.grad_comp = registry.grad_comp.get(hp.grad_comp)
+        self.generator = tf.random.Generator.from_seed(
+            seeding.derived_seed(hp.seed, seeding.UPDATE)
+        )
+        self.optimizer = keras.optimizers.Adam(learning_rate=hp.learning_rate)
+        # Built now so checkpoints restore into existing slots.
+        self.optimizer.build(self.model.trainable_variables)
+        self.counters = Counters(env_steps=0, updates=0)
+        self._acting_variables = self.model.acting_variables()
+        self._snapshot = self._take_snapshot()
+
+    def build_model(self):
+        """A fresh network of this learner's kind (also what graph actors act with)."""
+        hp = self.hp
+        model_class = registry.models.get(hp.model)
+        return model_class(hp, self.observation_space, self.action_space, seed=hp.seed)
+
+    # --- what the loop calls --------------------------------------------------
+    @property
+    def env_steps(self) -> int:
+        """Environment steps observed so far, all env copies together."""
+        return self.counters["env_steps"]
+
+    @classmethod
+    def exploration(cls, hp: HParams, step: int) -> float:
+        """epsilon at env step ``step`` for act_selects that use one (default 0)."""
+        del hp, step
+        return 0.0
+
+    def observe(self, **step: np.ndarray) -> None:
+        """Records one vectorised step of N transitions.
+
+        Args:
+            **step: obs, actions, rewards, terminated, truncated, next_obs
+                (the true next observations: final ones at episode ends),
+                each [N, ...], and the actor's extras (``actor_extras``).
+        """
+        raise NotImplementedError
+
+    def update(self) -> Optional[Dict[str, float]]:
+        """Learns if enough has been observed; returns metrics, or None if not."""
+        raise NotImplementedError
+
+    def pending_steps(self) -> int:
+        """Env steps observed but held outside checkpoints (e.g. a partial rollout).
+
+        Evaluations and checkpoints wait until this is 0, so a resumed run
+        never loses or repeats learning.
+        """
+        return 0
+
+    def warnings(self, metrics: Dict[str, float]) -> List[str]:
+        """Signs in an update's metrics that learning went wrong while staying finite."""
+        del metrics
+        return []
+
+    def publish(self) -> PolicySnapshot:
+        """The current acting weights, versioned by the update count."""
+        return self._snapshot
+
+    def refresh_snapshot(self) -> None:
+        """Re-reads the acting weights from the variables (after a restore)."""
+        self._snapshot = self._take_snapshot()
+
+    def _take_snapshot(self) -> PolicySnapshot:
+        arrays = tuple(v.numpy() for v in self._acting_variables)
+        return PolicySnapshot(self.counters["updates"], arrays)
+
+    def learning_rate(self, step: int) -> float:
+        """The learning rate for data that starts at env step ``step``.
+
+        Annealing counts from the first step of the data being learned from
+        (a PPO rollout's first step), so the last update of a run does not
+        get a rate of ~0.
+        """
+        hp = self.hp
+        if not hp.anneal_learning_rate:
+            return hp.learning_rate
+        return linear_schedule(hp.learning_rate, 0.0, max(hp.train_steps, 1), step)
+
+    # --- the compiled update's ends -----------------------------------------------
+    def _update_outputs(self, metrics: Dict[str, tf.Tensor]):
+        """What every compiled update returns: its metrics, whether all weights
+        are finite, and the new values of the weights acting reads."""
+        finite = tf.reduce_all(
+            [tf.reduce_all(tf.math.is_finite(v)) for v in self.model.trainable_variables]
+        )
+        weights = [v.read_value() for v in self._acting_variables]
+        return metrics, finite, weights
+
+    def _finish_update(self, outputs, **more: float) -> Dict[str, float]:
+        """Takes a compiled update's outputs: the finite check, metrics, a new snapshot.
+
+        Raises:
+            NonFiniteError: a loss or a weight is NaN or infinite; the weights
+                are then unusable and must not be saved or published.
+        """
+        metrics, finite, weights = outputs
+        updates = self.counters.add("updates")
+        result = {k: float(v) for k, v in metrics.items()}
+        bad = sorted(k for k, v in result.items() if not math.isfinite(v))
+        if bad or not bool(finite):
+            what = f"non-finite {', '.join(bad)}" if bad else "non-finite weights"
+            raise NonFiniteError(f"{what} in update {updates} at step {self.env_steps}")
+        self._snapshot = PolicySnapshot(updates, tuple(w.numpy() for w in weights))
+        result.update(more)
+        return result
+
+    # --- saving -----------------------------------------------------------------
+    def checkpoint_items(self) -> Dict[str, tf.Module]:
+        """Everything a resumed learner needs, by checkpoint key."""
+        return {
+            "model": self.model,
+            "optimizer": self.optimizer,
+            "generator": self.generator,
+            "counters": self.counters,
+        }
+
+    def separate_state(self) -> Dict[str, object]:
+        """State saved beside the checkpoint in files of its own (a replay), by name."""
+        return {}
+
+
+def run_gradient_steps(
+    count: int, step: Callable[[tf.Tensor], Dict[str, tf.Tensor]], names: Sequence[str]
+) -> Dict[str, tf.Tensor]:
+    """Runs ``step(i)`` for i = 0..count-1 in one tf.while_loop; returns the metrics' means.
+
+    Every learner's update is "G gradient steps in one compiled call"; a
+    Python loop would be unrolled into the graph (slow to trace for many steps).
+
+    Args:
+        count: how many steps (a Python int or a scalar tensor).
+        step: builds one gradient step from its index; returns scalar metrics.
+        names: the metrics to average (keys of ``step``'s result).
+    """
+    totals = {name: tf.constant(0.0) for name in names}
+
+    def body(i, totals):
+        metrics = step(i)
+        return i + 1, {name: totals[name] + metrics[name] for name in names}
+
+    _, totals = tf.while_loop(lambda i, _: i < count, body, (tf.constant(0), totals))
+    return {name: total / tf.cast(count, tf.float32) for name, total in totals.items()}
+
+
+def clip_gradients(grads, max_norm: Optional[float]):
+    """Global-norm clipping; returns the clipped grads and the norm before."""
+    norm = tf.linalg.global_norm(grads)
+    if max_norm is not None:
+        grads, _ = tf.clip_by_global_norm(grads, max_norm, use_norm=norm)
+    return grads, norm

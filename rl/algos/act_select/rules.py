@@ -1,0 +1,69 @@
+"""Action selection: sample, greedy, epsilon-greedy.
+
+Each rule is registered once, as an ``ActSelect`` holding its NumPy (host)
+and TensorFlow (graph) forms; ``tests/test_act_select.py`` checks they agree.
+Randomness comes in explicitly (a ``np.random.Generator`` or a stateless TF
+seed drawn from the caller's generator), never from a global RNG.
+"""
+
+import numpy as np
+
+from rl._tf import tf
+from rl.algos.act_select.base import DISTRIBUTION, Q_VALUES, ActSelect
+
+
+# --- sample: a ~ pi(.|s) ------------------------------------------------------------
+def sample_host(policy, rng: np.random.Generator, epsilon: float = 0.0) -> np.ndarray:
+    """A draw from the action distribution; ``epsilon`` is unused."""
+    del epsilon
+    return policy.sample(rng)
+
+
+def sample_graph(policy, head, seed: tf.Tensor, epsilon: tf.Tensor = 0.0) -> tf.Tensor:
+    """A draw from the action distribution with a stateless seed."""
+    del epsilon
+    return head.sample(policy, seed)
+
+
+# --- greedy: the mode, or argmax_a Q(s, a) -------------------------------------------
+def greedy_host(policy, rng: np.random.Generator, epsilon: float = 0.0) -> np.ndarray:
+    """The distribution's mode, or the argmax of Q-values; ``rng``/``epsilon`` unused."""
+    del rng, epsilon
+    if isinstance(policy, np.ndarray):
+        return np.argmax(policy, axis=-1).astype(np.int32)
+    return policy.mode()
+
+
+def greedy_graph(policy, head, seed: tf.Tensor, epsilon: tf.Tensor = 0.0) -> tf.Tensor:
+    """The distribution's mode, or the argmax of Q-values; ``seed``/``epsilon`` unused."""
+    del seed, epsilon
+    if isinstance(policy, tf.Tensor):
+        return tf.argmax(policy, axis=-1, output_type=tf.int32)
+    return head.mode(policy)
+
+
+# --- epsilon-greedy over Q-values ------------------------------------------------------
+def epsilon_greedy_host(q_values: np.ndarray, rng: np.random.Generator, epsilon: float = 0.0):
+    """With probability epsilon a uniform random action, else the argmax."""
+    batch, num_actions = q_values.shape
+    explore = rng.random(batch) < epsilon
+    random_actions = rng.integers(0, num_actions, batch, dtype=np.int32)
+    return np.where(explore, random_actions, greedy_host(q_values, rng))
+
+
+def epsilon_greedy_graph(q_values: tf.Tensor, head, seed: tf.Tensor, epsilon: tf.Tensor = 0.0):
+    """With probability epsilon a uniform random action, else the argmax."""
+    explore_seed, action_seed = tf.unstack(tf.random.experimental.stateless_split(seed, 2))
+    batch = tf.shape(q_values)[0]
+    num_actions = tf.shape(q_values)[-1]
+    explore = tf.random.stateless_uniform([batch], explore_seed) < epsilon
+    random_actions = tf.random.stateless_uniform(
+        [batch], action_seed, minval=0, maxval=num_actions, dtype=tf.int32
+    )
+    return tf.where(explore, random_actions, greedy_graph(q_values, head, seed))
+
+
+# The registered rules (rl/algos/act_select/__init__.py names them).
+sample = ActSelect(sample_host, sample_graph, frozenset({DISTRIBUTION}))
+greedy = ActSelect(greedy_host, greedy_graph, frozenset({DISTRIBUTION, Q_VALUES}))
+epsilon_greedy = ActSelect(epsilon_greedy_host, epsilon_greedy_graph, frozenset({Q_VALUES}))

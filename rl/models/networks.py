@@ -1,0 +1,272 @@
+"""Networks built from plain tf.Variables, shaped by the env's spaces.
+
+Plain variables inside ``tf.Module`` keep ``trainable_variables``,
+checkpoints and SavedModel export exact and dependency-free (Keras 3 layers
+inside a tf.Module are not listed by ``trainable_variables``).
+
+A network = a torso (``mlp`` or ``nature_cnn``, from ModelSettings) + a head
+sized by the action space. Each network names the variables acting reads
+(``acting_variables``); with an MLP torso it also computes its policy in
+NumPy from copies of them (``host_policy``), so a small model acts on the
+host without a call into TensorFlow per env step.
+"""
+
+from typing import Callable, Dict, List, Sequence, Tuple
+
+import gymnasium as gym
+import numpy as np
+
+from rl._tf import tf
+from rl.models.distributions import ActionHead, HostDistribution, action_head
+from rl.models.settings import ModelSettings
+
+
+class Dense(tf.Module):
+    """y = x @ w + b, orthogonally initialised (Saxe et al. 2014)."""
+
+    def __init__(self, input_size: int, output_size: int, gain: float, seed: int, name: str):
+        super().__init__(name=name)
+        init = tf.keras.initializers.Orthogonal(gain=gain, seed=seed)
+        self.w = tf.Variable(init([input_size, output_size]), name="w")
+        self.b = tf.Variable(tf.zeros([output_size]), name="b")
+
+    def __call__(self, x: tf.Tensor) -> tf.Tensor:
+        return tf.matmul(x, self.w) + self.b
+
+
+class Conv(tf.Module):
+    """A VALID 2-D convolution over NHWC inputs, orthogonally initialised."""
+
+    def __init__(self, in_channels: int, out_channels: int, size: int, stride: int, seed: int):
+        super().__init__(name=f"conv{size}x{size}")
+        init = tf.keras.initializers.Orthogonal(gain=2**0.5, seed=seed)
+        self.w = tf.Variable(init([size, size, in_channels, out_channels]), name="w")
+        self.b = tf.Variable(tf.zeros([out_channels]), name="b")
+        self.stride = stride
+
+    def __call__(self, x: tf.Tensor) -> tf.Tensor:
+        return tf.nn.conv2d(x, self.w, self.stride, "VALID") + self.b
+
+
+def _sigmoid(x: np.ndarray) -> np.ndarray:
+    return np.exp(-np.logaddexp(0.0, -x))  # 1 / (1 + e^-x) without overflow
+
+
+# NumPy forms of the activations an hparam may name; each matches tf.keras.activations.
+HOST_ACTIVATIONS: Dict[str, Callable[[np.ndarray], np.ndarray]] = {
+    "relu": lambda x: np.maximum(x, 0.0),
+    "tanh": np.tanh,
+    "sigmoid": _sigmoid,
+    "elu": lambda x: np.where(x > 0, x, np.expm1(np.minimum(x, 0.0))),
+    "softplus": lambda x: np.logaddexp(0.0, x),
+    "silu": lambda x: x * _sigmoid(x),
+    "linear": lambda x: x,
+}
+
+
+def float_observations(obs: tf.Tensor) -> tf.Tensor:
+    """Observations as float32: uint8 images are kept as bytes until here, then scaled to [0, 1]."""
+    if obs.dtype == tf.uint8:
+        return tf.cast(obs, tf.float32) / 255.0
+    return tf.cast(obs, tf.float32)
+
+
+class MLP(tf.Module):
+    """Hidden layers with an activation, then a linear output layer."""
+
+    def __init__(
+        self,
+        input_size: int,
+        hidden_sizes: Sequence[int],
+        output_size: int,
+        activation: str,
+        output_gain: float,
+        seed: int,
+        name: str = "mlp",
+    ):
+        """Builds the layers.
+
+        Args:
+            input_size: features of the (flattened) input.
+            hidden_sizes: widths of the hidden layers.
+            output_size: width of the output.
+            activation: a ``tf.keras.activations`` name ("tanh", "relu", ...).
+            output_gain: orthogonal gain of the last layer (small for policies).
+            seed: initialisation seed.
+            name: module name.
+        """
+        super().__init__(name=name)
+        self.activation = tf.keras.activations.get(activation)
+        self.activation_name = activation
+        sizes = [input_size, *hidden_sizes]
+        self.hidden = [
+            Dense(n_in, n_out, gain=2**0.5, seed=seed + i, name=f"hidden_{i}")
+            for i, (n_in, n_out) in enumerate(zip(sizes[:-1], sizes[1:]))
+        ]
+        self.out = Dense(
+            sizes[-1], output_size, gain=output_gain, seed=seed + len(sizes), name="out"
+        )
+
+    def __call__(self, x: tf.Tensor) -> tf.Tensor:
+        x = tf.reshape(float_observations(x), [tf.shape(x)[0], -1])
+        for layer in self.hidden:
+            x = self.activation(layer(x))
+        return self.out(x)
+
+    def layer_variables(self) -> List[tf.Variable]:
+        """[w0, b0, w1, b1, ..., w_out, b_out]: the order ``host_forward`` reads."""
+        return [v for layer in (*self.hidden, self.out) for v in (layer.w, layer.b)]
+
+    def host_forward(self, x: np.ndarray, arrays: Sequence[np.ndarray]) -> np.ndarray:
+        """The same function in NumPy, from copies of ``layer_variables()``.
+
+        Args:
+            x: [B, ...] inputs.
+            arrays: the values of ``layer_variables()``, in that order.
+        """
+        activation = HOST_ACTIVATIONS[self.activation_name]
+        x = x.reshape(len(x), -1)
+        x = x * np.float32(1 / 255) if x.dtype == np.uint8 else x
+        for i in range(0, len(arrays) - 2, 2):
+            x = activation(x @ arrays[i] + arrays[i + 1])
+        return x @ arrays[-2] + arrays[-1]
+
+
+class NatureCNN(tf.Module):
+    """The DQN torso of Mnih et al. (2015): 32 8x8/4, 64 4x4/2, 64 3x3/1 convolutions
+    and a 512-unit layer, ReLU throughout, then a linear output layer.
+
+    Takes [B, H, W, C] images (uint8 or float); H and W must be at least 36.
+    """
+
+    def __init__(self, obs_shape: Tuple[int, ...], output_size: int, output_gain: float, seed: int):
+        super().__init__(name="nature_cnn")
+        if len(obs_shape) != 3 or min(obs_shape[:2]) < 36:
+            raise ValueError(
+                f"torso=nature_cnn needs [H, W, C] image observations with H, W >= 36, "
+                f"got shape {obs_shape}"
+            )
+        self.convs = [
+            Conv(obs_shape[-1], 32, 8, 4, seed),
+            Conv(32, 64, 4, 2, seed + 1),
+            Conv(64, 64, 3, 1, seed + 2),
+        ]
+        size = np.array(obs_shape[:2])
+        for conv in self.convs:
+            size = (size - conv.w.shape[0]) // conv.stride + 1
+        self.hidden = Dense(int(np.prod(size)) * 64, 512, 2**0.5, seed + 3, "hidden")
+        self.out = Dense(512, output_size, output_gain, seed + 4, "out")
+
+    def __call__(self, x: tf.Tensor) -> tf.Tensor:
+        x = float_observations(x)
+        for conv in self.convs:
+            x = tf.nn.relu(conv(x))
+        x = tf.nn.relu(self.hidden(tf.reshape(x, [tf.shape(x)[0], -1])))
+        return self.out(x)
+
+
+def build_network(
+    settings: ModelSettings,
+    obs_shape: Tuple[int, ...],
+    output_size: int,
+    output_gain: float,
+    seed: int,
+    name: str,
+):
+    """The torso the settings name, with a linear output of ``output_size``."""
+    if settings.torso == "nature_cnn":
+        return NatureCNN(obs_shape, output_size, output_gain, seed)
+    return MLP(
+        int(np.prod(obs_shape)),
+        settings.hidden_sizes,
+        output_size,
+        settings.activation,
+        output_gain,
+        seed,
+        name=name,
+    )
+
+
+class ActorCritic(tf.Module):
+    """Separate policy and value networks: obs [B, ...] -> action distribution, value [B]."""
+
+    outputs = "distribution"  # what its policy gives act_select
+
+    def __init__(
+        self,
+        settings: ModelSettings,
+        observation_space: gym.Space,
+        action_space: gym.Space,
+        seed: int,
+    ):
+        super().__init__(name="actor_critic")
+        self.head: ActionHead = action_head(action_space, settings.action_distribution)
+        obs_shape = tuple(observation_space.shape)
+        self.policy_net = build_network(
+            settings, obs_shape, self.head.num_outputs, 0.01, seed, "policy"
+        )
+        self.value_net = build_network(settings, obs_shape, 1, 1.0, seed + 1000, "value")
+        self.log_std = None
+        if self.head.continuous:
+            self.log_std = tf.Variable(
+                tf.fill([self.head.action_size], float(settings.log_std_init)), name="log_std"
+            )
+
+    def policy(self, obs: tf.Tensor):
+        """The action distribution at ``obs`` (a tfp Distribution)."""
+        return self.head.distribution(self.policy_net(obs), self.log_std)
+
+    def value(self, obs: tf.Tensor) -> tf.Tensor:
+        """V(obs) [B]."""
+        return tf.squeeze(self.value_net(obs), -1)
+
+    def acting_variables(self) -> List[tf.Variable]:
+        """What acting reads: the policy network (not the value's) and the log std."""
+        extra = [self.log_std] if self.log_std is not None else []
+        if isinstance(self.policy_net, MLP):
+            return self.policy_net.layer_variables() + extra
+        return list(self.policy_net.trainable_variables) + extra
+
+    def host_policy(self, obs: np.ndarray, arrays: Sequence[np.ndarray]) -> HostDistribution:
+        """``policy`` in NumPy from copies of ``acting_variables()`` (MLP torso only)."""
+        if self.log_std is not None:
+            return self.head.host(self.policy_net.host_forward(obs, arrays[:-1]), arrays[-1])
+        return self.head.host(self.policy_net.host_forward(obs, arrays))
+
+
+class QNetwork(tf.Module):
+    """Observations to one Q-value per action: [B, ...] -> [B, A]."""
+
+    outputs = "q_values"
+
+    def __init__(
+        self,
+        settings: ModelSettings,
+        observation_space: gym.Space,
+        action_space: gym.Space,
+        seed: int,
+    ):
+        super().__init__(name="q_network")
+        if not isinstance(action_space, gym.spaces.Discrete):
+            raise ValueError(f"a Q-network needs Discrete actions, the env has {action_space}")
+        self.head = action_head(action_space)
+        self.q = build_network(
+            settings, tuple(observation_space.shape), int(action_space.n), 1.0, seed, "q"
+        )
+
+    def __call__(self, obs: tf.Tensor) -> tf.Tensor:
+        return self.q(obs)
+
+    def policy(self, obs: tf.Tensor) -> tf.Tensor:
+        """What act_select chooses from: the Q-values [B, A]."""
+        return self.q(obs)
+
+    def acting_variables(self) -> List[tf.Variable]:
+        """What acting reads: every weight of the Q-network."""
+        if isinstance(self.q, MLP):
+            return self.q.layer_variables()
+        return list(self.q.trainable_variables)
+
+    def host_policy(self, obs: np.ndarray, arrays: Sequence[np.ndarray]) -> np.ndarray:
+        """``policy`` in NumPy from copies of ``acting_variables()`` (MLP torso only)."""
+        return self.q.host_forward(obs, arrays)

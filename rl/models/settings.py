@@ -1,0 +1,24 @@
+"""Model settings: the fields that shape a network, in one home.
+
+Agent hparams classes inherit them (``PPOHParams(HParams, ModelSettings)``),
+so they stay flat on the command line (``--hparam_override hidden_sizes=[128]``)
+while the models read only these.
+"""
+
+import dataclasses
+from typing import Tuple
+
+from rl.hparams.base import ACTIVATIONS, bounded, one_of
+
+TORSOS = ("mlp", "nature_cnn")
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelSettings:
+    torso: str = one_of("mlp", TORSOS)  # "mlp", or "nature_cnn" for image observations
+    hidden_sizes: Tuple[int, ...] = bounded((64, 64), 1, 4096, max_items=8)  # MLP layer widths
+    activation: str = one_of("tanh", ACTIVATIONS)  # hidden-layer tf.keras.activations name
+    action_distribution: str = one_of(
+        "auto", ("auto", "gaussian", "tanh_gaussian")
+    )  # Box policies: auto = tanh-squashed if bounded; "gaussian" clips samples to the bounds
+    log_std_init: float = bounded(0.0, -20.0, 2.0)  # a Gaussian policy's initial log std
