@@ -1,0 +1,145 @@
+"""Policy artefacts: what acting needs from a checkpoint, and nothing else.
+
+Every checkpoint of a run also writes ``policies/ckpt-<step>/``:
+
+    policy.json     the run's hparams, the step and the snapshot's version
+    weights.npz     the acting weights (the learner's published PolicySnapshot)
+    saved_model/    a SavedModel of the evaluation policy (plain TensorFlow loads it)
+
+``load_policy`` rebuilds an actor from the first two without the optimizer,
+the critic's slots or the replay, so tournaments and serving can load many.
+Artefacts are kept for every checkpoint ever written (they are small), so
+a run's history stays playable after its checkpoints rotate.
+"""
+
+import io
+import json
+import os
+import shutil
+from typing import Any, Dict, List, Optional
+
+import numpy as np
+
+from rl.files import fsync_dir, write_bytes_atomic, write_text_atomic
+
+POLICIES_DIR = "policies"
+POLICY_FILE = "policy.json"
+WEIGHTS_FILE = "weights.npz"
+SAVED_MODEL_DIR = "saved_model"
+
+
+class PolicyArtefactError(ValueError):
+    """A policy folder that is missing, incomplete or damaged; ``str()`` is one line."""
+
+
+def artefact_dir(output_dir: str, step: int) -> str:
+    return os.path.join(output_dir, POLICIES_DIR, f"ckpt-{step}")
+
+
+def write_policy_artefact(agent, output_dir: str, step: int, saved_model: bool = True) -> str:
+    """Writes the artefact of ``agent``'s current policy for checkpoint ``step``.
+
+    The folder appears complete or not at all: it is built under a temporary
+    name and renamed into place.
+
+    Args:
+        agent: an rl.agents.base.Agent.
+        output_dir: the run folder.
+        step: the checkpoint's step.
+        saved_model: also write the SavedModel.
+
+    Returns:
+        The artefact folder.
+    """
+    final = artefact_dir(output_dir, step)
+    if os.path.isdir(final):  # re-saving the same step (a resumed, finished run)
+        return final
+    building = final + ".partial"
+    shutil.rmtree(building, ignore_errors=True)
+    os.makedirs(building)
+    snapshot = agent.publish()
+    buffer = io.BytesIO()
+    np.savez(buffer, *snapshot.arrays)
+    write_bytes_atomic(os.path.join(building, WEIGHTS_FILE), buffer.getvalue())
+    if saved_model:
+        agent.policy_module().save(os.path.join(building, SAVED_MODEL_DIR))
+    meta = {"step": step, "version": snapshot.version, "hparams": agent.hp.to_dict()}
+    write_text_atomic(os.path.join(building, POLICY_FILE), json.dumps(meta, indent=2) + "\n")
+    os.replace(building, final)
+    fsync_dir(os.path.dirname(final))
+    return final
+
+
+def policy_steps(output_dir: str) -> List[int]:
+    """Steps of the complete policy artefacts of a run, oldest first."""
+    folder = os.path.join(output_dir, POLICIES_DIR)
+    if not os.path.isdir(folder):
+        return []
+    steps = []
+    for name in os.listdir(folder):
+        if name.startswith("ckpt-") and name[5:].isdigit():
+            steps.append(int(name[5:]))
+    return sorted(steps)
+
+
+def read_artefact(path: str) -> Dict[str, Any]:
+    """policy.json and the weights of an artefact folder.
+
+    Raises:
+        PolicyArtefactError: naming the folder and what is wrong with it.
+    """
+    try:
+        with open(os.path.join(path, POLICY_FILE), encoding="utf-8") as f:
+            meta = json.load(f)
+        with np.load(os.path.join(path, WEIGHTS_FILE), allow_pickle=False) as saved:
+            arrays = tuple(saved[f"arr_{i}"] for i in range(len(saved.files)))
+    except FileNotFoundError as e:
+        raise PolicyArtefactError(
+            f"{path} is not a policy artefact ({os.path.basename(e.filename)} is missing)"
+        ) from None
+    except (OSError, ValueError, KeyError) as e:
+        raise PolicyArtefactError(f"{path}: cannot read the policy artefact ({e})") from None
+    if not isinstance(meta, dict) or "hparams" not in meta:
+        raise PolicyArtefactError(f"{path}/{POLICY_FILE} holds no hparams")
+    meta["arrays"] = arrays
+    return meta
+
+
+def load_policy(path: str, explore: bool = False, seed: Optional[int] = None):
+    """An actor acting with an artefact's weights (no optimizer, no replay).
+
+    Args:
+        path: a ``policies/ckpt-<step>`` folder.
+        explore: act with the training act_select instead of the evaluation one.
+        seed: its random stream's seed (default: the run's seed).
+
+    Returns:
+        An rl.agents.actor.Actor; ``actor.to_env(actor.act(obs)[0])`` gives env actions.
+    """
+    from rl import registry, seeding
+    from rl.agents.actor import Actor, PolicySnapshot
+    from rl.envs import make_env
+    from rl.hparams.base import from_dict
+    from rl.hparams.resolve import hparams_class
+
+    meta = read_artefact(path)
+    values = meta["hparams"]
+    hp = from_dict(hparams_class(values.get("agent", "")), values)
+    env = make_env(hp.env)
+    try:
+        model = registry.models.get(hp.model)(
+            hp, env.observation_space, env.action_space, seed=hp.seed
+        )
+    finally:
+        env.close()
+    select = registry.act_select.get(hp.act_select if explore else hp.eval_act_select)
+    rng = seeding.stream(hp.seed if seed is None else seed, seeding.API)
+    actor = Actor(model, select, rng, on_host=hp.host_acting)
+    expected = [tuple(v.shape) for v in model.acting_variables()]
+    found = [tuple(a.shape) for a in meta["arrays"]]
+    if expected != found:
+        raise PolicyArtefactError(
+            f"{path}: weights of shapes {found} do not fit the model {expected}"
+        )
+    actor.load(PolicySnapshot(int(meta.get("version", 0)), meta["arrays"]))
+    return actor
