@@ -347,6 +347,8 @@ class RunFolder:
         self.logbook.stage(step)
         latest = self.manager.latest_checkpoint
         if latest is None or os.path.basename(latest) != f"ckpt-{step}":
+            if self.separate_state:
+                os.makedirs(self.checkpoint_dir, exist_ok=True)  # the first save comes first
             for name, state in self.separate_state.items():
                 state.save(self.state_file(name, step))
             latest = self.manager.save(checkpoint_number=step)
