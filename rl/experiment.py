@@ -175,9 +175,7 @@ class Experiment:
         # --- everything is checked and built; from here on we write ---
         self.logbook = self.folder.logbook
         if not read_only:
-            self.folder.prepare(
-                hp, existing, unreadable, hp.keep_checkpoints, argv, flags, self.device_info
-            )
+            self.folder.prepare(hp, existing, unreadable, argv, flags, self.device_info)
             if self.logbook.recover(self.step if self.restored_from else 0):
                 self._say(f"dropped the records past step {self.step}: they are redone")
         self._recent_returns: collections.deque = collections.deque(maxlen=100)

@@ -232,7 +232,6 @@ class RunFolder:
         hp: HParams,
         existing: Optional[HParams],
         unreadable: List[str],
-        keep_checkpoints: int,
         argv: Optional[List[str]],
         flags: Optional[Dict[str, Any]],
         device_info: Dict[str, str],
@@ -243,7 +242,6 @@ class RunFolder:
             hp: the run's resolved hparams.
             existing: the hparams saved in the folder (None: a new run).
             unreadable: checkpoints that ``restore`` could not read.
-            keep_checkpoints: how many checkpoints the manager keeps.
             argv: the command line to record (default sys.argv).
             flags: the flag values to record.
             device_info: the system's description of its devices.
@@ -251,7 +249,7 @@ class RunFolder:
         self._write_hparams_and_snapshot(hp, existing, argv, flags, device_info)
         self._tidy_checkpoints(unreadable)
         self.manager = tf.train.CheckpointManager(
-            self.checkpoint, self.checkpoint_dir, max_to_keep=keep_checkpoints
+            self.checkpoint, self.checkpoint_dir, max_to_keep=hp.keep_checkpoints
         )
 
     def _write_hparams_and_snapshot(
