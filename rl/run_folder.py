@@ -1,0 +1,431 @@
+"""A run's output folder: its hparams, snapshot, checkpoints and logbook.
+
+Output folder:
+    hparams.json       resolved hparams (restarting checks against it)
+    checkpoints/       tf.train.CheckpointManager (model, optimizer, counters,
+                       RNG states, target net, replay buffer), and beside each
+                       ckpt-<N> the separately saved state of that step
+                       (``<name>-<N>.npz``, e.g. a large replay buffer)
+    eval.jsonl         one line per evaluation
+    tb/                TensorBoard events
+    snapshot/          reproducibility snapshot (rl/snapshot.py)
+
+The checks that run before anything is built (``check_output_dir``,
+``check_resume``, ``read_eval_file``) are plain functions; ``RunFolder`` holds
+the path, the tf.train checkpoint with its manager, the separately saved state
+and the logbook, and restores and saves them together.
+"""
+
+from __future__ import annotations
+
+import collections
+import glob
+import json
+import os
+import re
+import shutil
+import sys
+import tempfile
+import time
+from typing import Any, Dict, List, Mapping, Optional, Protocol, Tuple
+
+from rl._tf import tf
+from rl.errors import CheckpointError, RunConflictError
+from rl.files import write_text_atomic
+from rl.hparams.base import RESUMABLE_FIELDS, HParams, differences
+from rl.hparams.resolve import HPARAMS_FILE, load_run_hparams
+from rl.logbook import EVAL_FILE, EvalFileError, Logbook, read_eval_records
+
+CHECKPOINT_DIR = "checkpoints"
+UNREADABLE_DIR = "unreadable"  # inside checkpoints/: unreadable checkpoints moved aside
+CHECKPOINT_INDEX = "checkpoint"  # tf.train.CheckpointManager's list of checkpoints
+
+# Fields that shape what a checkpoint holds: which agent and network, the
+# weights' shapes (hidden_sizes; env: observation and action spaces) and the
+# replay's capacity. Checkpoints saved with other values cannot be restored, so
+# not even --allow_hparam_change resumes such a run. (activation and num_envs
+# are not here: a run resumes with other values of them.)
+CHECKPOINT_SHAPE_FIELDS = frozenset({"agent", "model", "hidden_sizes", "env", "buffer_size"})
+
+
+class SeparateState(Protocol):
+    """State saved beside each checkpoint in its own file, not inside it.
+
+    ``save`` must write the whole file or nothing (rl/files.py's atomic writers).
+    """
+
+    def save(self, path: str) -> None: ...
+
+    def load(self, path: str) -> None: ...
+
+
+def say(text: str) -> None:
+    """A notice for the person running the experiment, on stderr."""
+    print(f"rl: {text}", file=sys.stderr, flush=True)
+
+
+def first_line(error: BaseException) -> str:
+    """An exception as one line: its message's first line, or its type's name."""
+    text = str(error).strip()
+    return text.splitlines()[0] if text else type(error).__name__
+
+
+# --- checks before anything is built ------------------------------------------
+def check_output_dir(output_dir: str) -> None:
+    """Refuses an output_dir that is a file or a folder this process cannot write.
+
+    Tries a real write (a probe folder, removed at once) in output_dir, or in
+    its nearest existing parent if it does not exist yet: permission bits say
+    nothing for root, nor for read-only or virtual file systems.
+
+    Raises:
+        RunConflictError: naming the path and what is wrong.
+    """
+    existing = os.path.abspath(output_dir)
+    while not os.path.exists(existing):
+        existing = os.path.dirname(existing)
+    if not os.path.isdir(existing):
+        raise RunConflictError(
+            f"--output_dir {output_dir}: {existing} is a file, not a folder; "
+            "name a folder (new or holding a run)"
+        )
+    try:
+        os.rmdir(tempfile.mkdtemp(prefix=".rl-write-check-", dir=existing))
+    except OSError as e:
+        raise RunConflictError(
+            f"--output_dir {output_dir}: cannot write in {existing} ({e.strerror}); "
+            "name a folder you can write"
+        ) from None
+
+
+def read_eval_file(output_dir: str) -> List[Dict[str, Any]]:
+    """The records of a run's eval.jsonl; a damaged line raises RunConflictError."""
+    try:
+        return read_eval_records(os.path.join(output_dir, EVAL_FILE))
+    except EvalFileError as e:
+        raise RunConflictError(str(e)) from None
+
+
+def check_resume(output_dir: str, hp: HParams, allow_change: bool) -> Optional[HParams]:
+    """Refuses a run whose hparams differ from the ones saved in ``output_dir``.
+
+    Fields in RESUMABLE_FIELDS (how long, how often) may change freely.
+
+    Returns:
+        The saved hparams, or None for a new run.
+    """
+    saved = load_run_hparams(output_dir)
+    if saved is None:
+        return None
+    changed = {k: v for k, v in differences(saved, hp).items() if k not in RESUMABLE_FIELDS}
+    listed = ", ".join(f"{k}: {old!r} -> {new!r}" for k, (old, new) in changed.items())
+    if set(changed) & CHECKPOINT_SHAPE_FIELDS:
+        # Its checkpoints cannot be restored into this agent: no flag helps.
+        raise RunConflictError(
+            f"{output_dir} holds a run with other hparams ({listed}); it cannot be resumed "
+            f"with these ({', '.join(sorted(set(changed) & CHECKPOINT_SHAPE_FIELDS))} change "
+            "what its checkpoints hold): use another --output_dir"
+        )
+    if changed and not allow_change:
+        raise RunConflictError(
+            f"{output_dir} holds a run with other hparams ({listed}); use another "
+            "--output_dir, or pass --allow_hparam_change to resume it with these"
+        )
+    return saved
+
+
+# --- the folder ----------------------------------------------------------------
+class RunFolder:
+    """One run's folder: restores and saves the checkpoint, its separate state
+    files and the logbook's records together."""
+
+    def __init__(
+        self,
+        path: str,
+        checkpoint: tf.train.Checkpoint,
+        separate_state: Mapping[str, SeparateState],
+    ):
+        """Reads and writes nothing yet.
+
+        Args:
+            path: the run folder.
+            checkpoint: everything saved in the tf.train checkpoint.
+            separate_state: state saved beside each checkpoint as
+                ``checkpoints/<name>-<step>.npz``, by name (names are [a-z_]+).
+        """
+        for name in separate_state:
+            if not re.fullmatch(r"[a-z_]+", name):
+                raise ValueError(f"separate state names are [a-z_]+, got {name!r}")
+        self.path = path
+        self.checkpoint = checkpoint
+        self.separate_state = dict(separate_state)
+        self.logbook = Logbook(path)
+        self.manager: Optional[tf.train.CheckpointManager] = None
+
+    def file(self, *parts: str) -> str:
+        """A path inside the run folder."""
+        return os.path.join(self.path, *parts)
+
+    @property
+    def checkpoint_dir(self) -> str:
+        return self.file(CHECKPOINT_DIR)
+
+    def state_file(self, name: str, step: int) -> str:
+        """Where the separate state ``name`` of checkpoint ``step`` is saved."""
+        return os.path.join(self.checkpoint_dir, f"{name}-{step}.npz")
+
+    @property
+    def latest_checkpoint(self) -> Optional[str]:
+        """The newest checkpoint saved by this run's manager (None if none)."""
+        return self.manager.latest_checkpoint if self.manager else None
+
+    # --- restoring (writes nothing) -------------------------------------------
+    def restore(self, has_records: bool) -> Tuple[Optional[str], List[str]]:
+        """Restores the newest readable checkpoint; reports unreadable ones.
+
+        Checkpoints are found from their files (``ckpt-<N>.index``), so a lost
+        or garbled checkpoints/checkpoint index loses nothing. A checkpoint
+        whose separate state file is missing or unreadable counts as
+        unreadable. Nothing is written.
+
+        Args:
+            has_records: eval.jsonl holds records (so the run had checkpoints).
+
+        Returns:
+            The restored checkpoint's path (None: a new run) and the paths of
+            newer checkpoints that could not be read.
+        """
+        folder = self.checkpoint_dir
+        steps = list(reversed(checkpoint_steps(folder)))
+        candidates = [os.path.join(folder, f"ckpt-{n}") for n in steps]
+        for i, (step, path) in enumerate(zip(steps, candidates)):
+            try:
+                self.checkpoint.restore(path).assert_existing_objects_matched()
+                self._load_separate_state(step)
+                if i:
+                    say(f"using the previous checkpoint {path}")
+                return path, candidates[:i]
+            except Exception as e:  # noqa: BLE001  (TF raises IndexError, DataLoss, ... on bad files)
+                say(f"checkpoint {path} cannot be read: {first_line(e)}")
+        if candidates:
+            raise CheckpointError(
+                f"no checkpoint in {folder} can be read (tried {', '.join(candidates)})"
+            )
+        if has_records or listed_checkpoints(folder):
+            # Starting over would drop every record of the run.
+            raise CheckpointError(
+                f"{self.path} holds a run whose checkpoints ({folder}/ckpt-*) are gone; "
+                "use another --output_dir"
+            )
+        return None, []
+
+    def _load_separate_state(self, step: int) -> None:
+        for name, state in self.separate_state.items():
+            path = self.state_file(name, step)
+            if not os.path.exists(path):
+                raise CheckpointError(f"its {os.path.basename(path)} is missing")
+            state.load(path)
+
+    # --- preparing the folder (writes) -------------------------------------------
+    def prepare(
+        self,
+        hp: HParams,
+        existing: Optional[HParams],
+        unreadable: List[str],
+        argv: Optional[List[str]],
+        flags: Optional[Dict[str, Any]],
+        device_info: Dict[str, str],
+    ) -> None:
+        """Writes hparams.json and the snapshot, tidies checkpoints/ and opens its manager.
+
+        Args:
+            hp: the run's resolved hparams.
+            existing: the hparams saved in the folder (None: a new run).
+            unreadable: checkpoints that ``restore`` could not read.
+            argv: the command line to record (default sys.argv).
+            flags: the flag values to record.
+            device_info: the system's description of its devices.
+        """
+        self._write_hparams_and_snapshot(hp, existing, argv, flags, device_info)
+        self._tidy_checkpoints(unreadable)
+        self.manager = tf.train.CheckpointManager(
+            self.checkpoint, self.checkpoint_dir, max_to_keep=hp.keep_checkpoints
+        )
+
+    def _write_hparams_and_snapshot(
+        self,
+        hp: HParams,
+        existing: Optional[HParams],
+        argv: Optional[List[str]],
+        flags: Optional[Dict[str, Any]],
+        device_info: Dict[str, str],
+    ) -> None:
+        os.makedirs(self.path, exist_ok=True)
+        changed = differences(existing, hp) if existing is not None else {}
+        if set(changed) - RESUMABLE_FIELDS:
+            # Keep the old file: nothing already written is lost.
+            os.replace(
+                self.file(HPARAMS_FILE), self.file(f"hparams.before-{int(time.time())}.json")
+            )
+        write_text_atomic(self.file(HPARAMS_FILE), json.dumps(hp.to_dict(), indent=2) + "\n")
+        from rl import snapshot
+
+        snapshot.write_snapshot(
+            self.path,
+            list(argv if argv is not None else sys.argv),
+            flags={**(flags or {}), "device": device_info},
+            hparams=hp.to_dict(),
+            seeds={
+                "seed": hp.seed,
+                "rule": "one stream per purpose derived from seed (rl/seeding.py): "
+                "acting, update, replay, evaluation; env resets from "
+                "derived_seed(seed, stream, step)",
+            },
+        )
+
+    def _tidy_checkpoints(self, unreadable: List[str]) -> None:
+        """Makes checkpoints/ hold only what CheckpointManager should manage.
+
+        Unreadable checkpoints (with their separate state files) go to
+        checkpoints/unreadable/ (so a new save of the same step can replace
+        them, and nothing is deleted unseen), folders and temporary files that a
+        kill left mid-save are removed, state files without their checkpoint
+        are deleted, and the index is rebuilt from the files when it does not
+        list exactly them.
+        """
+        folder = self.checkpoint_dir
+        for path in unreadable:
+            step = int(os.path.basename(path)[len("ckpt-") :])
+            state_files = [self.state_file(name, step) for name in self.separate_state]
+            moved_to = move_aside(
+                glob.glob(glob.escape(path) + ".*") + [p for p in state_files if os.path.exists(p)],
+                os.path.join(folder, UNREADABLE_DIR),
+            )
+            say(f"moved the unreadable {os.path.basename(path)} to {moved_to}")
+        for temp in glob.glob(os.path.join(folder, "ckpt-*_temp")):
+            if re.fullmatch(r"ckpt-\d+_temp", os.path.basename(temp)):
+                shutil.rmtree(temp, ignore_errors=True)
+        for temp in glob.glob(os.path.join(folder, ".*.tmp.npz")):
+            # rl/files.py's temporary name of a state file a kill left half-written.
+            if re.fullmatch(r"\.[a-z_]+-\d+\.[0-9a-f]{12}\.tmp\.npz", os.path.basename(temp)):
+                os.remove(temp)
+        self._drop_orphan_state_files()
+        steps = checkpoint_steps(folder)
+        if steps and listed_checkpoints(folder) != steps:
+            write_checkpoint_index(folder, steps)
+            say(f"rebuilt {os.path.join(folder, CHECKPOINT_INDEX)} from the checkpoint files")
+
+    def _drop_orphan_state_files(self) -> None:
+        """Deletes state files whose checkpoint is gone (rotated, or never saved)."""
+        if not self.separate_state:
+            return
+        folder = self.checkpoint_dir
+        kept = set(checkpoint_steps(folder))
+        for name in self.separate_state:
+            for step in state_file_steps(folder, name):
+                if step not in kept:
+                    os.remove(self.state_file(name, step))
+
+    # --- saving ----------------------------------------------------------------
+    def save(self, step: int) -> str:
+        """Saves checkpoint ``step`` with the records it covers.
+
+        The order makes a kill at any point harmless: the logbook's records are
+        staged, then each separate state file is written (a checkpoint without
+        its files would be unreadable; files without their checkpoint are
+        deleted when tidying), then the checkpoint, then the records are
+        committed and state files of rotated checkpoints deleted.
+
+        Args:
+            step: the env step the checkpoint is named after.
+
+        Returns:
+            The checkpoint's path.
+        """
+        self.logbook.stage(step)
+        latest = self.manager.latest_checkpoint
+        if latest is None or os.path.basename(latest) != f"ckpt-{step}":
+            if self.separate_state:
+                os.makedirs(self.checkpoint_dir, exist_ok=True)  # the first save comes first
+            for name, state in self.separate_state.items():
+                state.save(self.state_file(name, step))
+            latest = self.manager.save(checkpoint_number=step)
+        self.logbook.commit(step)
+        self._drop_orphan_state_files()
+        return latest
+
+
+# --- checkpoint files ------------------------------------------------------------
+def checkpoint_steps(folder: str) -> List[int]:
+    """Steps of the checkpoints in ``folder``, from their ``ckpt-<N>.index`` files."""
+    if not os.path.isdir(folder):
+        return []
+    found = (re.fullmatch(r"ckpt-(\d+)\.index", name) for name in os.listdir(folder))
+    return sorted(int(m.group(1)) for m in found if m)
+
+
+def state_file_steps(folder: str, name: str) -> List[int]:
+    """Steps of the ``<name>-<N>.npz`` state files in ``folder``."""
+    if not os.path.isdir(folder):
+        return []
+    found = (re.fullmatch(rf"{name}-(\d+)\.npz", entry) for entry in os.listdir(folder))
+    return sorted(int(m.group(1)) for m in found if m)
+
+
+def listed_checkpoints(folder: str) -> Optional[List[int]]:
+    """Steps that the checkpoints/checkpoint index lists, or None if it is missing or garbled.
+
+    The index is a text protobuf (``key: value`` lines); it counts as sound
+    only if it names a latest checkpoint and a timestamp per listed one
+    (without them CheckpointManager would never delete old checkpoints).
+    """
+    path = os.path.join(folder, CHECKPOINT_INDEX)
+    try:
+        with open(path, encoding="utf-8") as f:
+            lines = f.read().splitlines()
+    except (OSError, UnicodeDecodeError):
+        return None
+    fields: Dict[str, List[str]] = collections.defaultdict(list)
+    for line in lines:
+        match = re.fullmatch(r'(\w+): (?:"(?:.*/)?ckpt-(\d+)"|(\d+(?:\.\d*)?(?:e[+-]?\d+)?))', line)
+        if not match:
+            return None
+        fields[match.group(1)].append(match.group(2) or match.group(3))
+    steps = [int(s) for s in fields.pop("all_model_checkpoint_paths", [])]
+    latest = fields.pop("model_checkpoint_path", [])
+    timestamps = fields.pop("all_model_checkpoint_timestamps", [])
+    fields.pop("last_preserved_timestamp", None)
+    if fields or not steps or latest != [str(steps[-1])] or len(timestamps) != len(steps):
+        return None
+    return steps
+
+
+def write_checkpoint_index(folder: str, steps: List[int]) -> None:
+    """Writes the checkpoints/checkpoint index that CheckpointManager reads.
+
+    Args:
+        folder: the checkpoints folder.
+        steps: the checkpoints to list, oldest first; stamped with their files' times.
+    """
+    times = [os.path.getmtime(os.path.join(folder, f"ckpt-{n}.index")) for n in steps]
+    lines = [f'model_checkpoint_path: "ckpt-{steps[-1]}"']
+    lines += [f'all_model_checkpoint_paths: "ckpt-{n}"' for n in steps]
+    lines += [f"all_model_checkpoint_timestamps: {t!r}" for t in times]
+    # Checkpoints newer than this are the ones CheckpointManager rotates.
+    lines.append(f"last_preserved_timestamp: {min(times) - 1.0!r}")
+    write_text_atomic(os.path.join(folder, CHECKPOINT_INDEX), "\n".join(lines) + "\n")
+
+
+def move_aside(paths: List[str], folder: str) -> str:
+    """Moves files into ``folder`` without replacing any file already there.
+
+    Returns:
+        The folder they went to: ``folder``, or a new ``folder/<time ns>`` on a name clash.
+    """
+    os.makedirs(folder, exist_ok=True)
+    if any(os.path.exists(os.path.join(folder, os.path.basename(p))) for p in paths):
+        folder = os.path.join(folder, str(time.time_ns()))
+        os.makedirs(folder)
+    for path in paths:
+        os.replace(path, os.path.join(folder, os.path.basename(path)))
+    return folder
