@@ -162,15 +162,20 @@ class Experiment:
             separate_state=getattr(self.agent, "separate_state", dict)(),
         )
         self.restored_from, unreadable = self.folder.restore(has_records=bool(eval_records))
-        self.agent.refresh_host_weights()
+        self.agent.refresh_after_restore()
+        self.actor, self.learner = self.agent.actor, self.agent.learner
         if read_only and self.restored_from is None:
             raise CheckpointError(f"no checkpoint in {self.folder.checkpoint_dir}")
-        self.evaluator = Evaluator(
-            hp.env,
-            hp.seed,
-            lambda obs, rng: self.agent.act(obs, explore=False, rng=rng),
-            viewer=viewer,
-        )
+        # Evaluation acts with an actor of its own (evaluation act_select),
+        # given a fresh stream and the latest weights for each evaluation.
+        eval_actor = self.agent.make_actor(seeding.stream(hp.seed, seeding.EVAL), explore=False)
+
+        def act_for_evaluation(obs: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+            eval_actor.use_stream(rng)
+            eval_actor.load(self.learner.publish())
+            return eval_actor.to_env(eval_actor.act(obs, self.step)[0])
+
+        self.evaluator = Evaluator(hp.env, hp.seed, act_for_evaluation, viewer=viewer)
         # --- everything is checked and built; from here on we write ---
         self.logbook = self.folder.logbook
         if not read_only:
@@ -296,13 +301,13 @@ class Experiment:
             next_checkpoint = next_multiple(self.step, hp.checkpoint_interval)
             # Stop only at a clean point (no partial rollout held outside the
             # checkpoint): past the target, or soon after a signal.
-            while self.agent.pending_steps() > 0 or (
+            while self.learner.pending_steps() > 0 or (
                 self.step < target and self._stop_signal is None
             ):
                 self._env_step()
                 step = self.step
                 try:
-                    metrics = self.agent.update()
+                    metrics = self.learner.update()
                 except NonFiniteError as e:
                     # Nothing after the last checkpoint is saved: the weights are lost.
                     kept = self.folder.latest_checkpoint
@@ -311,8 +316,9 @@ class Experiment:
                     )
                     break
                 if metrics is not None:
+                    self.actor.load(self.learner.publish())
                     self._last_metrics = metrics
-                    self._warn_once(self.agent.warnings(metrics))
+                    self._warn_once(self.learner.warnings(metrics))
                     for name, value in metrics.items():
                         self.logbook.scalar(f"train/{name}", value, step)
                     elapsed = max(time.time() - start_time, 1e-9)
@@ -320,7 +326,7 @@ class Experiment:
                         "train/steps_per_second", (step - start_step) / elapsed, step
                     )
                 # Wait for a clean point (no partial rollout) past each interval.
-                if self.agent.pending_steps() == 0:
+                if self.learner.pending_steps() == 0:
                     if step >= next_eval:
                         next_eval = next_multiple(step, hp.eval_interval)
                         if hp.eval_episodes > 0:
@@ -345,10 +351,16 @@ class Experiment:
 
     def _env_step(self) -> None:
         obs = self._obs
-        actions = self.agent.act(obs)
-        next_obs, rewards, terminated, truncated, info = self.envs.step(actions)
-        self.agent.observe(
-            obs, actions, rewards, terminated, truncated, true_next_obs(next_obs, info)
+        actions, extras = self.actor.act(obs, self.step)
+        next_obs, rewards, terminated, truncated, info = self.envs.step(self.actor.to_env(actions))
+        self.learner.observe(
+            obs=obs,
+            actions=actions,
+            rewards=rewards,
+            terminated=terminated,
+            truncated=truncated,
+            next_obs=true_next_obs(next_obs, info),
+            **extras,
         )
         self._obs = next_obs
         if "_episode" in info and info["_episode"].any():

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from rl.agents.ppo import PPOAgent
+from rl.agents.ppo import PPOLearner
 from rl.experiment import Experiment
 from rl.files import write_atomically
 from rl.systems import LocalSystem
@@ -44,7 +44,7 @@ def stamps(monkeypatch):
         made.append(StepStamp(agent))
         return {"stamp": made[-1]}
 
-    monkeypatch.setattr(PPOAgent, "separate_state", separate_state, raising=False)
+    monkeypatch.setattr(PPOLearner, "separate_state", separate_state, raising=False)
     return made
 
 
@@ -114,7 +114,7 @@ def test_a_kill_after_the_state_file_before_its_checkpoint_loses_nothing(tmp_pat
         f"""
         import os, signal
         import numpy as np
-        from rl.agents.ppo import PPOAgent
+        from rl.agents.ppo import PPOLearner
         from rl.experiment import Experiment
         from rl.files import write_atomically
 
@@ -128,7 +128,7 @@ def test_a_kill_after_the_state_file_before_its_checkpoint_loses_nothing(tmp_pat
             def load(self, path):
                 pass
 
-        PPOAgent.separate_state = lambda agent: {{"stamp": KillAfter192(agent)}}
+        PPOLearner.separate_state = lambda agent: {{"stamp": KillAfter192(agent)}}
         Experiment("ppo_tiny", {str(out)!r}, overrides={OVERRIDES!r}, verbose=False).train()
         """
     )
@@ -195,14 +195,14 @@ def test_the_agent_is_built_inside_the_systems_scope(tmp_path, monkeypatch):
             yield
         events.append("exit")
 
-    build = PPOAgent.__init__
+    build = PPOLearner.__init__
 
     def recorded_build(self, *args, **kwargs):
         events.append("build")
         build(self, *args, **kwargs)
 
     monkeypatch.setattr(LocalSystem, "scope", recorded_scope)
-    monkeypatch.setattr(PPOAgent, "__init__", recorded_build)
+    monkeypatch.setattr(PPOLearner, "__init__", recorded_build)
     exp = Experiment("ppo_tiny", str(tmp_path / "run"), verbose=False)
     assert events == ["enter", "build", "exit"]
     exp.close()

@@ -158,7 +158,7 @@ def test_exported_policy_runs_without_rl(trained, tmp_path):
     sys.path.insert(0, ROOT)
     from rl.experiment import load
 
-    agent_actions = load(str(trained)).agent.act(obs, explore=False)
+    agent_actions = load(str(trained)).agent.compute_action(obs)
     assert exported == agent_actions.tolist()
     again = run("scripts/export.py", str(trained), "--export_dir", str(export_dir))
     assert again.returncode == 2 and "exists already" in again.stderr

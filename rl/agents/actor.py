@@ -101,6 +101,10 @@ class Actor:
     def rng(self) -> np.random.Generator:
         return self.stream.generator
 
+    def use_stream(self, rng: np.random.Generator) -> None:
+        """Draws from ``rng`` from now on (evaluation: a fresh stream per evaluation)."""
+        self.stream.generator = rng
+
     def load(self, snapshot: PolicySnapshot) -> None:
         """Acts with these weights from now on."""
         if snapshot.version == self.version and snapshot.arrays is self._arrays:

@@ -15,7 +15,7 @@ learner's published weights. The plain-Python loop around them lives in
 """
 
 import functools
-from typing import Dict, List, Optional
+from typing import Dict
 
 import gymnasium as gym
 import numpy as np
@@ -90,45 +90,9 @@ class Agent:
         """Everything a resumed run needs, by checkpoint key."""
         return {**self.learner.checkpoint_items(), "act_stream": self.actor.stream}
 
-    # --- the loop's calls, until rl/experiment.py drives actor and learner itself ---
-    def act(self, obs, explore: bool = True, rng: Optional[np.random.Generator] = None):
-        """Env actions for [N, ...] observations (training actor, or a greedy one on ``rng``)."""
-        if explore and rng is None:
-            actions, self._last_extras = self.actor.act(obs, self.env_steps)
-            self._last_actions = actions
-            return self.actor.to_env(actions)
-        actor = self._api_actors.get(("loop", explore))
-        if actor is None:
-            actor = self._api_actors[("loop", explore)] = self.make_actor(rng, explore)
-        actor.stream.generator = rng
-        actor.load(self.learner.publish())
-        return actor.to_env(actor.act(obs, self.env_steps)[0])
-
-    def observe(self, obs, actions, rewards, terminated, truncated, next_obs) -> None:
-        self.learner.observe(
-            obs=obs,
-            actions=self._last_actions,
-            rewards=rewards,
-            terminated=terminated,
-            truncated=truncated,
-            next_obs=next_obs,
-            **self._last_extras,
-        )
-
-    def update(self):
-        metrics = self.learner.update()
-        if metrics is not None:
-            self.actor.load(self.learner.publish())
-        return metrics
-
-    def pending_steps(self) -> int:
-        return self.learner.pending_steps()
-
-    def warnings(self, metrics) -> List[str]:
-        return self.learner.warnings(metrics)
-
-    def refresh_host_weights(self) -> None:
-        self.refresh_after_restore()
+    def separate_state(self) -> Dict[str, object]:
+        """State saved beside each checkpoint in files of its own (the learner's replay)."""
+        return self.learner.separate_state()
 
     # --- for notebooks and serving ---------------------------------------------------
     def compute_action(self, obs, explore: bool = False):

@@ -137,7 +137,7 @@ class ActionHead:
     def to_env(self, actions: np.ndarray) -> np.ndarray:
         """Actions as the env takes them: a plain Gaussian's samples clipped to a bounded Box."""
         if self.kind == "gaussian" and self.low is not None:
-            return np.clip(actions, self.low, self.high)
+            return np.clip(actions, self.low, self.high).astype(self.action_dtype)
         return actions
 
 
