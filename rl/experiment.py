@@ -39,6 +39,7 @@ from rl.evaluation import Evaluator
 from rl.hparams.base import HParams, HParamsError
 from rl.hparams.resolve import HPARAMS_FILE, check_fits, load_run_hparams, resolve_hparams
 from rl.logbook import recent_scalars
+from rl.policy import tidy_policies, write_policy_artefact
 from rl.run_folder import (  # noqa: F401  (re-exported: older callers import them from here)
     CHECKPOINT_DIR,
     CHECKPOINT_INDEX,
@@ -182,6 +183,8 @@ class Experiment:
             self.folder.prepare(hp, existing, unreadable, argv, flags, self.device_info)
             if self.logbook.recover(self.step if self.restored_from else 0):
                 self._say(f"dropped the records past step {self.step}: they are redone")
+            for moved in tidy_policies(self.output_dir, self.step if self.restored_from else 0):
+                self._say(f"moved the policy {moved} aside: its training is redone")
         self._recent_returns: collections.deque = collections.deque(maxlen=100)
         self._last_metrics: Dict[str, float] = {}
         # eval.jsonl was read (and checked) above; records past the restored step are redone.
@@ -213,8 +216,11 @@ class Experiment:
 
     # --- logging ------------------------------------------------------------
     def save(self) -> str:
-        """Saves a checkpoint at the current step with the records it covers."""
-        return self.folder.save(self.step)
+        """Saves a checkpoint at the current step with the records it covers,
+        then its policy artefact (rl/policy.py)."""
+        path = self.folder.save(self.step)
+        write_policy_artefact(self.agent, self.output_dir, self.step)
+        return path
 
     # --- evaluation ---------------------------------------------------------
     def evaluate(

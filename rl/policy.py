@@ -70,6 +70,31 @@ def write_policy_artefact(agent, output_dir: str, step: int, saved_model: bool =
     return final
 
 
+def tidy_policies(output_dir: str, restored_step: int) -> List[str]:
+    """Makes policies/ agree with the checkpoint a run resumes from.
+
+    Half-built folders (a kill while writing) are removed; artefacts past
+    ``restored_step`` come from training that is about to be redone (their
+    checkpoint was unreadable), so they move to ``policies/superseded/``
+    instead of standing beside the new ones.
+
+    Returns:
+        The artefact folders moved aside.
+    """
+    from rl.run_folder import move_aside  # late: run_folder loads TensorFlow
+
+    folder = os.path.join(output_dir, POLICIES_DIR)
+    if not os.path.isdir(folder):
+        return []
+    for name in os.listdir(folder):
+        if name.endswith(".partial"):
+            shutil.rmtree(os.path.join(folder, name), ignore_errors=True)
+    later = [artefact_dir(output_dir, s) for s in policy_steps(output_dir) if s > restored_step]
+    if later:
+        move_aside(later, os.path.join(folder, "superseded"))
+    return later
+
+
 def policy_steps(output_dir: str) -> List[int]:
     """Steps of the complete policy artefacts of a run, oldest first."""
     folder = os.path.join(output_dir, POLICIES_DIR)
