@@ -11,7 +11,7 @@ def linear_schedule(start: float, end: float, duration: int, step: int) -> float
         duration: steps of the ramp (<= 0 means ``end`` at once).
         step: the current step.
     """
-    if duration <= 0:
-        return end
+    if duration <= 0 or step >= duration:
+        return end  # exactly: start + 1 * (end - start) can round away from it
     fraction = min(max(step / duration, 0.0), 1.0)
     return start + fraction * (end - start)

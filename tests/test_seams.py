@@ -1,0 +1,197 @@
+"""The seams: actor and learner, spaces and policy heads, gradient steps, policy artefacts."""
+
+import json
+import os
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from rl import catalog, registry  # noqa: F401
+from rl.agents.actor import Actor, PolicySnapshot
+from rl.agents.base import Agent
+from rl.agents.dqn import DQNLearner
+from rl.agents.learner import run_gradient_steps
+from rl.envs import make_vec_env
+from rl.experiment import Experiment
+from rl.policy import PolicyArtefactError, load_policy, policy_steps, read_artefact
+
+
+def build(name, **changes):
+    hp = registry.hparams.get(name)().replace(**changes)
+    envs = make_vec_env(hp.env, hp.num_envs)
+    return Agent(hp, envs.single_observation_space, envs.single_action_space), envs
+
+
+def fill_rollout(agent, envs, shift=0.0):
+    """Steps until the PPO rollout is full; the recorded log-probs are moved by ``shift``."""
+    obs, _ = envs.reset(seed=0)
+    while not agent.learner.rollout.full:
+        actions, extras = agent.actor.act(obs)
+        next_obs, rewards, terminated, truncated, _ = envs.step(agent.actor.to_env(actions))
+        agent.learner.observe(
+            obs=obs,
+            actions=actions,
+            rewards=rewards,
+            terminated=terminated,
+            truncated=truncated,
+            next_obs=next_obs,
+            log_prob=extras["log_prob"] + shift,
+        )
+        obs = next_obs
+
+
+def test_ppo_learns_from_the_log_probs_its_actors_recorded():
+    # With a learning rate too small to move the policy, the ratio is exactly
+    # pi / recorded: recorded log-probs 1 nat too low make every ratio e > 1.2.
+    for shift, clipped in ((0.0, 0.0), (-1.0, 1.0)):
+        agent, envs = build("ppo_tiny", learning_rate=1e-12, anneal_learning_rate=False)
+        fill_rollout(agent, envs, shift)
+        metrics = agent.learner.update()
+        assert metrics["clip_fraction"] == pytest.approx(clipped), shift
+        envs.close()
+
+
+def test_the_learner_publishes_versioned_weights_and_actors_act_on_what_they_loaded():
+    agent, envs = build("ppo_tiny")
+    first = agent.learner.publish()
+    assert first.version == 0
+    stale = agent.make_actor(np.random.default_rng(0), explore=False)
+    fill_rollout(agent, envs)
+    agent.learner.update()
+    new = agent.learner.publish()
+    assert new.version == 1 and stale.version == 0
+    obs = np.random.default_rng(1).normal(size=(256, 4)).astype(np.float32)
+    before = stale.act(obs)[0]
+    stale.load(new)
+    assert stale.version == 1
+    assert (stale.act(obs)[0] != before).any()  # the new weights choose otherwise somewhere
+    replay = Actor(agent.model, registry.act_select.get("greedy"), np.random.default_rng(0))
+    with pytest.raises(RuntimeError, match="load a PolicySnapshot first"):
+        replay.act(obs)
+    replay.load(PolicySnapshot(7, new.arrays))
+    np.testing.assert_array_equal(replay.act(obs)[0], stale.act(obs)[0])
+    envs.close()
+
+
+def test_an_actor_refuses_rules_that_do_not_act_on_its_model_and_unknown_extras():
+    agent, envs = build("ppo_tiny")
+    with pytest.raises(ValueError, match="acts on q_values, but the model gives distribution"):
+        Actor(agent.model, registry.act_select.get("epsilon_greedy"), np.random.default_rng(0))
+    with pytest.raises(ValueError, match="unknown actor extras"):
+        Actor(agent.model, registry.act_select.get("sample"), np.random.default_rng(0), ["value"])
+    envs.close()
+
+
+def test_exploration_is_a_function_of_the_step_the_actor_is_given():
+    hp = registry.hparams.get("dqn_tiny")()
+    assert DQNLearner.exploration(hp, 0) == hp.epsilon_start
+    assert DQNLearner.exploration(hp, hp.epsilon_decay_steps * 10) == hp.epsilon_end
+    agent, envs = build("dqn_tiny")
+    obs = np.zeros((4000, 4), np.float32)
+    greedy = agent.make_actor(np.random.default_rng(0), explore=False).act(obs)[0]
+    at_start = agent.actor.act(obs, step=0)[0]
+    late = agent.actor.act(obs, step=10**9)[0]
+    # epsilon 1: uniform over 2 actions, half agree with greedy; epsilon_end: nearly all.
+    assert abs((at_start == greedy).mean() - 0.5) < 0.05
+    assert (late == greedy).mean() == pytest.approx(1 - hp.epsilon_end / 2, abs=0.02)
+    envs.close()
+
+
+def test_run_gradient_steps_runs_each_step_once_and_averages():
+    counter = tf.Variable(0)
+
+    @tf.function(autograph=False)
+    def run(count):
+        def step(i):
+            counter.assign_add(1)
+            return {"index": tf.cast(i, tf.float32)}
+
+        return run_gradient_steps(count, step, ["index"])
+
+    assert float(run(tf.constant(5))["index"]) == pytest.approx(2.0)  # (0+1+2+3+4)/5
+    assert int(counter.numpy()) == 5
+
+
+def test_gaussian_ppo_acts_stores_and_learns_float_actions_in_the_box():
+    agent, envs = build("ppo_pendulum", num_envs=2, rollout_steps=8, num_minibatches=2)
+    obs, _ = envs.reset(seed=0)
+    actions, extras = agent.actor.act(obs)
+    assert actions.dtype == np.float32 and actions.shape == (2, 1)
+    assert extras["log_prob"].shape == (2,)
+    fill_rollout(agent, envs)
+    assert agent.learner.rollout.data()["actions"].shape == (8, 2, 1)
+    metrics = agent.learner.update()
+    assert np.isfinite(metrics["loss"])
+    single = agent.compute_action(obs[0])
+    assert single.shape == (1,) and -2.0 <= single[0] <= 2.0
+    far = agent.compute_action(np.full((3, 3), 50.0, np.float32), explore=True)
+    assert far.shape == (3, 1) and (np.abs(far) <= 2.0).all()
+    envs.close()
+
+
+def test_tanh_gaussian_head_is_chosen_for_a_bounded_box_and_learns_finitely():
+    agent, envs = build(
+        "ppo_pendulum",
+        num_envs=2,
+        rollout_steps=8,
+        num_minibatches=2,
+        action_distribution="auto",
+    )
+    assert agent.model.head.kind == "tanh_gaussian"
+    fill_rollout(agent, envs)
+    assert np.isfinite(agent.learner.update()["loss"])
+    envs.close()
+
+
+def test_every_checkpoint_writes_a_policy_artefact_that_loads_alone(tmp_path):
+    out = tmp_path / "run"
+    exp = Experiment("ppo_tiny", str(out), verbose=False)
+    exp.train()
+    assert policy_steps(str(out)) == [128, 256]
+    path = out / "policies" / "ckpt-256"
+    meta = json.loads((path / "policy.json").read_text())
+    assert meta["step"] == 256 and meta["hparams"]["agent"] == "ppo"
+    actor = load_policy(str(path))
+    obs = np.random.default_rng(2).normal(size=(9, 4)).astype(np.float32)
+    np.testing.assert_array_equal(actor.act(obs)[0], exp.agent.compute_action(obs))
+    loaded = tf.saved_model.load(str(path / "saved_model"))
+    np.testing.assert_array_equal(loaded(tf.constant(obs)).numpy(), exp.agent.compute_action(obs))
+    # No optimizer slots or critic in it: only the acting weights.
+    assert len(read_artefact(str(path))["arrays"]) == len(exp.agent.model.acting_variables())
+    exp.close()
+    os.remove(path / "weights.npz")
+    with pytest.raises(PolicyArtefactError, match="weights.npz is missing"):
+        load_policy(str(path))
+
+
+def test_artefacts_of_redone_training_move_aside(tmp_path, capsys):
+    out = tmp_path / "run"
+    exp = Experiment("ppo_tiny", str(out), overrides="checkpoint_interval=64", verbose=False)
+    exp.train()
+    exp.close()
+    for data in (out / "checkpoints").glob("ckpt-256.data-*"):
+        data.write_bytes(b"garbage")
+    (out / "policies" / "ckpt-300.partial").mkdir()  # a kill while writing one
+    again = Experiment("ppo_tiny", str(out), overrides="checkpoint_interval=64", verbose=False)
+    assert again.step == 192
+    assert (out / "policies" / "superseded" / "ckpt-256" / "weights.npz").exists()
+    assert not (out / "policies" / "ckpt-300.partial").exists()
+    assert "moved the policy" in capsys.readouterr().err
+    again.train()
+    assert policy_steps(str(out)) == [64, 128, 192, 256]
+    again.close()
+
+
+def test_observation_dtypes_follow_the_space():
+    from rl.memory.spec import transition_specs
+
+    image = gym.spaces.Box(0, 255, (40, 40, 1), np.uint8)
+    specs = transition_specs(image, gym.spaces.Discrete(3), {"log_prob": (np.float32, ())})
+    assert specs["obs"].dtype == np.uint8 and specs["obs"].shape == (40, 40, 1)
+    assert specs["log_prob"].shape == ()
+    box = transition_specs(gym.spaces.Box(-1, 1, (3,), np.float64), gym.spaces.Box(-1, 1, (2,)))
+    assert box["obs"].dtype == np.float32 and box["actions"].shape == (2,)
+    multi = transition_specs(gym.spaces.Box(-1, 1, (3,)), gym.spaces.MultiDiscrete([2, 3]))
+    assert multi["actions"].dtype == np.int32 and multi["actions"].shape == (2,)
