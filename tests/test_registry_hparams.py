@@ -123,7 +123,7 @@ def test_split_keeps_commas_inside_brackets_and_quotes():
             "hidden_sizes={[]:1}",
             "hparam 'hidden_sizes' expects list of int, e.g. hidden_sizes=[64,64]",
         ),
-        ("act_select={[]}", "hparam 'act_select' expects str, e.g. act_select=categorical"),
+        ("act_select={[]}", "hparam 'act_select' expects str, e.g. act_select=sample"),
         ("train_steps=" + "-" * 20_000 + "1", "at most 4000 are read"),
         ("train_steps=" + "+".join(["1"] * 3000), "at most 4000 are read"),
         ("train_steps=1+1", "hparam 'train_steps' expects int"),
