@@ -533,6 +533,7 @@ def test_real_copy_is_retrained_alone_with_its_seed(
         "checkpoints",
         "eval.jsonl",
         "hparams.json",
+        "policies",
         "snapshot",
         "tb",
     ]
