@@ -43,9 +43,17 @@ CHECKPOINT_INDEX = "checkpoint"  # tf.train.CheckpointManager's list of checkpoi
 # Fields that shape what a checkpoint holds: which agent and network, the
 # weights' shapes (hidden_sizes; env: observation and action spaces) and the
 # replay's capacity. Checkpoints saved with other values cannot be restored, so
-# not even --allow_hparam_change resumes such a run. (activation and num_envs
-# are not here: a run resumes with other values of them.)
-CHECKPOINT_SHAPE_FIELDS = frozenset({"agent", "model", "hidden_sizes", "env", "buffer_size"})
+# not even --allow_hparam_change resumes such a run. (activation is not here: a
+# run resumes with another; an hparams class adds its own, e.g. DQN's num_envs.)
+CHECKPOINT_SHAPE_FIELDS = frozenset(
+    {"agent", "model", "torso", "hidden_sizes", "env", "buffer_size"}
+)
+
+
+def checkpoint_shape_fields(hp: HParams) -> frozenset:
+    """CHECKPOINT_SHAPE_FIELDS plus what the agent's hparams class adds (DQN's
+    replay file is laid out by num_envs)."""
+    return CHECKPOINT_SHAPE_FIELDS | frozenset(getattr(type(hp), "checkpoint_shape_fields", ()))
 
 
 class SeparateState(Protocol):
@@ -119,11 +127,12 @@ def check_resume(output_dir: str, hp: HParams, allow_change: bool) -> Optional[H
         return None
     changed = {k: v for k, v in differences(saved, hp).items() if k not in RESUMABLE_FIELDS}
     listed = ", ".join(f"{k}: {old!r} -> {new!r}" for k, (old, new) in changed.items())
-    if set(changed) & CHECKPOINT_SHAPE_FIELDS:
+    shape_fields = checkpoint_shape_fields(hp)
+    if set(changed) & shape_fields:
         # Its checkpoints cannot be restored into this agent: no flag helps.
         raise RunConflictError(
             f"{output_dir} holds a run with other hparams ({listed}); it cannot be resumed "
-            f"with these ({', '.join(sorted(set(changed) & CHECKPOINT_SHAPE_FIELDS))} change "
+            f"with these ({', '.join(sorted(set(changed) & shape_fields))} change "
             "what its checkpoints hold): use another --output_dir"
         )
     if changed and not allow_change:

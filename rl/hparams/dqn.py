@@ -9,6 +9,9 @@ from rl.models.settings import ModelSettings
 
 @dataclasses.dataclass(frozen=True)
 class DQNHParams(HParams, ModelSettings):
+    # Beyond run_folder.CHECKPOINT_SHAPE_FIELDS: the saved replay is one ring per env copy.
+    checkpoint_shape_fields = ("num_envs",)
+
     agent: str = one_of("dqn", ("dqn",))  # these fields are DQN's
     model: str = "q_network"
     act_select: str = "epsilon_greedy"

@@ -362,8 +362,6 @@ class Replay:
             "capacity": self.capacity,
             "num_envs": self.num_envs,
             "frame_stack": self.frame_stack,
-            "n_step": self.n_step,
-            "priority_exponent": self.priority_exponent,
             "fields": {k: [v.dtype.str, list(v.shape)] for k, v in self.specs.items()},
         }
 
@@ -372,6 +370,7 @@ class Replay:
         filled = int(min(self.count.max(), self.ring))
         meta = {
             **self._signature(),
+            "priority_exponent": self.priority_exponent,
             "transitions": self.transitions,
             "max_abs_reward": self.max_abs_reward,
             "max_priority": self.max_priority,
@@ -429,10 +428,14 @@ class Replay:
         self.count[:] = arrays["count"]
         self.new_episode[:] = arrays["new_episode"]
         self.current_start[:] = arrays["current_start"]
+        self.max_priority = float(meta["max_priority"])
         if self.tree is not None:
-            self.tree.tree[:] = arrays["tree"]
+            if "tree" in arrays and meta.get("priority_exponent") == self.priority_exponent:
+                self.tree.tree[:] = arrays["tree"]
+            else:  # saved without priorities (or with another alpha): all start equal
+                held = np.flatnonzero(self.has_transition.reshape(-1))
+                self.tree.set(held, np.full(len(held), self.max_priority))
         self.transitions = int(meta["transitions"])
         self.max_abs_reward = float(meta["max_abs_reward"])
-        self.max_priority = float(meta["max_priority"])
         self.rng.bit_generator.state = meta["rng"]
 
