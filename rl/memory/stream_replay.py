@@ -186,9 +186,7 @@ class Replay:
         starting = np.flatnonzero(self.new_episode)
         if len(starting):
             self.current_start[starting] = self.count[starting]
-            self._write_frames(
-                starting, self._newest(obs[starting]), self.current_start[starting]
-            )
+            self._write_frames(starting, self._newest(obs[starting]), self.current_start[starting])
         slots = (self.count - 1) % self.ring
         values = {
             "actions": actions,
@@ -438,4 +436,3 @@ class Replay:
         self.transitions = int(meta["transitions"])
         self.max_abs_reward = float(meta["max_abs_reward"])
         self.rng.bit_generator.state = meta["rng"]
-
