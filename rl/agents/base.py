@@ -38,6 +38,11 @@ class Agent:
             observation_space: the env's observation space (rl.envs wrappers applied).
             action_space: the env's action space.
         """
+        if hp.host_acting and getattr(hp, "torso", "mlp") != "mlp":
+            raise ValueError(
+                f"host_acting=true acts in NumPy, which runs MLP torsos only; with "
+                f"torso={hp.torso} set host_acting=false"
+            )
         self.hp = hp
         self.learner_class = registry.agents.get(hp.agent)
         self.learner: Learner = self.learner_class(hp, observation_space, action_space)
