@@ -21,7 +21,7 @@ from __future__ import annotations
 import difflib
 import importlib
 import re
-from typing import Callable, Dict, Iterator, List, Optional, TypeVar
+from typing import Callable, Dict, Iterable, Iterator, List, Optional, TypeVar
 
 T = TypeVar("T")
 
@@ -34,6 +34,20 @@ def snake_case(name: str) -> str:
         name: a class or function name.
     """
     return re.sub(r"(?<=[a-z])(?=[A-Z])|(?<=[A-Z0-9])(?=[A-Z][a-z])", "_", name).lower()
+
+
+def did_you_mean(name: str, candidates: Iterable[str], cutoff: float = 0.4, count: int = 3) -> str:
+    """The hint naming the candidates closest to ``name``: ``"did you mean 'a', 'b'? "``,
+    or ``""`` when none is close. Every "unknown ..." message builds its hint here.
+
+    Args:
+        name: the name that was not found.
+        candidates: the valid names.
+        cutoff: the least difflib similarity (0 to 1) a candidate needs to be named.
+        count: at most this many candidates are named, the closest first.
+    """
+    matches = difflib.get_close_matches(name, list(candidates), n=count, cutoff=cutoff)
+    return f"did you mean {', '.join(repr(m) for m in matches)}? " if matches else ""
 
 
 class UnknownNameError(KeyError):
@@ -97,10 +111,6 @@ class Registry:
         if name not in self:
             raise self._unknown(name)
 
-    def closest(self, name: str, count: int = 3) -> List[str]:
-        """The registered names that look most like ``name``."""
-        return difflib.get_close_matches(name, self.names(), n=count, cutoff=0.4)
-
     def get(self, name: str):
         """Returns the object registered as ``name``.
 
@@ -116,10 +126,8 @@ class Registry:
         raise self._unknown(name)
 
     def _unknown(self, name: str) -> UnknownNameError:
-        matches = self.closest(str(name))
-        hint = f"did you mean {', '.join(repr(m) for m in matches)}? " if matches else ""
         return UnknownNameError(
-            f"unknown {self.kind} {str(name)!r}: {hint}valid: "
+            f"unknown {self.kind} {str(name)!r}: {did_you_mean(str(name), self.names())}valid: "
             f"{', '.join(self.names())} (list all with `python train.py --list`)"
         )
 

@@ -1,10 +1,12 @@
 """Registries and typed hparams: lookups, duplicates, overrides, errors."""
 
 import dataclasses
+import re
 
 import pytest
 
 from rl import catalog, registry  # noqa: F401  (fills the registries)
+from rl.envs.make import check_env_name
 from rl.hparams.base import (
     MAX_SEED,
     HParamsError,
@@ -14,7 +16,7 @@ from rl.hparams.base import (
     from_dict,
     split_overrides,
 )
-from rl.registry import Registry, UnknownNameError, snake_case
+from rl.registry import Registry, UnknownNameError, did_you_mean, snake_case
 
 
 def test_snake_case_keys_and_explicit_names():
@@ -51,6 +53,34 @@ def test_unknown_name_lists_closest_matches_and_how_to_list_all():
     assert "\n" not in message
 
 
+def test_did_you_mean_names_the_close_candidates_closest_first():
+    names = ["zzz", "dqn_cartpole", "ppo_cartpole"]
+    # difflib ratios against "ppo_cartpol": ppo_cartpole 2*11/23 = 0.96,
+    # dqn_cartpole 2*8/23 = 0.70 (the common "_cartpol"), zzz 0.
+    assert did_you_mean("ppo_cartpol", names) == "did you mean 'ppo_cartpole', 'dqn_cartpole'? "
+    assert did_you_mean("ppo_cartpol", names, cutoff=0.8) == "did you mean 'ppo_cartpole'? "
+    assert did_you_mean("ppo_cartpol", names, count=1) == "did you mean 'ppo_cartpole'? "
+    assert did_you_mean("qqqq", names) == ""
+    assert did_you_mean("x", []) == ""
+
+
+def test_registry_hparam_and_env_mistakes_share_one_hint_form():
+    with pytest.raises(UnknownNameError) as registry_error:
+        registry.hparams.get("ppo_cartpol")
+    with pytest.raises(HParamsError) as field_error:
+        registry.hparams.get("ppo_tiny")().replace(learning_rat=1.0)
+    with pytest.raises(UnknownNameError) as env_error:
+        check_env_name("CartPole-v7")
+    # Whatever else is close, the closest comes first, every name is quoted,
+    # and the hint ends with "? " before the valid names.
+    for error, pattern in [
+        (registry_error, r"unknown hparams 'ppo_cartpol': did you mean 'ppo_cartpole'"),
+        (field_error, r"unknown hparam 'learning_rat': did you mean 'learning_rate'"),
+        (env_error, r"unknown env 'CartPole-v7': did you mean 'CartPole-v1'"),
+    ]:
+        assert re.match(pattern + r"(, '[^']+')*\? valid: ", str(error.value)), error.value
+
+
 def test_every_kind_is_registered():
     assert {"ppo", "dqn"} <= set(registry.agents.names())
     assert {"actor_critic", "q_network"} <= set(registry.models.names())
@@ -75,7 +105,7 @@ def test_hparam_sets_are_fresh_frozen_objects():
     assert a == b and a is not b
     with pytest.raises(dataclasses.FrozenInstanceError):
         a.hiden_sizes = (3,)  # a typo must not create a field
-    with pytest.raises(HParamsError, match="did you mean hidden_sizes"):
+    with pytest.raises(HParamsError, match="did you mean 'hidden_sizes'"):
         a.replace(hiden_sizes=(3,))
 
 
@@ -109,7 +139,7 @@ def test_split_keeps_commas_inside_brackets_and_quotes():
 @pytest.mark.parametrize(
     "text, message",
     [
-        ("learning_rat=1", "unknown hparam 'learning_rat': did you mean learning_rate"),
+        ("learning_rat=1", "unknown hparam 'learning_rat': did you mean 'learning_rate'"),
         (
             "num_envs=2.5",
             "hparam 'num_envs' expects int, e.g. num_envs=16; got '2.5' (not a whole number)",

@@ -82,13 +82,9 @@ def check_env_name(name: str) -> None:
         if hint:
             raise HParamsError(f"env '{name}' needs {family}, which is not installed: {hint}")
         return
-    import difflib
-
-    candidates = registry.envs.names() + gymnasium_ids()
-    matches = difflib.get_close_matches(name, candidates, n=3, cutoff=0.4)
-    hint = f"did you mean {', '.join(repr(m) for m in matches)}? " if matches else ""
+    hint = registry.did_you_mean(name, registry.envs.names() + gymnasium_ids())
     raise registry.UnknownNameError(
-        f"unknown env '{name}': {hint}valid: a registered env "
+        f"unknown env {name!r}: {hint}valid: a registered env "
         f"({', '.join(registry.envs.names())}) or any Gymnasium id "
         "(list them all with `python train.py --list`)"
     )

@@ -10,7 +10,6 @@ counters) in them. See docs/ARCHITECTURE.md for why not a mutable HParams.
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import math
 import re
 import types
@@ -163,8 +162,7 @@ def field_names(hp: HParams) -> List[str]:
 
 
 def unknown_field_message(key: str, names: List[str]) -> str:
-    matches = difflib.get_close_matches(key, names, n=3, cutoff=0.5)
-    hint = f"did you mean {', '.join(matches)}? " if matches else ""
+    hint = registry.did_you_mean(key, names, cutoff=0.5)
     return f"unknown hparam {key!r}: {hint}valid: {', '.join(sorted(names))}"  # repr: one line
 
 
