@@ -22,9 +22,9 @@ from typing import Callable
 import numpy as np
 
 from rl.files import write_bytes_atomic
-from rl.logbook import read_eval_records
+from rl.logbook import EVAL_FILE, read_eval_records
 
-EVAL_LOG_NAME = "eval.jsonl"
+EVAL_LOG_NAME = EVAL_FILE  # one name for the file, from rl/logbook.py
 SUMMARY_NAME = "summary.json"
 CURVES_NAME = "curves.png"
 # Fields the analysis needs; the writer logs more (return_std, episodes, wall_time, ...).

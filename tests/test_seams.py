@@ -195,3 +195,30 @@ def test_observation_dtypes_follow_the_space():
     assert box["obs"].dtype == np.float32 and box["actions"].shape == (2,)
     multi = transition_specs(gym.spaces.Box(-1, 1, (3,)), gym.spaces.MultiDiscrete([2, 3]))
     assert multi["actions"].dtype == np.int32 and multi["actions"].shape == (2,)
+
+
+def test_without_checkpoint_replay_a_run_resumes_and_refills_its_replay(tmp_path):
+    out = tmp_path / "run"
+    overrides = "checkpoint_replay=false,learning_starts=64"
+    exp = Experiment("dqn_tiny", str(out), overrides=overrides, train_steps=128, verbose=False)
+    exp.train()
+    exp.close()
+    assert not list((out / "checkpoints").glob("replay-*"))
+    again = Experiment("dqn_tiny", str(out), overrides=overrides, verbose=False)
+    assert again.step == 128 and len(again.agent.learner.replay) == 0
+    updates = again.agent.learner.counters["updates"]
+    result = again.train()
+    assert result["step"] == 256 and np.isfinite(result["loss"])
+    # No update until learning_starts transitions are back (step 192), then every
+    # 16 steps: 192, 208, 224, 240, 256.
+    assert again.agent.learner.counters["updates"] - updates == 5
+    again.close()
+
+
+def test_with_checkpoint_replay_the_replay_file_sits_beside_each_checkpoint(tmp_path):
+    out = tmp_path / "run"
+    exp = Experiment("dqn_tiny", str(out), verbose=False)
+    exp.train()
+    exp.close()
+    names = sorted(p.name for p in (out / "checkpoints").glob("replay-*"))
+    assert names == ["replay-128.npz", "replay-256.npz"]
