@@ -219,22 +219,30 @@ class Replay:
 
     def _stack(self, env: np.ndarray, index: np.ndarray) -> np.ndarray:
         """Observations at absolute frame ``index`` of each ``env``, stacks rebuilt."""
+        frames = self.frames.reshape(-1, *self.frames.shape[2:])  # flat indexing is faster
         if self.frame_stack == 1:
-            return self.frames[env, index % self.ring]
+            return frames[env * self.ring + index % self.ring]
         start = self.episode_start[env, index % self.ring]
         offsets = np.arange(1 - self.frame_stack, 1)
-        frames = np.maximum(index[:, None] + offsets, start[:, None])
-        return self.frames[env[:, None], frames % self.ring]
+        stacked = np.maximum(index[:, None] + offsets, start[:, None])
+        return frames[env[:, None] * self.ring + stacked % self.ring]
 
     def _windows(self, env: np.ndarray, index: np.ndarray):
         """n-step sums for transitions at ``index``: valid, reward, discount, next index."""
         ring, count = self.ring, self.count[env]
         oldest = count - ring
-        slot = index % ring
-        valid = (index >= oldest) & (index < count) & self.has_transition[env, slot]
+        flat = env * ring + index % ring
+        has_transition = self.has_transition.reshape(-1)
+        valid = (index >= oldest) & (index < count) & has_transition[flat]
         if self.frame_stack > 1:
-            start = self.episode_start[env, slot]
+            start = self.episode_start.reshape(-1)[flat]
             valid &= np.maximum(index - self.frame_stack + 1, start) >= oldest
+        rewards = self.fields["rewards"].reshape(-1)
+        terminated = self.fields["terminated"].reshape(-1)
+        if self.n_step == 1:  # every held transition is complete
+            discount = np.where(terminated[flat], 0.0, self.gamma)
+            return valid, rewards[flat].astype(np.float64), discount, index + 1
+        truncated = self.fields["truncated"].reshape(-1)
         reward = np.zeros(len(index), np.float64)
         discount = np.ones(len(index), np.float64)
         steps = np.zeros(len(index), np.int64)
@@ -242,21 +250,20 @@ class Replay:
         terminal = np.zeros(len(index), bool)
         for j in range(self.n_step):
             at = index + j
-            recorded = (at < count) & self.has_transition[env, at % ring]
+            at_flat = env * ring + at % ring
+            recorded = (at < count) & has_transition[at_flat]
             # A window that runs into an unrecorded step before n steps or an
             # episode end is not complete yet.
             valid &= ~(open_ & ~recorded)
             open_ &= recorded
             where = np.flatnonzero(open_)
-            s = at[where] % ring
-            e = env[where]
-            reward[where] += discount[where] * self.fields["rewards"][e, s]
+            s = at_flat[where]
+            reward[where] += discount[where] * rewards[s]
             discount[where] *= self.gamma
             steps[where] += 1
-            ended_term = self.fields["terminated"][e, s]
-            ended = ended_term | self.fields["truncated"][e, s]
+            ended_term = terminated[s]
             terminal[where] = ended_term
-            open_[where[ended]] = False
+            open_[where[ended_term | truncated[s]]] = False
         discount[terminal] = 0.0
         return valid, reward, discount, index + steps
 
@@ -285,24 +292,22 @@ class Replay:
         available = len(self)
         if available <= 0:
             raise ValueError("cannot sample from a replay with no complete transition")
-        env, index = self._draw(size)
-        valid, reward, discount, next_index = self._windows(env, index)
-        assert valid.all()
+        env, index, reward, discount, next_index = self._draw(size)
         if self.tree is not None:
             leaves = env * self.ring + index % self.ring
             probabilities = self.tree.get(leaves) / self.tree.total
         else:
             probabilities = np.full(size, 1.0 / available)
-        slot = index % self.ring
+        flat = env * self.ring + index % self.ring
         batch = {
             "obs": self._stack(env, index),
-            "actions": self.fields["actions"][env, slot],
+            "actions": self._flat("actions")[flat],
             "rewards": reward.astype(np.float32),
             "discounts": discount.astype(np.float32),
             "next_obs": self._stack(env, next_index),
         }
         for name in self.extras:
-            batch[name] = self.fields[name][env, slot]
+            batch[name] = self._flat(name)[flat]
         ids = env * (1 << 40) + index  # env and absolute frame: stable while held
         return Sample(
             ids.reshape(batch_shape),
@@ -310,9 +315,14 @@ class Replay:
             {k: v.reshape(*batch_shape, *v.shape[1:]) for k, v in batch.items()},
         )
 
-    def _draw(self, size: int) -> Tuple[np.ndarray, np.ndarray]:
-        """``size`` valid (env, absolute index) pairs; invalid draws are redrawn."""
-        envs, indices = [], []
+    def _flat(self, name: str) -> np.ndarray:
+        array = self.fields[name]
+        return array.reshape(-1, *array.shape[2:])
+
+    def _draw(self, size: int) -> Tuple[np.ndarray, ...]:
+        """``size`` valid transitions: env, absolute index, and their n-step
+        reward, discount and next index; invalid draws are redrawn."""
+        parts = []
         needed = size
         while needed > 0:
             tries = needed + needed // 4 + 8
@@ -326,11 +336,11 @@ class Replay:
                 filled = np.minimum(self.count, self.ring)
                 env = self.rng.choice(self.num_envs, tries, p=filled / filled.sum())
                 index = self.count[env] - 1 - self.rng.integers(0, filled[env])
-            valid, *_ = self._windows(env, index)
-            envs.append(env[valid][:needed])
-            indices.append(index[valid][:needed])
-            needed -= len(envs[-1])
-        return np.concatenate(envs), np.concatenate(indices)
+            valid, reward, discount, next_index = self._windows(env, index)
+            keep = np.flatnonzero(valid)[:needed]
+            parts.append((env[keep], index[keep], reward[keep], discount[keep], next_index[keep]))
+            needed -= len(keep)
+        return tuple(np.concatenate(column) for column in zip(*parts))
 
     def update_priorities(self, indices: np.ndarray, priorities: np.ndarray) -> None:
         """Sets the priorities of sampled transitions (their ids from ``sample``).
