@@ -81,7 +81,7 @@ def test_mistakes_are_reported_without_loading_tensorflow(tmp_path, args, expect
 def test_list_shows_registered_names_and_gymnasium_ids_without_tensorflow():
     proc = run("--list")
     assert proc.returncode == 0, proc.stderr
-    assert "  ppo_cartpole" in proc.stdout and "  mlp_q" in proc.stdout
+    assert "  ppo_cartpole" in proc.stdout and "  mlp_q" in proc.stdout and "  catch" in proc.stdout
     assert "classic_control: Acrobot-v1, CartPole-v0, CartPole-v1" in proc.stdout
     assert "LunarLander-v3" in proc.stdout and "HalfCheetah-v5" in proc.stdout
     assert "tensorflow" not in imported(proc)
