@@ -82,6 +82,7 @@ def test_list_shows_registered_names_and_gymnasium_ids_without_tensorflow():
     proc = run("--list")
     assert proc.returncode == 0, proc.stderr
     assert "  ppo_cartpole" in proc.stdout and "  q_network" in proc.stdout
+    assert "  catch" in proc.stdout
     assert "classic_control: Acrobot-v1, CartPole-v0, CartPole-v1" in proc.stdout
     assert "LunarLander-v3" in proc.stdout and "HalfCheetah-v5" in proc.stdout
     assert "tensorflow" not in imported(proc)

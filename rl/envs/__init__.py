@@ -1,7 +1,7 @@
 """envs: building (vectorised) Gymnasium environments by name.
 
 ``make.py`` turns a name into an env; ``registered.py`` holds the named
-constructors that add wrappers.
+constructors that add wrappers; ``catch.py`` is rl's own small image env.
 """
 
 from rl.envs import registered  # noqa: F401  (registers)
