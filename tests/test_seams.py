@@ -222,3 +222,40 @@ def test_with_checkpoint_replay_the_replay_file_sits_beside_each_checkpoint(tmp_
     exp.close()
     names = sorted(p.name for p in (out / "checkpoints").glob("replay-*"))
     assert names == ["replay-128.npz", "replay-256.npz"]
+
+
+@pytest.mark.parametrize("name, memory", [("ppo_tiny", "rollout"), ("dqn_tiny", "replay")])
+def test_a_nature_cnn_learns_from_uint8_images_kept_as_bytes(name, memory):
+    changes = {"learning_starts": 0} if name == "dqn_tiny" else {}
+    agent, envs = build(
+        name, env="catch", torso="nature_cnn", host_acting=False, num_envs=2, **changes
+    )
+    obs, _ = envs.reset(seed=0)
+    assert obs.dtype == np.uint8 and obs.shape == (2, 40, 40, 1)
+    learner = agent.learner
+    assert getattr(learner, memory).specs["obs"].dtype == np.uint8
+    before = [v.numpy().copy() for v in learner.model.trainable_variables]
+    metrics = None
+    for _ in range(64):
+        actions, extras = agent.actor.act(obs)
+        next_obs, rewards, terminated, truncated, _ = envs.step(agent.actor.to_env(actions))
+        learner.observe(
+            obs=obs,
+            actions=actions,
+            rewards=rewards,
+            terminated=terminated,
+            truncated=truncated,
+            next_obs=next_obs,
+            **extras,
+        )
+        obs = next_obs
+        metrics = learner.update() or metrics
+    assert metrics is not None and np.isfinite(metrics["loss"])
+    after = learner.model.trainable_variables
+    assert any((a != b.numpy()).any() for a, b in zip(before, after))
+    envs.close()
+
+
+def test_host_acting_with_a_cnn_is_refused_with_what_to_set():
+    with pytest.raises(ValueError, match="with torso=nature_cnn set host_acting=false"):
+        build("ppo_tiny", env="catch", torso="nature_cnn")
