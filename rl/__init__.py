@@ -1,9 +1,11 @@
 """rl: a modular reinforcement-learning codebase on TensorFlow 2.
 
-Layout (see docs/ARCHITECTURE.md): ``agents/`` (Agent = Model + Algo),
+Layout (see docs/ARCHITECTURE.md): ``agents/`` (an Agent = a learner, which
+owns the model, memory and update, plus actors acting with an act_select),
 ``algos/act_select`` and ``algos/grad_comp`` (pure functions), ``models/``,
-``hparams/``, ``envs/``, ``memory/``; ``experiment.py`` runs training,
-evaluation and checkpoints; ``registry.py`` maps names to all of these.
+``hparams/``, ``envs/``, ``memory/``; ``experiment.py`` runs the loop,
+``run_folder.py`` and ``evaluation.py`` its folder and evaluations;
+``registry.py`` maps names to all of these.
 
 ``rl.Experiment`` is loaded lazily so that light modules (``rl.snapshot``,
 ``rl.analysis``) import without TensorFlow.

@@ -7,7 +7,7 @@ name. Two ways in, both explicit:
 - ``@registry.hparams.register`` on the definition, for light modules that
   are imported by their package's ``__init__.py`` (hparam sets, env
   constructors: no TensorFlow);
-- ``registry.agents.declare("ppo", "rl.agents.ppo:PPOAgent")`` in the
+- ``registry.agents.declare("ppo", "rl.agents.ppo:PPOLearner")`` in the
   package's ``__init__.py``, for things built on TensorFlow: the name is known
   at once and the module is imported on the first ``get``. Listing names and
   reporting an unknown one therefore never wait for TensorFlow to load.

@@ -4,9 +4,9 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
+from rl.memory.replay import Replay, ReplayFileError
 from rl.memory.rollout import RolloutBuffer
 from rl.memory.spec import FieldSpec, transition_specs
-from rl.memory.stream_replay import Replay, ReplayFileError
 
 SPECS = transition_specs(gym.spaces.Box(-1e9, 1e9, (1,), np.float32), gym.spaces.Discrete(2))
 

@@ -16,8 +16,8 @@ from rl.agents.learner import Learner, clip_gradients, run_gradient_steps
 from rl.algos.grad_comp.checks import weighted_mean
 from rl.algos.schedules import linear_schedule
 from rl.hparams.dqn import DQNHParams
+from rl.memory.replay import Replay
 from rl.memory.spec import transition_specs
-from rl.memory.stream_replay import Replay
 
 METRICS = ("loss", "q_mean", "target_mean", "grad_norm")
 BATCH_FIELDS = ("obs", "actions", "rewards", "discounts", "next_obs")
