@@ -141,7 +141,7 @@ class Registry:
         return iter(self.names())
 
     def __len__(self) -> int:
-        return len(self._entries)
+        return len(self.names())  # declared names count before their module is imported
 
 
 agents = Registry("agent")
