@@ -63,10 +63,12 @@ class DQNLearner(Learner):
         # Due when the last observe (num_envs steps) crossed a multiple of
         # train_interval: derived from the counter, so resuming keeps it.
         due = steps // hp.train_interval > (steps - hp.num_envs) // hp.train_interval
+        if steps < hp.learning_starts or not due:
+            return None
         # The replay must hold learning_starts transitions too: a run resumed
         # without its replay (checkpoint_replay=false) refills it first.
-        filled = len(self.replay) >= max(1, min(hp.learning_starts, hp.buffer_size // 2))
-        if steps < hp.learning_starts or not due or not filled:
+        # Checked only when due: len() scans the ring's edges.
+        if len(self.replay) < max(1, min(hp.learning_starts, hp.buffer_size // 2)):
             return None
         sample = self.replay.sample((hp.gradient_steps, hp.batch_size))
         learning_rate = self.learning_rate(steps)
