@@ -157,6 +157,11 @@ class NatureCNN(tf.Module):
         self.hidden = Dense(int(np.prod(size)) * 64, 512, 2**0.5, seed + 3, "hidden")
         self.out = Dense(512, output_size, output_gain, seed + 4, "out")
 
+    def layer_variables(self) -> List[tf.Variable]:
+        """Every weight, convolutions first (graph acting loads them in this order)."""
+        layers = (*self.convs, self.hidden, self.out)
+        return [v for layer in layers for v in (layer.w, layer.b)]
+
     def __call__(self, x: tf.Tensor) -> tf.Tensor:
         x = float_observations(x)
         for conv in self.convs:
@@ -223,9 +228,7 @@ class ActorCritic(tf.Module):
     def acting_variables(self) -> List[tf.Variable]:
         """What acting reads: the policy network (not the value's) and the log std."""
         extra = [self.log_std] if self.log_std is not None else []
-        if isinstance(self.policy_net, MLP):
-            return self.policy_net.layer_variables() + extra
-        return list(self.policy_net.trainable_variables) + extra
+        return self.policy_net.layer_variables() + extra
 
     def host_policy(self, obs: np.ndarray, arrays: Sequence[np.ndarray]) -> HostDistribution:
         """``policy`` in NumPy from copies of ``acting_variables()`` (MLP torso only)."""
@@ -263,9 +266,7 @@ class QNetwork(tf.Module):
 
     def acting_variables(self) -> List[tf.Variable]:
         """What acting reads: every weight of the Q-network."""
-        if isinstance(self.q, MLP):
-            return self.q.layer_variables()
-        return list(self.q.trainable_variables)
+        return self.q.layer_variables()
 
     def host_policy(self, obs: np.ndarray, arrays: Sequence[np.ndarray]) -> np.ndarray:
         """``policy`` in NumPy from copies of ``acting_variables()`` (MLP torso only)."""
