@@ -80,7 +80,7 @@ class ActionHead:
         )
         if self.kind == "gaussian":
             return base
-        scale, shift = (self.high - self.low) / 2.0, (self.high + self.low) / 2.0
+        scale, shift = self.scale_and_shift()
         squash = tfb.Chain(
             [tfb.Shift(shift.astype(np.float32)), tfb.Scale(scale.astype(np.float32)), tfb.Tanh()]
         )
@@ -110,14 +110,22 @@ class ActionHead:
         """One action per row, drawn with a stateless seed [2] int32."""
         return tf.cast(distribution.sample(seed=seed), self.action_dtype)
 
+    def padding(self) -> np.ndarray:
+        """[D, max(nvec)] logits added to a MultiDiscrete head's outputs: 0 for
+        real choices, PADDING_LOGIT past a dimension's own count."""
+        valid = np.arange(max(self.nvec))[None, :] < np.asarray(self.nvec)[:, None]
+        return np.where(valid, 0.0, PADDING_LOGIT).astype(np.float32)
+
+    def scale_and_shift(self) -> Tuple[np.ndarray, np.ndarray]:
+        """The affine map from (-1, 1) onto a bounded Box: a = u * scale + shift."""
+        return (self.high - self.low) / 2.0, (self.high + self.low) / 2.0
+
     def _masked_logits(self, outputs):
-        width = max(self.nvec)
-        valid = np.arange(width)[None, :] < np.asarray(self.nvec)[:, None]  # [D, width]
-        padding = np.where(valid, 0.0, PADDING_LOGIT).astype(np.float32)
-        return tf.reshape(outputs, [-1, len(self.nvec), width]) + padding
+        padding = self.padding()
+        return tf.reshape(outputs, [-1, *padding.shape]) + padding
 
     def _inside_bounds(self, actions):
-        scale, shift = (self.high - self.low) / 2.0, (self.high + self.low) / 2.0
+        scale, shift = self.scale_and_shift()
         unit = tf.clip_by_value((actions - shift) / scale, -TANH_LIMIT, TANH_LIMIT)
         return tf.cast(unit * scale + shift, tf.float32)
 
@@ -156,11 +164,8 @@ class HostDistribution:
         head = self.head
         if head.kind == "categorical":
             return self.outputs
-        width = max(head.nvec)
-        valid = np.arange(width)[None, :] < np.asarray(head.nvec)[:, None]
-        return self.outputs.reshape(len(self.outputs), len(head.nvec), width) + np.where(
-            valid, 0.0, PADDING_LOGIT
-        )
+        padding = head.padding()
+        return self.outputs.reshape(len(self.outputs), *padding.shape) + padding
 
     def _mean(self) -> np.ndarray:
         return self.outputs.reshape(len(self.outputs), *self.head.action_shape)
@@ -195,7 +200,7 @@ class HostDistribution:
         actions = np.asarray(actions, np.float64)
         log_det = 0.0
         if head.kind == "tanh_gaussian":
-            scale, shift = (head.high - head.low) / 2.0, (head.high + head.low) / 2.0
+            scale, shift = head.scale_and_shift()
             unit = np.clip((actions - shift) / scale, -TANH_LIMIT, TANH_LIMIT)
             actions = np.arctanh(unit)
             # d a / d u = scale * (1 - tanh(u)^2), written stably as TFP's Tanh bijector does.
@@ -206,7 +211,7 @@ class HostDistribution:
 
     def _squash(self, raw: np.ndarray) -> np.ndarray:
         head = self.head
-        scale, shift = (head.high - head.low) / 2.0, (head.high + head.low) / 2.0
+        scale, shift = head.scale_and_shift()
         return (np.tanh(raw) * scale + shift).astype(np.float32)
 
 
