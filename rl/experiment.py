@@ -31,9 +31,9 @@ import numpy as np
 
 from rl import catalog, registry, seeding, video  # noqa: F401  (catalog fills the registries)
 from rl._tf import tf
-from rl.agents.base import Agent, NonFiniteError
+from rl.agents.base import Agent, NonFiniteError, act_and_observe
 from rl.counters import Counters
-from rl.envs import make_vec_env, true_next_obs
+from rl.envs import make_vec_env
 from rl.errors import CheckpointError, RunConflictError  # noqa: F401  (re-exported)
 from rl.evaluation import Evaluator
 from rl.hparams.base import HParams, HParamsError
@@ -356,19 +356,7 @@ class Experiment:
         return self._result((self.step - start_step) / elapsed)
 
     def _env_step(self) -> None:
-        obs = self._obs
-        actions, extras = self.actor.act(obs, self.step)
-        next_obs, rewards, terminated, truncated, info = self.envs.step(self.actor.to_env(actions))
-        self.learner.observe(
-            obs=obs,
-            actions=actions,
-            rewards=rewards,
-            terminated=terminated,
-            truncated=truncated,
-            next_obs=true_next_obs(next_obs, info),
-            **extras,
-        )
-        self._obs = next_obs
+        self._obs, info = act_and_observe(self.actor, self.learner, self.envs, self._obs, self.step)
         if "_episode" in info and info["_episode"].any():
             done = info["_episode"]
             finished = int(done.sum())

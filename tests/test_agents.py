@@ -8,7 +8,7 @@ import pytest
 import tensorflow as tf
 
 from rl import catalog, registry  # noqa: F401
-from rl.agents.base import Agent
+from rl.agents.base import Agent, act_and_observe
 from rl.envs import make_vec_env
 from rl.experiment import Experiment, load
 
@@ -19,18 +19,7 @@ def build(hp, envs):
 
 def step_once(agent, envs, obs):
     """One vectorised step through actor, env and learner, as the loop does it."""
-    actions, extras = agent.actor.act(obs, agent.env_steps)
-    next_obs, rewards, terminated, truncated, _ = envs.step(agent.actor.to_env(actions))
-    agent.learner.observe(
-        obs=obs,
-        actions=actions,
-        rewards=rewards,
-        terminated=terminated,
-        truncated=truncated,
-        next_obs=next_obs,
-        **extras,
-    )
-    return next_obs
+    return act_and_observe(agent.actor, agent.learner, envs, obs, agent.env_steps)[0]
 
 
 @pytest.mark.parametrize("name", registry.hparams.names())

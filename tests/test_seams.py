@@ -10,7 +10,7 @@ import tensorflow as tf
 
 from rl import catalog, registry  # noqa: F401
 from rl.agents.actor import Actor, PolicySnapshot
-from rl.agents.base import Agent
+from rl.agents.base import Agent, act_and_observe
 from rl.agents.dqn import DQNLearner
 from rl.agents.learner import run_gradient_steps
 from rl.envs import make_vec_env
@@ -237,18 +237,7 @@ def test_a_nature_cnn_learns_from_uint8_images_kept_as_bytes(name, memory):
     before = [v.numpy().copy() for v in learner.model.trainable_variables]
     metrics = None
     for _ in range(64):
-        actions, extras = agent.actor.act(obs)
-        next_obs, rewards, terminated, truncated, _ = envs.step(agent.actor.to_env(actions))
-        learner.observe(
-            obs=obs,
-            actions=actions,
-            rewards=rewards,
-            terminated=terminated,
-            truncated=truncated,
-            next_obs=next_obs,
-            **extras,
-        )
-        obs = next_obs
+        obs, _ = act_and_observe(agent.actor, learner, envs, obs, agent.env_steps)
         metrics = learner.update() or metrics
     assert metrics is not None and np.isfinite(metrics["loss"])
     after = learner.model.trainable_variables
