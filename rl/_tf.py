@@ -1,10 +1,26 @@
-"""TensorFlow for every module of rl, imported once with its start-up log lines hidden.
+"""TensorFlow for every module of rl, loaded on first use with its start-up log lines hidden.
 
 Modules of rl write ``from rl._tf import tf`` instead of ``import tensorflow as
-tf`` (tests/test_style.py checks), so whichever of them loads first, a user
-sees only rl's own output unless RL_TF_LOGS=1 (see rl/__init__.py).
+tf``, so whichever of them uses TensorFlow first, a user sees only rl's own
+output unless RL_TF_LOGS=1 (see rl/__init__.py).
+
+``tf`` is a stand-in module that imports TensorFlow when one of its attributes
+is first read. Modules that only use TensorFlow inside functions (acting on
+the host, action heads, act_select rules) therefore import without it: an
+actor process that acts in NumPy never pays TensorFlow's ~2 s and ~400 MB.
 """
+
+import types
 
 from rl import import_tensorflow_quietly
 
-tf = import_tensorflow_quietly()
+
+class _TensorFlowOnFirstUse(types.ModuleType):
+    def __getattr__(self, name: str):
+        module = import_tensorflow_quietly()
+        # Later reads are plain module lookups, as fast as on TensorFlow itself.
+        self.__dict__.update(module.__dict__)
+        return getattr(module, name)
+
+
+tf = _TensorFlowOnFirstUse("tensorflow")

@@ -12,8 +12,9 @@ TensorFlow per environment step. Otherwise each vectorised step is one
 compiled call on the actor's own copy of the network.
 """
 
+from __future__ import annotations
+
 import dataclasses
-import json
 from typing import Callable, Dict, Optional, Sequence, Tuple
 
 import numpy as np
@@ -38,17 +39,13 @@ class PolicySnapshot:
     arrays: Tuple[np.ndarray, ...]
 
 
-class RandomStream(tf.train.experimental.PythonState):
-    """A NumPy generator whose state travels inside tf.train checkpoints."""
+class RandomStream:
+    """A NumPy generator behind one reference, so the generator can be swapped
+    (``Actor.use_stream``) while checkpoints keep pointing at the stream
+    (rl/agents/base.py saves its state)."""
 
     def __init__(self, generator: np.random.Generator):
         self.generator = generator
-
-    def serialize(self) -> bytes:
-        return json.dumps(self.generator.bit_generator.state).encode()
-
-    def deserialize(self, data: bytes) -> None:
-        self.generator.bit_generator.state = json.loads(data)
 
 
 class Actor:
@@ -86,6 +83,8 @@ class Actor:
             )
         self.model = model
         self.head = model.head
+        # On the host only the network's structure is read (no TensorFlow).
+        self.host_policy = model.host_network() if on_host else None
         self.act_select = act_select
         self.stream = RandomStream(rng)
         self.extras = tuple(extras)
@@ -130,7 +129,7 @@ class Actor:
             raise RuntimeError("the actor has no weights yet: load a PolicySnapshot first")
         epsilon = float(self.exploration(step))
         if self.on_host:
-            policy = self.model.host_policy(obs, self._arrays)
+            policy = self.host_policy(obs, self._arrays)
             actions = self.act_select.host(policy, self.rng, epsilon)
             extras = {"log_prob": policy.log_prob(actions)} if self.extras else {}
             return actions, extras

@@ -15,6 +15,7 @@ learner's published weights. The plain-Python loop around them lives in
 """
 
 import functools
+import json
 from typing import Dict
 
 import gymnasium as gym
@@ -22,7 +23,7 @@ import numpy as np
 
 from rl import registry, seeding
 from rl._tf import tf
-from rl.agents.actor import Actor, PolicySnapshot
+from rl.agents.actor import Actor, PolicySnapshot, RandomStream
 from rl.agents.learner import Learner, NonFiniteError  # noqa: F401  (re-exported)
 from rl.envs import true_next_obs
 from rl.hparams.base import HParams
@@ -94,7 +95,7 @@ class Agent:
 
     def checkpoint_items(self) -> Dict[str, tf.Module]:
         """Everything a resumed run needs, by checkpoint key."""
-        return {**self.learner.checkpoint_items(), "act_stream": self.actor.stream}
+        return {**self.learner.checkpoint_items(), "act_stream": SavedStream(self.actor.stream)}
 
     def separate_state(self) -> Dict[str, object]:
         """State saved beside each checkpoint in files of its own (the learner's replay)."""
@@ -135,6 +136,19 @@ class Agent:
         """The evaluation policy as a tf.Module, ready for ``tf.saved_model.save``."""
         select = registry.act_select.get(self.hp.eval_act_select)
         return EvalPolicy(self.model, select.graph, self.obs_shape, self.obs_dtype)
+
+
+class SavedStream(tf.train.experimental.PythonState):
+    """Saves an actor's RandomStream inside tf.train checkpoints (its generator's state)."""
+
+    def __init__(self, stream: RandomStream):
+        self.stream = stream
+
+    def serialize(self) -> bytes:
+        return json.dumps(self.stream.generator.bit_generator.state).encode()
+
+    def deserialize(self, data: bytes) -> None:
+        self.stream.generator.bit_generator.state = json.loads(data)
 
 
 class EvalPolicy(tf.Module):

@@ -14,6 +14,8 @@ without a call into TensorFlow. The twins compute the same numbers
                              to the bounds when sent to the env, as SB3 and CleanRL do)
 """
 
+from __future__ import annotations
+
 import dataclasses
 from typing import Optional, Tuple
 

@@ -7,17 +7,18 @@ inside a tf.Module are not listed by ``trainable_variables``).
 A network = a torso (``mlp`` or ``nature_cnn``, from ModelSettings) + a head
 sized by the action space. Each network names the variables acting reads
 (``acting_variables``); with an MLP torso it also computes its policy in
-NumPy from copies of them (``host_policy``), so a small model acts on the
+NumPy from copies of them (``host_network``), so a small model acts on the
 host without a call into TensorFlow per env step.
 """
 
-from typing import Callable, Dict, List, Sequence, Tuple
+from typing import List, Sequence, Tuple
 
 import gymnasium as gym
 import numpy as np
 
 from rl._tf import tf
-from rl.models.distributions import ActionHead, HostDistribution, action_head
+from rl.models.distributions import ActionHead, action_head
+from rl.models.host import HostPolicy, mlp_forward
 from rl.models.settings import ModelSettings
 
 
@@ -46,22 +47,6 @@ class Conv(tf.Module):
 
     def __call__(self, x: tf.Tensor) -> tf.Tensor:
         return tf.nn.conv2d(x, self.w, self.stride, "VALID") + self.b
-
-
-def _sigmoid(x: np.ndarray) -> np.ndarray:
-    return np.exp(-np.logaddexp(0.0, -x))  # 1 / (1 + e^-x) without overflow
-
-
-# NumPy forms of the activations an hparam may name; each matches tf.keras.activations.
-HOST_ACTIVATIONS: Dict[str, Callable[[np.ndarray], np.ndarray]] = {
-    "relu": lambda x: np.maximum(x, 0.0),
-    "tanh": np.tanh,
-    "sigmoid": _sigmoid,
-    "elu": lambda x: np.where(x > 0, x, np.expm1(np.minimum(x, 0.0))),
-    "softplus": lambda x: np.logaddexp(0.0, x),
-    "silu": lambda x: x * _sigmoid(x),
-    "linear": lambda x: x,
-}
 
 
 def float_observations(obs: tf.Tensor) -> tf.Tensor:
@@ -118,18 +103,13 @@ class MLP(tf.Module):
         return [v for layer in (*self.hidden, self.out) for v in (layer.w, layer.b)]
 
     def host_forward(self, x: np.ndarray, arrays: Sequence[np.ndarray]) -> np.ndarray:
-        """The same function in NumPy, from copies of ``layer_variables()``.
+        """The same function in NumPy (rl/models/host.py), from copies of ``layer_variables()``.
 
         Args:
             x: [B, ...] inputs.
             arrays: the values of ``layer_variables()``, in that order.
         """
-        activation = HOST_ACTIVATIONS[self.activation_name]
-        x = x.reshape(len(x), -1)
-        x = x * np.float32(1 / 255) if x.dtype == np.uint8 else x
-        for i in range(0, len(arrays) - 2, 2):
-            x = activation(x @ arrays[i] + arrays[i + 1])
-        return x @ arrays[-2] + arrays[-1]
+        return mlp_forward(x, arrays, self.activation_name)
 
 
 class NatureCNN(tf.Module):
@@ -230,11 +210,11 @@ class ActorCritic(tf.Module):
         extra = [self.log_std] if self.log_std is not None else []
         return self.policy_net.layer_variables() + extra
 
-    def host_policy(self, obs: np.ndarray, arrays: Sequence[np.ndarray]) -> HostDistribution:
-        """``policy`` in NumPy from copies of ``acting_variables()`` (MLP torso only)."""
-        if self.log_std is not None:
-            return self.head.host(self.policy_net.host_forward(obs, arrays[:-1]), arrays[-1])
-        return self.head.host(self.policy_net.host_forward(obs, arrays))
+    def host_network(self) -> HostPolicy:
+        """``policy`` in NumPy, reading copies of ``acting_variables()`` (MLP torso only)."""
+        return HostPolicy(
+            self.outputs, self.head, _mlp(self.policy_net).activation_name, self.log_std is not None
+        )
 
 
 class QNetwork(tf.Module):
@@ -268,6 +248,16 @@ class QNetwork(tf.Module):
         """What acting reads: every weight of the Q-network."""
         return self.q.layer_variables()
 
-    def host_policy(self, obs: np.ndarray, arrays: Sequence[np.ndarray]) -> np.ndarray:
-        """``policy`` in NumPy from copies of ``acting_variables()`` (MLP torso only)."""
-        return self.q.host_forward(obs, arrays)
+    def host_network(self) -> HostPolicy:
+        """``policy`` in NumPy, reading copies of ``acting_variables()`` (MLP torso only)."""
+        return HostPolicy(self.outputs, self.head, _mlp(self.q).activation_name)
+
+
+def _mlp(network) -> MLP:
+    """``network`` if it is an MLP; acting on the host runs MLPs only."""
+    if not isinstance(network, MLP):
+        raise ValueError(
+            f"acting on the host runs MLP torsos only, not {type(network).__name__}; "
+            "set host_acting=false"
+        )
+    return network

@@ -6,6 +6,8 @@ Randomness comes in explicitly (a ``np.random.Generator`` or a stateless TF
 seed drawn from the caller's generator), never from a global RNG.
 """
 
+from __future__ import annotations
+
 import numpy as np
 
 from rl._tf import tf

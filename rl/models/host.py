@@ -1,0 +1,80 @@
+"""Acting in NumPy: a model's policy computed on the host from copies of its weights.
+
+A ``HostPolicy`` is what acting needs to know of a model with an MLP torso:
+what its policy gives (an action distribution or Q-values), its action head,
+its activation and whether a state-independent log std follows the layers.
+It is small, picklable and needs no TensorFlow, so actor processes that act
+on the host never import TensorFlow.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Callable, Dict, Sequence
+
+import numpy as np
+
+from rl.models.distributions import ActionHead, HostDistribution
+
+
+def _sigmoid(x: np.ndarray) -> np.ndarray:
+    return np.exp(-np.logaddexp(0.0, -x))  # 1 / (1 + e^-x) without overflow
+
+
+# NumPy forms of the activations an hparam may name; each matches tf.keras.activations.
+HOST_ACTIVATIONS: Dict[str, Callable[[np.ndarray], np.ndarray]] = {
+    "relu": lambda x: np.maximum(x, 0.0),
+    "tanh": np.tanh,
+    "sigmoid": _sigmoid,
+    "elu": lambda x: np.where(x > 0, x, np.expm1(np.minimum(x, 0.0))),
+    "softplus": lambda x: np.logaddexp(0.0, x),
+    "silu": lambda x: x * _sigmoid(x),
+    "linear": lambda x: x,
+}
+
+
+def mlp_forward(x: np.ndarray, arrays: Sequence[np.ndarray], activation: str) -> np.ndarray:
+    """An MLP (rl/models/networks.py MLP) in NumPy.
+
+    Args:
+        x: [B, ...] inputs; uint8 ones are scaled to [0, 1] as the network does.
+        arrays: [w0, b0, w1, b1, ..., w_out, b_out].
+        activation: a HOST_ACTIVATIONS name, applied after each hidden layer.
+    """
+    act = HOST_ACTIVATIONS[activation]
+    x = x.reshape(len(x), -1)
+    x = x * np.float32(1 / 255) if x.dtype == np.uint8 else x
+    for i in range(0, len(arrays) - 2, 2):
+        x = act(x @ arrays[i] + arrays[i + 1])
+    return x @ arrays[-2] + arrays[-1]
+
+
+@dataclasses.dataclass(frozen=True)
+class HostPolicy:
+    """A model's ``policy(obs)`` on the host, from copies of its ``acting_variables()``.
+
+    Attributes:
+        outputs: "distribution" (a HostDistribution) or "q_values" ([B, A]).
+        head: the model's action head.
+        activation: the MLP's activation name.
+        has_log_std: the last acting variable is a log std [D], not a layer.
+    """
+
+    outputs: str
+    head: ActionHead
+    activation: str
+    has_log_std: bool = False
+
+    def host_network(self) -> "HostPolicy":
+        """Itself: an Actor takes a HostPolicy where it takes a model (actor processes)."""
+        return self
+
+    def __call__(self, obs: np.ndarray, arrays: Sequence[np.ndarray]):
+        """The policy at ``obs`` [B, ...]: a HostDistribution or Q-values [B, A]."""
+        if self.outputs == "q_values":
+            return mlp_forward(obs, arrays, self.activation)
+        if self.has_log_std:
+            return HostDistribution(
+                self.head, mlp_forward(obs, arrays[:-1], self.activation), arrays[-1]
+            )
+        return HostDistribution(self.head, mlp_forward(obs, arrays, self.activation), None)
