@@ -19,6 +19,7 @@ from rl import seeding
 FLAGS = flags.FLAGS
 PROG = "train.py"
 EXIT_NON_FINITE = 3  # training produced a non-finite loss or weights
+EXIT_WORKERS = 4  # actor processes failed more often than --worker_restarts allows
 
 
 def define_flags() -> None:
@@ -70,6 +71,26 @@ def define_flags() -> None:
         1,
         "How many copies run at once (each in its own process when > 1).",
         lower_bound=1,
+    )
+    flags.DEFINE_integer(
+        "num_workers",
+        0,
+        "Actor processes stepping the env copies (num_envs is shared among them) "
+        "and feeding the learner in this process; 0: this process acts and learns.",
+        lower_bound=0,
+    )
+    flags.DEFINE_integer(
+        "worker_restarts",
+        5,
+        "With --num_workers: failed workers restarted within --worker_restart_window "
+        "seconds before training stops (keeping its last checkpoint).",
+        lower_bound=0,
+    )
+    flags.DEFINE_float(
+        "worker_restart_window",
+        300.0,
+        "Seconds over which --worker_restarts counts failures.",
+        lower_bound=1.0,
     )
     flags.DEFINE_bool(
         "record_video",
@@ -127,6 +148,9 @@ TRAINING_ONLY = (
     "allow_hparam_change",
     "copies",
     "copies_parallel",
+    "num_workers",
+    "worker_restarts",
+    "worker_restart_window",
 )
 TEST_ONLY = ("test_episodes",)
 
@@ -247,6 +271,9 @@ def build_experiment(output_dir: str, seed: Optional[int]):
             render=FLAGS.render,
             argv=sys.argv,
             flags=our_flags(),
+            num_workers=FLAGS.num_workers,
+            worker_restarts=FLAGS.worker_restarts,
+            worker_restart_window=FLAGS.worker_restart_window,
         )
     except user_errors() as e:
         fail(str(e))
@@ -265,6 +292,13 @@ def run_training(output_dir: str, seed: Optional[int]) -> int:
             {k: v for k, v in result.items() if isinstance(v, (int, float, str, type(None)))}
         )
     )
+    if result["failure"] and result.get("failure_kind") == "workers":
+        print(
+            f"{PROG}: stopped: {result['failure']}; the workers' output is in "
+            f"{os.path.join(experiment.output_dir, 'workers')}",
+            file=sys.stderr,
+        )
+        return EXIT_WORKERS
     if result["failure"]:
         print(
             f"{PROG}: stopped: {result['failure']}; try a lower learning_rate or max_grad_norm",

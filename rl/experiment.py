@@ -56,6 +56,8 @@ from rl.run_folder import (  # noqa: F401  (re-exported: older callers import th
     say,
     write_checkpoint_index,
 )
+from rl.workers.messages import WorkerSpec
+from rl.workers.pool import ActorPool, WorkerFailure
 
 
 def build_envs_and_agent(hp: HParams):
@@ -97,6 +99,9 @@ class Experiment:
         argv: Optional[List[str]] = None,
         flags: Optional[Dict[str, Any]] = None,
         verbose: bool = True,
+        num_workers: int = 0,
+        worker_restarts: int = 5,
+        worker_restart_window: float = 300.0,
     ):
         """Checks everything, then creates output_dir and builds the agent.
 
@@ -121,6 +126,11 @@ class Experiment:
             argv: the command line to record in the snapshot (default sys.argv).
             flags: the flag values to record in the snapshot.
             verbose: print a progress line while training.
+            num_workers: actor processes stepping the envs (rl/workers); 0:
+                this process acts and learns.
+            worker_restarts: failed workers restarted within
+                ``worker_restart_window`` seconds before training stops.
+            worker_restart_window: seconds.
         """
         self.system = registry.systems.get(sys_name)()
         existing = None
@@ -143,6 +153,12 @@ class Experiment:
             if not read_only:
                 check_output_dir(output_dir)
             eval_records = read_eval_file(output_dir)
+        check_workers(hp, num_workers)
+        self.num_workers = num_workers
+        self.worker_restarts = worker_restarts
+        self.worker_restart_window = worker_restart_window
+        self.pool: Optional[ActorPool] = None
+        self._round: Optional[MergedRound] = None
         if read_only and (output_dir is None or existing is None):
             raise CheckpointError(f"{output_dir} holds no run to load ({HPARAMS_FILE} missing)")
         self.hp = hp
@@ -193,6 +209,7 @@ class Experiment:
         self._obs: Optional[np.ndarray] = None
         self._stop_signal: Optional[int] = None
         self.failure: Optional[str] = None  # why training stopped early (non-finite update)
+        self.failure_kind: Optional[str] = None  # "non_finite" or "workers"
         self._warned = False
         if self.restored_from is None:
             rows = "\n".join(f"| {k} | {v} |" for k, v in hp.to_dict().items())
@@ -298,10 +315,14 @@ class Experiment:
             return self._finished_result()
         self._install_signal_handlers()
         try:
-            if self._obs is None:
+            if self.num_workers:
+                self._start_workers()
+            elif self._obs is None:
                 self._obs, _ = self.envs.reset(
                     seed=seeding.derived_seed(hp.seed, seeding.TRAIN_ENV_RESET, self.step)
                 )
+                # A resumed learner's replay holds episodes these fresh envs do not continue.
+                self.learner.break_streams(range(hp.num_envs))
             progress = Progress(self, target, enabled=self.verbose)
             next_eval = next_multiple(self.step, hp.eval_interval)
             next_checkpoint = next_multiple(self.step, hp.checkpoint_interval)
@@ -310,12 +331,13 @@ class Experiment:
             while self.learner.pending_steps() > 0 or (
                 self.step < target and self._stop_signal is None
             ):
-                self._env_step()
-                step = self.step
                 try:
+                    self._worker_step() if self.num_workers else self._env_step()
+                    step = self.step
                     metrics = self.learner.update()
-                except NonFiniteError as e:
-                    # Nothing after the last checkpoint is saved: the weights are lost.
+                except (NonFiniteError, WorkerFailure) as e:
+                    # Nothing after the last checkpoint is saved: that training is lost.
+                    self.failure_kind = "workers" if isinstance(e, WorkerFailure) else "non_finite"
                     kept = self.folder.latest_checkpoint
                     self.failure = f"{e}; " + (
                         f"the last checkpoint, {kept}, is kept" if kept else "no checkpoint saved"
@@ -351,6 +373,7 @@ class Experiment:
                 self.save()
             progress.finish()
         finally:
+            self._stop_workers()
             self._restore_signal_handlers()
         elapsed = max(time.time() - start_time, 1e-9)
         return self._result((self.step - start_step) / elapsed)
@@ -359,16 +382,95 @@ class Experiment:
         self._obs, info = act_and_observe(self.actor, self.learner, self.envs, self._obs, self.step)
         if "_episode" in info and info["_episode"].any():
             done = info["_episode"]
-            finished = int(done.sum())
-            self.counters.add("episodes", finished)
-            step = self.step
-            self._recent_returns.extend(float(r) for r in info["episode"]["r"][done])
-            self.logbook.scalar(
-                "train/episode_return", float(np.mean(info["episode"]["r"][done])), step
+            self._episodes_ended(info["episode"]["r"][done], info["episode"]["l"][done])
+
+    def _episodes_ended(self, returns: np.ndarray, lengths: np.ndarray) -> None:
+        """Counts and logs the episodes that ended at the step just observed."""
+        self.counters.add("episodes", len(returns))
+        step = self.step
+        self._recent_returns.extend(float(r) for r in returns)
+        self.logbook.scalar("train/episode_return", float(np.mean(returns)), step)
+        self.logbook.scalar("train/episode_length", float(np.mean(lengths)), step)
+
+    # --- actor processes (--num_workers) ----------------------------------------------
+    def _start_workers(self) -> None:
+        if self.pool is not None:
+            return
+        hp, agent = self.hp, self.agent
+        policy = agent.model.host_network() if hp.host_acting else None
+        share = hp.num_envs // self.num_workers
+        round_steps = self.learner.round_steps()
+        start_step = self.step
+        schedule = agent.learner_class.exploration_schedule(hp)
+        spaces = (self.envs.single_observation_space, self.envs.single_action_space)
+
+        def make_spec(index: int, first_round: int, snapshot, restart: int) -> WorkerSpec:
+            return WorkerSpec(
+                index=index,
+                env=hp.env,
+                env_ids=(index * share, (index + 1) * share),
+                vectorization=hp.vectorization,
+                seed=hp.seed,
+                policy=policy,
+                hparams=hp,
+                spaces=spaces,
+                act_select=hp.act_select,
+                extras=tuple(self.learner.actor_extras),
+                exploration=schedule,
+                round_steps=round_steps,
+                start_step=start_step,
+                total_envs=hp.num_envs,
+                first_round=first_round,
+                snapshot=snapshot,
+                restart=restart,
+                parent_pid=os.getpid(),
             )
+
+        self.pool = ActorPool(
+            make_spec,
+            self.num_workers,
+            ahead=1 if self.learner.on_policy else 2,
+            max_restarts=self.worker_restarts,
+            restart_window=self.worker_restart_window,
+            say=self._say,
+            launcher=self.system.actor_launcher(self.folder.file("workers")),
+        )
+        self.pool.start(self.learner.publish())
+
+    def _stop_workers(self) -> None:
+        if self.pool is not None:
+            self.pool.close()
+            self.pool = None
+            self._round = None
+
+    def _worker_step(self) -> None:
+        """One vectorised step of all env copies, from the workers' current round."""
+        if self._round is None or self._round.exhausted:
+            chunks = self.pool.take_round(self.learner.publish())
+            self._round = MergedRound(chunks)
+            self._log_workers(chunks)
+            # Envs that were just (re)started do not continue their episodes.
+            if self._round.fresh_envs:
+                self.learner.break_streams(self._round.fresh_envs)
+        step, (returns, lengths) = self._round.next_step()
+        self.learner.observe(**step)
+        if len(returns):
+            self._episodes_ended(returns, lengths)
+
+    def _log_workers(self, chunks) -> None:
+        step, version = self.step, self.learner.publish().version
+        for chunk in chunks:
+            steps = chunk.episode_done.size
             self.logbook.scalar(
-                "train/episode_length", float(np.mean(info["episode"]["l"][done])), step
+                f"workers/steps_per_second/worker_{chunk.worker}",
+                steps / max(chunk.seconds, 1e-9),
+                step,
             )
+        self.logbook.scalar(
+            "workers/policy_lag", float(np.mean([version - c.version for c in chunks])), step
+        )
+        self.logbook.scalar("workers/queued_rounds", float(self.pool.queued()), step)
+        self.logbook.scalar("workers/restarts", float(self.pool.total_restarts), step)
 
     def _finished_result(self) -> Dict[str, Any]:
         """The result of a run that was already finished, from its records.
@@ -405,6 +507,7 @@ class Experiment:
             "steps_per_second": steps_per_second,
             "interrupted": self._stop_signal,
             "failure": self.failure,
+            "failure_kind": self.failure_kind,
             **self._last_metrics,
         }
 
@@ -431,6 +534,53 @@ class Experiment:
         """Closes the environments."""
         self.envs.close()
         self.evaluator.close()
+
+
+def check_workers(hp: HParams, num_workers: int) -> None:
+    """Refuses a --num_workers that cannot share the env copies evenly."""
+    if num_workers < 0:
+        raise HParamsError(f"--num_workers must be >= 0, not {num_workers}")
+    if num_workers and hp.num_envs % num_workers:
+        fits = [n for n in range(1, hp.num_envs + 1) if hp.num_envs % n == 0]
+        raise HParamsError(
+            f"--num_workers {num_workers} must divide num_envs={hp.num_envs} (each worker "
+            f"steps an equal share of the env copies): valid: {', '.join(map(str, fits))}, "
+            "or change num_envs with --hparam_override"
+        )
+
+
+class MergedRound:
+    """One round of every worker as [round_steps, num_envs] steps, read one step at a time."""
+
+    def __init__(self, chunks):
+        self.steps = {
+            name: np.concatenate([c.steps[name] for c in chunks], axis=1)
+            for name in chunks[0].steps
+        }
+        self.done = np.concatenate([c.episode_done for c in chunks], axis=1)
+        self.returns = np.concatenate([c.episode_return for c in chunks], axis=1)
+        self.lengths = np.concatenate([c.episode_length for c in chunks], axis=1)
+        self.fresh_envs: List[int] = []
+        first = 0
+        for chunk in chunks:
+            n = chunk.episode_done.shape[1]
+            if chunk.fresh_start:
+                self.fresh_envs.extend(range(first, first + n))
+            first += n
+        self.t = 0
+
+    @property
+    def exhausted(self) -> bool:
+        return self.t == len(self.done)
+
+    def next_step(self):
+        """The next vectorised step's fields, and the returns and lengths of episodes it ended."""
+        t, self.t = self.t, self.t + 1
+        done = self.done[t]
+        return {name: array[t] for name, array in self.steps.items()}, (
+            self.returns[t][done],
+            self.lengths[t][done],
+        )
 
 
 def last_eval_record(records: List[Dict[str, Any]], step: int) -> Optional[Dict[str, Any]]:

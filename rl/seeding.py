@@ -18,6 +18,7 @@ ACT = 2  # the act_select while training
 UPDATE = 3  # the update's own draws (PPO's minibatch order)
 REPLAY = 4  # sampling from a replay buffer
 API = 5  # compute_action() called by a user
+ACTOR_PROCESS = 6  # the act_select in actor process i (with --num_workers), per restart
 COPIES = 7919  # seeds of --copies runs
 
 

@@ -3,15 +3,15 @@
 A system prepares the devices before anything is built (``setup``), owns the
 ``tf.distribute`` strategy scope in which the agent's variables are built
 (``scope``), says over how many replicas an update is spread
-(``replica_count``), and starts the actors that feed the learner
-(``launch_actors``). ``local`` runs in this process on a visible GPU if there
+(``replica_count``), and starts the actor processes that feed the learner
+with --num_workers (``actor_launcher``). ``local`` runs in this process on a visible GPU if there
 is one and the CPU otherwise, with TensorFlow's default strategy. Multi-device,
 TPU and Ray targets are planned as further systems here.
 
 Naming a system loads no TensorFlow: only its methods do.
 """
 
-from typing import Any, Callable, ContextManager, Dict, List
+from typing import Any, ContextManager, Dict, Optional
 
 from rl import registry
 
@@ -34,16 +34,14 @@ class System:
         """How many copies of the model an update runs on at once."""
         raise NotImplementedError
 
-    def launch_actors(self, num_workers: int, run_actor: Callable[[int], None]) -> List[Any]:
-        """Starts the actors that step envs and send transitions to the learner.
+    def actor_launcher(self, log_dir: Optional[str]):
+        """What starts actor processes for --num_workers (rl/workers/pool.py).
 
         Args:
-            num_workers: how many actors to start outside the training loop;
-                0: the training loop acts itself, in this process.
-            run_actor: ``run_actor(worker_index)`` runs one actor until it is stopped.
+            log_dir: where each worker's output goes; None: this process's stderr.
 
         Returns:
-            Handles of the started actors (empty when the loop acts itself).
+            An object with ``spawn(spec) -> (process, connection)``.
         """
         raise NotImplementedError
 
@@ -75,17 +73,8 @@ class LocalSystem(System):
     def replica_count(self) -> int:
         return 1
 
-    def launch_actors(self, num_workers: int, run_actor: Callable[[int], None]) -> List[Any]:
-        """Starts nothing: the training loop acts in this process.
+    def actor_launcher(self, log_dir: Optional[str]):
+        """Actor processes on this machine, joined to the learner by socket pairs."""
+        from rl.workers.pool import ProcessLauncher
 
-        Actors in worker processes (each with its own envs and generator,
-        receiving weights from the learner and sending transitions back) are
-        the subject of the workers issue; until then ``num_workers > 0`` is refused.
-        """
-        del run_actor
-        if num_workers > 0:
-            raise NotImplementedError(
-                f"--sys local runs no separate actors (asked for {num_workers}): "
-                "the training loop acts in this process; use num_workers=0"
-            )
-        return []
+        return ProcessLauncher(log_dir)

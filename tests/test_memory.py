@@ -93,6 +93,30 @@ def test_n_step_returns_across_a_termination_and_a_truncation():
     }
 
 
+def test_ending_a_stream_mid_episode_bootstraps_its_last_step_and_starts_anew():
+    # Env 0 restarts mid-episode (a resumed run or a restarted actor process):
+    # 1 -> 2 is cut there and bootstraps from its own next obs 2; the envs' new
+    # first obs 50 does not become that transition's next obs. Env 1 goes on.
+    replay = Replay(SPECS, capacity=100, num_envs=2, seed=0, n_step=2, gamma=0.5)
+    add(replay, [0, 100], [1, 101])
+    add(replay, [1, 101], [2, 102])
+    replay.end_streams([0])
+    add(replay, [50, 102], [51, 103])
+    add(replay, [51, 103], [52, 104])
+    assert pairs(replay) == {
+        (0.0, 2.0, 0 + 0.5 * 1, 0.25),
+        (1.0, 2.0, 1.0, 0.5),  # truncated by end_streams: one step, bootstrapped
+        (50.0, 52.0, 50 + 0.5 * 51, 0.25),
+        (100.0, 102.0, 100 + 0.5 * 101, 0.25),
+        (101.0, 103.0, 101 + 0.5 * 102, 0.25),
+        (102.0, 104.0, 102 + 0.5 * 103, 0.25),
+    }
+    replay.end_streams([0, 1])  # again, and on an empty replay: nothing breaks
+    replay.end_streams([0])
+    assert len(replay) == 6
+    Replay(SPECS, capacity=100, num_envs=2, seed=0).end_streams([0, 1])
+
+
 def test_unfinished_n_step_windows_wait():
     replay = Replay(SPECS, capacity=100, num_envs=1, seed=0, n_step=3, gamma=0.5)
     add(replay, [0], [1])

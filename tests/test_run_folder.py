@@ -179,9 +179,7 @@ def test_the_local_system_uses_the_default_strategy_and_one_replica():
     with system.scope():
         assert tf.distribute.get_strategy() is default
         assert not tf.distribute.has_strategy()
-    assert system.launch_actors(0, lambda worker: None) == []
-    with pytest.raises(NotImplementedError, match="runs no separate actors"):
-        system.launch_actors(2, lambda worker: None)
+    assert type(system.actor_launcher(None)).__name__ == "ProcessLauncher"
 
 
 def test_the_agent_is_built_inside_the_systems_scope(tmp_path, monkeypatch):

@@ -21,6 +21,7 @@ import numpy as np
 
 from rl._tf import tf
 from rl.algos.act_select.base import ActSelect
+from rl.envs import true_next_obs
 
 # What an actor can record beside each action, for its learner.
 ACTOR_EXTRAS = ("log_prob",)
@@ -149,3 +150,31 @@ class Actor:
         if "log_prob" in self.extras:
             return actions, self.head.log_prob(policy, actions)
         return actions, tf.zeros([tf.shape(obs)[0]])
+
+
+def act_and_observe(actor: Actor, learner, envs, obs: np.ndarray, step: int):
+    """One vectorised env step: the actor acts, the envs step, the learner observes.
+
+    Args:
+        actor: acts on ``obs`` (its extras go to the learner with the step).
+        learner: records the transitions (``observe(**step)``), with the true final
+            observations at episode ends.
+        envs: a SAME_STEP-autoreset vector env (rl.envs.make_vec_env).
+        obs: [N, ...] current observations.
+        step: env steps so far (exploration schedules read it).
+
+    Returns:
+        The envs' next observations and the step's info dict.
+    """
+    actions, extras = actor.act(obs, step)
+    next_obs, rewards, terminated, truncated, info = envs.step(actor.to_env(actions))
+    learner.observe(
+        obs=obs,
+        actions=actions,
+        rewards=rewards,
+        terminated=terminated,
+        truncated=truncated,
+        next_obs=true_next_obs(next_obs, info),
+        **extras,
+    )
+    return next_obs, info

@@ -14,7 +14,6 @@ learner's published weights. The plain-Python loop around them lives in
         actor.load(learner.publish())
 """
 
-import functools
 import json
 from typing import Dict
 
@@ -23,9 +22,13 @@ import numpy as np
 
 from rl import registry, seeding
 from rl._tf import tf
-from rl.agents.actor import Actor, PolicySnapshot, RandomStream
+from rl.agents.actor import (  # noqa: F401  (act_and_observe re-exported)
+    Actor,
+    PolicySnapshot,
+    RandomStream,
+    act_and_observe,
+)
 from rl.agents.learner import Learner, NonFiniteError  # noqa: F401  (re-exported)
-from rl.envs import true_next_obs
 from rl.hparams.base import HParams
 
 
@@ -73,7 +76,7 @@ class Agent:
             select,
             rng,
             extras=self.learner.actor_extras if explore else (),
-            exploration=functools.partial(self.learner_class.exploration, hp) if explore else None,
+            exploration=self.learner_class.exploration_schedule(hp) if explore else None,
             on_host=hp.host_acting,
         )
         actor.load(self.learner.publish())
@@ -178,33 +181,6 @@ class EvalPolicy(tf.Module):
         """Writes a SavedModel with a ``serving_default`` signature."""
         signature = self.__call__.get_concrete_function(self.obs_spec)
         tf.saved_model.save(self, path, signatures={"serving_default": signature})
-
-
-def act_and_observe(actor: Actor, learner: Learner, envs, obs: np.ndarray, step: int):
-    """One vectorised env step: the actor acts, the envs step, the learner observes.
-
-    Args:
-        actor: acts on ``obs`` (its extras go to the learner with the step).
-        learner: records the transitions, with the true final observations at episode ends.
-        envs: a SAME_STEP-autoreset vector env (rl.envs.make_vec_env).
-        obs: [N, ...] current observations.
-        step: env steps so far (exploration schedules read it).
-
-    Returns:
-        The envs' next observations and the step's info dict.
-    """
-    actions, extras = actor.act(obs, step)
-    next_obs, rewards, terminated, truncated, info = envs.step(actor.to_env(actions))
-    learner.observe(
-        obs=obs,
-        actions=actions,
-        rewards=rewards,
-        terminated=terminated,
-        truncated=truncated,
-        next_obs=true_next_obs(next_obs, info),
-        **extras,
-    )
-    return next_obs, info
 
 
 def build_agent(hp: HParams, observation_space: gym.Space, action_space: gym.Space) -> Agent:

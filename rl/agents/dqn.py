@@ -6,6 +6,7 @@ network's syncs, in a single compiled call. Exploration is a pure function
 of the env step the actor passes in.
 """
 
+import functools
 from typing import Dict, List, Optional
 
 import numpy as np
@@ -50,12 +51,17 @@ class DQNLearner(Learner):
         )
 
     @classmethod
-    def exploration(cls, hp: DQNHParams, step: int) -> float:
-        return linear_schedule(hp.epsilon_start, hp.epsilon_end, hp.epsilon_decay_steps, step)
+    def exploration_schedule(cls, hp: DQNHParams):
+        return functools.partial(
+            linear_schedule, hp.epsilon_start, hp.epsilon_end, hp.epsilon_decay_steps
+        )
 
     def observe(self, **step: np.ndarray) -> None:
         self.replay.add(**step)
         self.counters.add("env_steps", len(step["rewards"]))
+
+    def break_streams(self, env_ids) -> None:
+        self.replay.end_streams(env_ids)
 
     def update(self) -> Optional[Dict[str, float]]:
         hp = self.hp

@@ -8,6 +8,7 @@ TensorFlow. What is shared by every learner lives here; ``ppo.py`` and
 ``dqn.py`` add their memory and update step.
 """
 
+import functools
 import math
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
@@ -18,7 +19,7 @@ import numpy as np
 from rl import registry, seeding
 from rl._tf import tf
 from rl.agents.actor import PolicySnapshot
-from rl.algos.schedules import linear_schedule
+from rl.algos.schedules import constant_schedule, linear_schedule
 from rl.counters import Counters
 from rl.hparams.base import HParams
 
@@ -36,6 +37,9 @@ class Learner(tf.Module):
     fitting_components: Dict[str, Tuple[str, ...]] = {}
     # What its actors record beside each action (rl/agents/actor.py ACTOR_EXTRAS).
     actor_extras: Tuple[str, ...] = ()
+    # Actors must act with the weights of the latest update (PPO); False: they
+    # may run ahead of the learner by a round (DQN, IMPALA).
+    on_policy: bool = False
 
     def __init__(self, hp: HParams, observation_space: gym.Space, action_space: gym.Space):
         """Builds the model, loss, optimizer and the update's random stream from ``hp``.
@@ -74,10 +78,24 @@ class Learner(tf.Module):
         return self.counters["env_steps"]
 
     @classmethod
+    def exploration_schedule(cls, hp: HParams) -> Callable[[int], float]:
+        """epsilon as a function of the env step, for act_selects that use one.
+
+        A picklable function of TensorFlow-free modules: actor processes
+        evaluate it without importing the learner. Default: always 0.
+        """
+        return functools.partial(constant_schedule, 0.0)
+
+    @classmethod
     def exploration(cls, hp: HParams, step: int) -> float:
-        """epsilon at env step ``step`` for act_selects that use one (default 0)."""
-        del hp, step
-        return 0.0
+        """epsilon at env step ``step`` (``exploration_schedule(hp)(step)``)."""
+        return float(cls.exploration_schedule(hp)(step))
+
+    def round_steps(self) -> int:
+        """Vectorised steps an actor process plays per round (--num_workers):
+        a PPO rollout; for off-policy learners about one update's worth of data."""
+        hp = self.hp
+        return max(1, getattr(hp, "train_interval", 1) // hp.num_envs)
 
     def observe(self, **step: np.ndarray) -> None:
         """Records one vectorised step of N transitions.
@@ -92,6 +110,15 @@ class Learner(tf.Module):
     def update(self) -> Optional[Dict[str, float]]:
         """Learns if enough has been observed; returns metrics, or None if not."""
         raise NotImplementedError
+
+    def break_streams(self, env_ids: Sequence[int]) -> None:
+        """These env copies were reset mid-episode (a resumed run, a restarted
+        actor process): what is held of their current episodes ends there.
+
+        Args:
+            env_ids: indices of the env copies, as in ``observe``'s arrays.
+        """
+        del env_ids
 
     def pending_steps(self) -> int:
         """Env steps observed but held outside checkpoints (e.g. a partial rollout).

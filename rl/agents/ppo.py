@@ -38,6 +38,7 @@ class PPOLearner(Learner):
         "act_select": ("sample",),
     }
     actor_extras = ("log_prob",)
+    on_policy = True
 
     def __init__(self, hp: PPOHParams, observation_space, action_space):
         super().__init__(hp, observation_space, action_space)
@@ -64,6 +65,9 @@ class PPOLearner(Learner):
             step["rewards"] = step["rewards"] * self.hp.reward_scale
         self.rollout.add(**step)
         self.counters.add("env_steps", len(step["rewards"]))
+
+    def round_steps(self) -> int:
+        return self.hp.rollout_steps  # a round is a rollout, acted with the newest weights
 
     def pending_steps(self) -> int:
         return len(self.rollout) * self.hp.num_envs

@@ -15,3 +15,14 @@ def linear_schedule(start: float, end: float, duration: int, step: int) -> float
         return end  # exactly: start + 1 * (end - start) can round away from it
     fraction = min(max(step / duration, 0.0), 1.0)
     return start + fraction * (end - start)
+
+
+def constant_schedule(value: float, step: int) -> float:
+    """``value`` at every step.
+
+    Args:
+        value: the value.
+        step: the current step (unused).
+    """
+    del step
+    return value

@@ -26,7 +26,7 @@ import dataclasses
 import io
 import json
 import math
-from typing import Dict, Mapping, Tuple
+from typing import Dict, Mapping, Sequence, Tuple
 
 import numpy as np
 
@@ -204,6 +204,26 @@ class Replay:
         self._write_frames(envs, self._newest(next_obs), self.current_start)
         self.new_episode = np.logical_or(terminated, truncated)
         self.max_abs_reward = max(self.max_abs_reward, float(np.max(np.abs(rewards))))
+
+    def end_streams(self, envs: Sequence[int]) -> None:
+        """Ends the current episode of these env streams without a terminal state.
+
+        For envs that restart mid-episode (a resumed run, an actor process
+        restarted): the newest transition of each stream becomes truncated, so
+        it bootstraps from its own stored next observation, and the next
+        ``add`` starts a new episode instead of reading that observation as
+        the new one's first.
+
+        Args:
+            envs: indices of the env streams.
+        """
+        envs = np.asarray(envs, np.int64)
+        envs = envs[(self.count[envs] > 0) & ~self.new_episode[envs]]
+        if len(envs):
+            newest = (self.count[envs] - 2) % self.ring  # the slot before the next frame
+            held = self.has_transition[envs, newest]
+            self.fields["truncated"][envs[held], newest[held]] = True
+        self.new_episode[envs] = True
 
     # --- reading ------------------------------------------------------------------
     def __len__(self) -> int:

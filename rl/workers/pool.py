@@ -1,0 +1,268 @@
+"""The learner's side of --num_workers: actor processes started, fed, restarted, stopped.
+
+Rounds are the unit of work. The pool grants each worker rounds ahead of
+the one the learner is consuming (``ahead``: 1 for on-policy learners,
+which must act with the newest weights; more for off-policy ones, whose
+actors then never wait for an update), and ``take_round`` returns round r
+from every worker, in worker order. A worker that dies (kill -9, an env
+that raises, a hang) is started again with backoff and redoes the rounds it
+owes, from freshly reset envs; too many restarts in a window stop the run
+with one line.
+"""
+
+from __future__ import annotations
+
+import collections
+import os
+import subprocess
+import sys
+import time
+from multiprocessing import Pipe
+from multiprocessing.connection import Connection, wait
+from typing import Callable, Deque, Dict, List, Optional
+
+import rl
+from rl.agents.actor import PolicySnapshot
+from rl.workers.messages import STOP, Chunk, ErrorReport, Grant, WorkerSpec
+
+BACKOFF_FIRST_SECONDS = 0.5
+BACKOFF_MAX_SECONDS = 10.0
+STOP_GRACE_SECONDS = 3.0
+
+
+class WorkerFailure(RuntimeError):
+    """Workers failed more often than allowed; ``str()`` is one line."""
+
+
+class ProcessLauncher:
+    """Starts a worker as ``python -m rl.workers.process`` joined by a socket pair."""
+
+    def __init__(self, log_dir: Optional[str]):
+        """Args:
+        log_dir: where each worker's stderr goes (worker_<i>.log); None: inherit ours.
+        """
+        self.log_dir = log_dir
+
+    def spawn(self, spec: WorkerSpec):
+        """Starts the worker, sends it its spec; returns (process, connection)."""
+        ours, theirs = Pipe(duplex=True)
+        env = dict(os.environ)
+        # The child imports the same rl as we do, wherever it is installed or checked out.
+        root = os.path.dirname(os.path.dirname(os.path.abspath(rl.__file__)))
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [root, env.get("PYTHONPATH")]))
+        stderr = None
+        if self.log_dir is not None:
+            os.makedirs(self.log_dir, exist_ok=True)
+            stderr = open(os.path.join(self.log_dir, f"worker_{spec.index}.log"), "ab")
+        try:
+            process = subprocess.Popen(
+                [sys.executable, "-m", "rl.workers.process", str(theirs.fileno())],
+                pass_fds=(theirs.fileno(),),
+                stdin=subprocess.DEVNULL,
+                stdout=stderr,
+                stderr=stderr,
+                env=env,
+                # Ctrl-C in a terminal goes to the learner alone; it stops its workers.
+                start_new_session=True,
+            )
+        finally:
+            theirs.close()
+            if stderr is not None:
+                stderr.close()
+        ours.send(spec)
+        return process, ours
+
+
+class WorkerSlot:
+    """One worker's process, connection and bookkeeping."""
+
+    def __init__(self, index: int):
+        self.index = index
+        self.process = None
+        self.conn: Optional[Connection] = None
+        self.granted = 0  # rounds granted so far (round indices below this)
+        self.received = 0  # rounds received so far
+        self.chunks: Dict[int, Chunk] = {}
+        self.sent_version = -1
+        self.restarts = 0
+        self.last_heard = time.monotonic()
+
+
+class ActorPool:
+    """N actor processes feeding one learner, round by round."""
+
+    def __init__(
+        self,
+        make_spec: Callable[[int, int, PolicySnapshot, int], WorkerSpec],
+        num_workers: int,
+        ahead: int,
+        max_restarts: int,
+        restart_window: float,
+        say: Callable[[str], None],
+        launcher=None,
+        worker_timeout: float = 300.0,
+    ):
+        """Starts nothing yet (see ``start``).
+
+        Args:
+            make_spec: (worker index, first round, snapshot, restart count) -> its spec.
+            num_workers: how many actor processes.
+            ahead: rounds each worker may play beyond the one being consumed
+                (1: it always acts with the weights after the latest update).
+            max_restarts: restarts allowed within ``restart_window`` seconds
+                (over all workers) before the run stops.
+            restart_window: seconds.
+            say: prints one line for the user (restarts).
+            launcher: starts workers (default: local processes).
+            worker_timeout: a worker silent this long while it owes a round is restarted.
+        """
+        self.make_spec = make_spec
+        self.slots = [WorkerSlot(i) for i in range(num_workers)]
+        self.ahead = ahead
+        self.max_restarts = max_restarts
+        self.restart_window = restart_window
+        self.say = say
+        self.launcher = launcher or ProcessLauncher(None)
+        self.worker_timeout = worker_timeout
+        self.next_round = 0
+        self.recent_restarts: Deque[float] = collections.deque()
+        self.total_restarts = 0
+        self.snapshot: Optional[PolicySnapshot] = None
+
+    # --- life cycle ------------------------------------------------------------
+    def start(self, snapshot: PolicySnapshot) -> None:
+        """Starts every worker with these weights."""
+        self.snapshot = snapshot
+        for slot in self.slots:
+            self._launch(slot)
+
+    def _launch(self, slot: WorkerSlot) -> None:
+        spec = self.make_spec(slot.index, slot.received, self.snapshot, slot.restarts)
+        slot.process, slot.conn = self.launcher.spawn(spec)
+        slot.sent_version = self.snapshot.version
+        # Rounds granted to the previous process and not received are owed again.
+        owed, slot.granted = slot.granted, slot.received
+        slot.last_heard = time.monotonic()
+        while slot.granted < owed:
+            self._grant(slot)
+
+    def close(self) -> None:
+        """Stops every worker: asks, waits a little, then kills. No process outlives this."""
+        for slot in self.slots:
+            if slot.conn is not None:
+                try:
+                    slot.conn.send(STOP)
+                except OSError:
+                    pass
+        deadline = time.monotonic() + STOP_GRACE_SECONDS
+        for slot in self.slots:
+            if slot.process is None:
+                continue
+            try:
+                slot.process.wait(timeout=max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                slot.process.kill()
+                slot.process.wait()
+            if slot.conn is not None:
+                slot.conn.close()
+            slot.process, slot.conn = None, None
+
+    @property
+    def pids(self) -> List[int]:
+        return [slot.process.pid for slot in self.slots if slot.process is not None]
+
+    # --- rounds --------------------------------------------------------------------
+    def _grant(self, slot: WorkerSlot) -> None:
+        newer = self.snapshot if self.snapshot.version != slot.sent_version else None
+        try:
+            slot.conn.send(Grant(newer))
+        except OSError:
+            pass  # it died: noticed (and restarted) while waiting for its chunk
+        slot.sent_version = self.snapshot.version
+        slot.granted += 1
+
+    def take_round(self, snapshot: PolicySnapshot) -> List[Chunk]:
+        """The next round from every worker, in worker order.
+
+        Args:
+            snapshot: the learner's newest weights, sent with the grants made now.
+
+        Raises:
+            WorkerFailure: workers failed more than ``max_restarts`` times in the window.
+        """
+        self.snapshot = snapshot
+        r = self.next_round
+        for slot in self.slots:
+            while slot.granted < r + self.ahead:
+                self._grant(slot)
+        while True:
+            waiting = [slot for slot in self.slots if r not in slot.chunks]
+            if not waiting:
+                break
+            ready = wait([slot.conn for slot in waiting], timeout=1.0)
+            for slot in waiting:
+                if slot.conn in ready:
+                    self._receive(slot)
+                elif time.monotonic() - slot.last_heard > self.worker_timeout:
+                    self._restart(slot, f"sent nothing for {self.worker_timeout:.0f} s")
+                elif slot.process.poll() is not None and not slot.conn.poll():
+                    self._restart(slot, exit_reason(slot.process.returncode))
+        self.next_round += 1
+        return [slot.chunks.pop(r) for slot in self.slots]
+
+    def _receive(self, slot: WorkerSlot) -> None:
+        try:
+            message = slot.conn.recv()
+        except (EOFError, OSError):
+            slot.process.wait()
+            self._restart(slot, exit_reason(slot.process.returncode))
+            return
+        slot.last_heard = time.monotonic()
+        if isinstance(message, ErrorReport):
+            slot.process.wait()
+            self._restart(slot, message.message)
+        elif isinstance(message, Chunk):
+            slot.chunks[message.round] = message
+            slot.received = message.round + 1
+
+    def _restart(self, slot: WorkerSlot, why: str) -> None:
+        """Replaces a failed worker after a backoff, or stops the run if failures are too many."""
+        if slot.process is not None and slot.process.poll() is None:
+            slot.process.kill()
+            slot.process.wait()
+        slot.conn.close()
+        now = time.monotonic()
+        self.recent_restarts.append(now)
+        while self.recent_restarts and now - self.recent_restarts[0] > self.restart_window:
+            self.recent_restarts.popleft()
+        if len(self.recent_restarts) > self.max_restarts:
+            raise WorkerFailure(
+                f"worker {slot.index} failed ({why}); that is {len(self.recent_restarts)} "
+                f"worker failures within {self.restart_window:.0f} s, more than the "
+                f"{self.max_restarts} allowed (--worker_restarts)"
+            )
+        slot.restarts += 1
+        self.total_restarts += 1
+        delay = min(
+            BACKOFF_FIRST_SECONDS * 2 ** (len(self.recent_restarts) - 1), BACKOFF_MAX_SECONDS
+        )
+        self.say(
+            f"worker {slot.index} failed ({why}); restarting it in {delay:.1f} s "
+            f"(restart {slot.restarts} of this worker, {len(self.recent_restarts)} "
+            f"in the last {self.restart_window:.0f} s)"
+        )
+        time.sleep(delay)
+        self._launch(slot)
+
+    def queued(self) -> int:
+        """Rounds received and not yet taken, over all workers."""
+        return sum(len(slot.chunks) for slot in self.slots)
+
+
+def exit_reason(returncode: Optional[int]) -> str:
+    """A worker's exit status in words: "killed by signal 9", "exit code 1"."""
+    if returncode is None:
+        return "stopped answering"
+    if returncode < 0:
+        return f"killed by signal {-returncode}"
+    return f"exit code {returncode}"

@@ -1,0 +1,162 @@
+"""The actor process: ``python -m rl.workers.process FD`` (started by rl/workers/pool.py).
+
+It reads a WorkerSpec from the connection on file descriptor FD, builds its
+env copies and its actor, and plays rounds while it holds grants, sending
+one Chunk per round. It acts in NumPy (TensorFlow is not imported) unless the
+spec asks for a TensorFlow model. It exits when told to stop, when the
+learner's connection closes, or when the learner process is gone (Linux
+also kills it with the learner: no orphans after a kill -9). Ctrl-C in a
+terminal reaches the learner only; the learner stops its workers.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+import sys
+import time
+from multiprocessing.connection import Connection
+from typing import Dict, Optional
+
+import numpy as np
+
+from rl import registry, seeding
+from rl.agents.actor import Actor, act_and_observe
+from rl.envs import make_vec_env
+from rl.workers.messages import STOP, Chunk, ErrorReport, Grant, WorkerSpec
+
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
+
+
+class RoundRecorder:
+    """Takes ``observe(**step)`` calls (as a learner does) into [round_steps, n, ...] arrays."""
+
+    def __init__(self, round_steps: int):
+        self.round_steps = round_steps
+        self.arrays: Dict[str, np.ndarray] = {}
+        self.t = 0
+
+    def observe(self, **step: np.ndarray) -> None:
+        if not self.arrays:
+            self.arrays = {
+                name: np.empty((self.round_steps, *np.shape(value)), np.asarray(value).dtype)
+                for name, value in step.items()
+            }
+        for name, value in step.items():
+            self.arrays[name][self.t] = value
+        self.t += 1
+
+
+def die_with_parent() -> None:
+    """Asks Linux to kill this process when its parent dies (best effort elsewhere)."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
+
+
+def build_actor(spec: WorkerSpec) -> Actor:
+    """The worker's actor: NumPy acting, or a TensorFlow model of the run's kind."""
+    rng = seeding.stream(spec.seed, seeding.ACTOR_PROCESS, spec.index, spec.restart)
+    select = registry.act_select.get(spec.act_select)
+    model = spec.policy
+    if model is None:
+        model_class = registry.models.get(spec.hparams.model)
+        model = model_class(spec.hparams, *spec.spaces, seed=spec.hparams.seed)
+    actor = Actor(
+        model,
+        select,
+        rng,
+        extras=spec.extras,
+        exploration=spec.exploration,
+        on_host=spec.policy is not None,
+    )
+    actor.load(spec.snapshot)
+    return actor
+
+
+def play(spec: WorkerSpec, conn: Connection) -> None:
+    """Plays granted rounds until told to stop or the learner is gone."""
+    first, end = spec.env_ids
+    envs = make_vec_env(spec.env, end - first, spec.vectorization)
+    try:
+        actor = build_actor(spec)
+        start = spec.global_step(spec.first_round, 0)
+        # Env copy i of the run gets the seed a single process would give it.
+        obs, _ = envs.reset(
+            seed=seeding.derived_seed(spec.seed, seeding.TRAIN_ENV_RESET, start) + first
+        )
+        round_index, granted, fresh = spec.first_round, 0, True
+        while True:
+            while granted == 0 or conn.poll():
+                message = conn.recv()
+                if message == STOP:
+                    return
+                assert isinstance(message, Grant), message
+                granted += 1
+                if message.snapshot is not None:
+                    actor.load(message.snapshot)
+            if os.getppid() != spec.parent_pid:
+                return  # the learner is gone (outside Linux nothing killed us)
+            began = time.perf_counter()
+            chunk, obs = play_round(spec, actor, envs, obs, round_index, fresh)
+            chunk.seconds = time.perf_counter() - began
+            conn.send(chunk)
+            granted -= 1
+            round_index += 1
+            fresh = False
+    finally:
+        envs.close()
+
+
+def play_round(spec, actor, envs, obs, round_index: int, fresh: bool):
+    """``round_steps`` vectorised steps; returns the Chunk and the next observations."""
+    steps, n = spec.round_steps, envs.num_envs
+    recorder = RoundRecorder(steps)
+    done = np.zeros((steps, n), bool)
+    returns = np.zeros((steps, n), np.float64)
+    lengths = np.zeros((steps, n), np.int64)
+    version = actor.version
+    for t in range(steps):
+        obs, info = act_and_observe(actor, recorder, envs, obs, spec.global_step(round_index, t))
+        if "_episode" in info:
+            done[t] = info["_episode"]
+            returns[t] = np.where(info["_episode"], info["episode"]["r"], 0.0)
+            lengths[t] = np.where(info["_episode"], info["episode"]["l"], 0)
+    chunk = Chunk(
+        spec.index, round_index, version, fresh, recorder.arrays, done, returns, lengths, 0.0
+    )
+    return chunk, obs
+
+
+def one_line(error: BaseException) -> str:
+    text = str(error).strip().splitlines()
+    return f"{type(error).__name__}: {text[0] if text else ''}".rstrip(": ")
+
+
+def main(argv: Optional[list] = None) -> int:
+    argv = sys.argv if argv is None else argv
+    die_with_parent()
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the learner decides when workers stop
+    conn = Connection(int(argv[1]))
+    try:
+        spec = conn.recv()
+    except (EOFError, OSError):
+        return 0
+    try:
+        play(spec, conn)
+    except (EOFError, BrokenPipeError, ConnectionResetError):
+        return 0  # the learner closed the connection: nothing to report to
+    except Exception as error:  # an env or policy failure: the learner restarts us
+        try:
+            conn.send(ErrorReport(spec.index, one_line(error)))
+        except OSError:
+            pass
+        raise
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
