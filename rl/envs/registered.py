@@ -8,6 +8,7 @@ import gymnasium as gym
 
 from rl import registry
 from rl.envs.catch import Catch
+from rl.envs.stand_ins import FLAKY_FAILURE_RATE, SLOW_STEP_SECONDS, FlakySteps, SlowSteps
 
 
 @registry.envs.register("cartpole")
@@ -31,3 +32,15 @@ def frozen_lake_short(render_mode=None) -> gym.Env:
 def catch(render_mode=None) -> gym.Env:
     """The 10 x 5 Catch grid as 40 x 40 x 1 uint8 images (rl/envs/catch.py); 9 steps an episode."""
     return Catch(render_mode=render_mode)
+
+
+@registry.envs.register("slow_cartpole")
+def slow_cartpole(render_mode=None) -> gym.Env:
+    """CartPole-v1 that waits 2 ms per step: a slow simulator (rl/envs/stand_ins.py)."""
+    return SlowSteps(gym.make("CartPole-v1", render_mode=render_mode), SLOW_STEP_SECONDS)
+
+
+@registry.envs.register("flaky_cartpole")
+def flaky_cartpole(render_mode=None) -> gym.Env:
+    """CartPole-v1 that crashes in 1 step of 10,000 (seeded): a faulty simulator."""
+    return FlakySteps(gym.make("CartPole-v1", render_mode=render_mode), FLAKY_FAILURE_RATE)

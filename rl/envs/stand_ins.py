@@ -1,0 +1,52 @@
+"""Envs that stand in for troublesome simulators, to measure and test against.
+
+``slow_cartpole`` waits 2 ms per step, like a simulator whose step costs
+real time (throughput with --num_workers is measured on it).
+``flaky_cartpole`` raises now and then, like a simulator that crashes: its
+failures come from a generator seeded at reset, so a seeded run fails at the
+same steps every time.
+"""
+
+import time
+from typing import Optional
+
+import gymnasium as gym
+import numpy as np
+
+SLOW_STEP_SECONDS = 0.002
+FLAKY_FAILURE_RATE = 1 / 10_000  # per step
+
+
+class SlowSteps(gym.Wrapper):
+    """Sleeps ``seconds`` in every step."""
+
+    def __init__(self, env: gym.Env, seconds: float):
+        super().__init__(env)
+        self.seconds = seconds
+
+    def step(self, action):
+        time.sleep(self.seconds)
+        return self.env.step(action)
+
+
+class SimulatorCrash(RuntimeError):
+    """What ``FlakySteps`` raises."""
+
+
+class FlakySteps(gym.Wrapper):
+    """Raises SimulatorCrash in a step with probability ``rate``."""
+
+    def __init__(self, env: gym.Env, rate: float):
+        super().__init__(env)
+        self.rate = rate
+        self.failures = np.random.default_rng()
+
+    def reset(self, *, seed: Optional[int] = None, options=None):
+        if seed is not None:
+            self.failures = np.random.default_rng([seed, 1])
+        return self.env.reset(seed=seed, options=options)
+
+    def step(self, action):
+        if self.failures.random() < self.rate:
+            raise SimulatorCrash("flaky_cartpole: the simulator crashed (a simulated fault)")
+        return self.env.step(action)

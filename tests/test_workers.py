@@ -1,0 +1,251 @@
+"""--num_workers: actor processes feeding one learner, their faults, and their stopping."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+from rl.workers.messages import Chunk
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TRAIN = os.path.join(ROOT, "train.py")
+# Long enough that the run is still going when a test acts on it: slow_cartpole
+# steps take 2 ms, so 2 workers x 1 env make about 1,000 env steps/s.
+LONG_RUN = [
+    "--hparams",
+    "ppo_tiny",
+    "--env",
+    "slow_cartpole",
+    "--train_steps",
+    "60000",
+    "--eval_episodes",
+    "0",
+    "--hparam_override",
+    "checkpoint_interval=100000",
+    "--num_workers",
+    "2",
+]
+
+
+def run(*args, timeout=300):
+    return subprocess.run(
+        [sys.executable, TRAIN, *args], capture_output=True, text=True, timeout=timeout, cwd=ROOT
+    )
+
+
+def start(*args):
+    return subprocess.Popen(
+        [sys.executable, TRAIN, *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+    )
+
+
+def worker_pids(learner_pid):
+    """Live actor processes whose parent is ``learner_pid`` (read from /proc)."""
+    pids = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                stat = f.read()
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                cmdline = f.read()
+        except OSError:
+            continue
+        fields = stat[stat.rindex(")") + 2 :].split()
+        state, ppid = fields[0], int(fields[1])
+        if ppid == learner_pid and state != "Z" and b"rl.workers.process" in cmdline:
+            pids.append(int(entry))
+    return pids
+
+
+def alive(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(") ")[1][0] != "Z"
+    except OSError:
+        return False
+
+
+def wait_for(condition, what, timeout=60.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def chunk(worker, n, fresh, first_obs):
+    steps = 2
+    obs = np.arange(first_obs, first_obs + steps * n, dtype=np.float32).reshape(steps, n, 1)
+    done = np.zeros((steps, n), bool)
+    done[1, 0] = True
+    returns = np.where(done, 10.0 + worker, 0.0)
+    return Chunk(
+        worker=worker,
+        round=0,
+        version=3,
+        fresh_start=fresh,
+        steps={"obs": obs, "rewards": np.ones((steps, n), np.float32)},
+        episode_done=done,
+        episode_return=returns,
+        episode_length=np.where(done, 7, 0),
+        seconds=0.1,
+    )
+
+
+def test_actor_processes_import_no_tensorflow():
+    code = (
+        "import sys, rl.workers.process, rl.workers.messages, rl.envs; "
+        "print('tensorflow' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    assert out.stdout.strip() == "False", out.stderr
+
+
+def test_a_round_is_every_workers_chunk_side_by_side_in_worker_order():
+    from rl.experiment import MergedRound
+
+    merged = MergedRound([chunk(0, 1, False, 0.0), chunk(1, 2, True, 100.0)])
+    assert merged.fresh_envs == [1, 2]  # worker 1's envs are the run's env copies 1 and 2
+    step, (returns, lengths) = merged.next_step()
+    np.testing.assert_array_equal(step["obs"][:, 0], [0.0, 100.0, 101.0])
+    assert len(returns) == 0 and not merged.exhausted
+    step, (returns, lengths) = merged.next_step()
+    np.testing.assert_array_equal(step["obs"][:, 0], [1.0, 102.0, 103.0])
+    np.testing.assert_array_equal(returns, [10.0, 11.0])  # env 0 and env 1 ended
+    np.testing.assert_array_equal(lengths, [7, 7])
+    assert merged.exhausted
+
+
+@pytest.mark.parametrize("hparams", ["ppo_tiny", "dqn_tiny"])
+def test_workers_train_checkpoint_and_resume_with_another_worker_count(tmp_path, hparams):
+    out = str(tmp_path / "run")
+    first = run("--hparams", hparams, "--output_dir", out, "--num_workers", "2")
+    assert first.returncode == 0, first.stderr
+    assert json.loads(first.stdout.splitlines()[-1])["step"] == 256
+    second = run("--output_dir", out, "--train_steps", "512", "--num_workers", "1")
+    assert second.returncode == 0, second.stderr
+    assert "resuming from" in second.stderr
+    assert json.loads(second.stdout.splitlines()[-1])["step"] == 512
+    with open(os.path.join(out, "eval.jsonl")) as f:
+        steps = [json.loads(line)["step"] for line in f]
+    assert steps == [128, 256, 384, 512]  # nothing logged twice or lost
+    from rl.logbook import recent_scalars
+
+    scalars = recent_scalars(os.path.join(out, "tb"))
+    assert "workers/policy_lag" in scalars and "workers/steps_per_second/worker_1" in scalars
+    # An on-policy learner's actors always act with the newest weights.
+    if hparams == "ppo_tiny":
+        assert set(scalars["workers/policy_lag"]) == {0.0}
+    assert scalars["workers/restarts"][-1] == 0.0
+
+
+def test_a_killed_worker_is_restarted_and_training_goes_on(tmp_path):
+    out = str(tmp_path / "run")
+    proc = start(*LONG_RUN, "--output_dir", out, "--train_steps", "8000")
+    try:
+        pids = wait_for(
+            lambda: len(worker_pids(proc.pid)) == 2 and worker_pids(proc.pid), "workers"
+        )
+        os.kill(pids[0], signal.SIGKILL)
+        stdout, stderr = proc.communicate(timeout=300)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0, stderr
+    assert "failed (killed by signal 9); restarting it" in stderr
+    assert json.loads(stdout.splitlines()[-1])["step"] == 8000
+
+
+def test_an_env_that_raises_restarts_its_worker_then_the_budget_stops_the_run(tmp_path):
+    # flaky_cartpole raises in 1 step of 10,000; seed 0's first crash comes early.
+    common = [
+        "--hparams",
+        "ppo_tiny",
+        "--env",
+        "flaky_cartpole",
+        "--eval_episodes",
+        "0",
+        "--seed",
+        "0",
+        "--num_workers",
+        "2",
+        "--hparam_override",
+        "checkpoint_interval=2048",
+    ]
+    allowed = run(*common, "--output_dir", str(tmp_path / "a"), "--train_steps", "30000")
+    assert allowed.returncode == 0, allowed.stderr
+    assert "failed (SimulatorCrash: flaky_cartpole: the simulator crashed" in allowed.stderr
+
+    out = str(tmp_path / "b")
+    stopped = run(*common, "--output_dir", out, "--train_steps", "30000", "--worker_restarts", "0")
+    assert stopped.returncode == 4, stopped.stderr
+    lines = [l for l in stopped.stderr.splitlines() if l.startswith("train.py: stopped:")]
+    assert len(lines) == 1 and "more than the 0 allowed (--worker_restarts)" in lines[0]
+    kept = json.loads(stopped.stdout.splitlines()[-1])["step"]
+    # The last checkpoint is kept and the run resumes from it.
+    index = os.path.join(out, "checkpoints", "checkpoint")
+    assert os.path.exists(index)
+    with (
+        open(os.path.join(out, "workers", "worker_0.log")) as f0,
+        open(os.path.join(out, "workers", "worker_1.log")) as f1,
+    ):
+        assert "SimulatorCrash" in f0.read() + f1.read()
+    assert kept < 30000
+
+
+def test_ctrl_c_saves_one_checkpoint_and_stops_every_worker(tmp_path):
+    out = str(tmp_path / "run")
+    proc = start(*LONG_RUN, "--output_dir", out)
+    try:
+        pids = wait_for(
+            lambda: len(worker_pids(proc.pid)) == 2 and worker_pids(proc.pid), "workers"
+        )
+        # The workers start inside train(), after its signal handlers are in place.
+        proc.send_signal(signal.SIGINT)
+        stdout, stderr = proc.communicate(timeout=120)
+    finally:
+        proc.kill()
+    assert proc.returncode == 128 + signal.SIGINT, stderr
+    step = json.loads(stdout.splitlines()[-1])["step"]
+    assert step < 60000
+    assert os.path.exists(os.path.join(out, "checkpoints", f"ckpt-{step}.index"))
+    assert not any(alive(pid) for pid in pids)
+
+
+def test_kill_9_of_the_learner_leaves_no_actor_process(tmp_path):
+    proc = start(*LONG_RUN, "--output_dir", str(tmp_path / "run"))
+    try:
+        pids = wait_for(
+            lambda: len(worker_pids(proc.pid)) == 2 and worker_pids(proc.pid), "workers"
+        )
+        proc.kill()
+        proc.wait(timeout=30)
+    finally:
+        proc.kill()
+    wait_for(lambda: not any(alive(pid) for pid in pids), "the workers to exit", timeout=30)
+
+
+def test_bad_worker_counts_are_one_line_and_write_nothing(tmp_path):
+    out = tmp_path / "run"
+    proc = run("--hparams", "ppo_tiny", "--output_dir", str(out), "--num_workers", "3")
+    assert proc.returncode == 2
+    assert (
+        "train.py: error: --num_workers 3 must divide num_envs=2 (each worker steps an equal "
+        "share of the env copies): valid: 1, 2" in proc.stderr
+    )
+    assert not out.exists()
+    proc = run("--hparams", "ppo_tiny", "--output_dir", str(out), "--num_workers", "-1")
+    assert proc.returncode == 2 and "num_workers" in proc.stderr
+    assert not out.exists()
