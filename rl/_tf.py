@@ -1,7 +1,7 @@
 """TensorFlow for every module of rl, loaded on first use with its start-up log lines hidden.
 
-Modules of rl write ``from rl._tf import tf`` instead of ``import tensorflow as
-tf``, so whichever of them uses TensorFlow first, a user sees only rl's own
+Modules of rl write ``from rl._tf import tf`` (and ``keras``) instead of
+``import tensorflow as tf``, so whichever of them uses TensorFlow first, a user sees only rl's own
 output unless RL_TF_LOGS=1 (see rl/__init__.py).
 
 ``tf`` is a stand-in module that imports TensorFlow when one of its attributes
@@ -11,16 +11,31 @@ actor process that acts in NumPy never pays TensorFlow's ~2 s and ~400 MB.
 """
 
 import types
+from typing import Callable
 
 from rl import import_tensorflow_quietly
 
 
-class _TensorFlowOnFirstUse(types.ModuleType):
+class _OnFirstUse(types.ModuleType):
+    """A stand-in for a module, which ``load()`` imports when an attribute is first read."""
+
+    def __init__(self, name: str, load: Callable[[], types.ModuleType]):
+        super().__init__(name)
+        self.__dict__["_load_module"] = load
+
     def __getattr__(self, name: str):
-        module = import_tensorflow_quietly()
-        # Later reads are plain module lookups, as fast as on TensorFlow itself.
+        module = self.__dict__["_load_module"]()
+        # Later reads are plain module lookups, as fast as on the module itself.
         self.__dict__.update(module.__dict__)
         return getattr(module, name)
 
 
-tf = _TensorFlowOnFirstUse("tensorflow")
+def _load_keras() -> types.ModuleType:
+    import_tensorflow_quietly()  # Keras loads TensorFlow: quietly, first
+    import keras
+
+    return keras
+
+
+tf = _OnFirstUse("tensorflow", import_tensorflow_quietly)
+keras = _OnFirstUse("keras", _load_keras)

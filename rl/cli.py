@@ -26,6 +26,12 @@ def define_flags() -> None:
     """Defines train.py's flags (once per process)."""
     flags.DEFINE_string("sys", "local", "Where to run: a registered --sys target.")
     flags.DEFINE_string(
+        "ray_address",
+        None,
+        "With --sys ray: the cluster to attach to (host:port or auto; default the "
+        "RAY_ADDRESS variable, else a local Ray for this run).",
+    )
+    flags.DEFINE_string(
         "hparams",
         None,
         "Registered hparams set, e.g. ppo_cartpole (default: the run in --output_dir).",
@@ -129,11 +135,17 @@ def parse_flags_or_exit(argv: List[str]) -> List[str]:
 
 def user_errors() -> tuple:
     """Exception types that mean bad input (reported as one line, exit 2)."""
-    from rl.errors import CheckpointError, RunConflictError
+    from rl.errors import CheckpointError, RunConflictError, SystemUnavailableError
     from rl.hparams.base import HParamsError
     from rl.registry import UnknownNameError
 
-    return (UnknownNameError, HParamsError, RunConflictError, CheckpointError)
+    return (
+        UnknownNameError,
+        HParamsError,
+        RunConflictError,
+        CheckpointError,
+        SystemUnavailableError,
+    )
 
 
 # Flags that only training reads, and only --training=false reads: giving one
@@ -180,6 +192,10 @@ def check_early() -> None:
     check_mode_flags()
     try:
         registry.systems.check(FLAGS.sys)
+        if FLAGS["ray_address"].present and FLAGS.sys != "ray":
+            fail(
+                f"--ray_address is for --sys ray, not --sys {FLAGS.sys}; remove it or add --sys ray"
+            )
         if not FLAGS.output_dir:
             fail("--output_dir is required, e.g. --output_dir runs/ppo_cartpole")
         if FLAGS.training:
@@ -267,6 +283,7 @@ def build_experiment(output_dir: str, seed: Optional[int]):
             eval_episodes=FLAGS.eval_episodes,
             allow_hparam_change=FLAGS.allow_hparam_change,
             sys_name=FLAGS.sys,
+            sys_options={"ray_address": FLAGS.ray_address},
             record_video=FLAGS.record_video,
             render=FLAGS.render,
             argv=sys.argv,
@@ -357,6 +374,7 @@ def run_test_episodes(output_dir: str) -> Dict[str, Any]:
             output_dir=output_dir,
             read_only=True,
             sys_name=FLAGS.sys,
+            sys_options={"ray_address": FLAGS.ray_address},
             record_video=FLAGS.record_video,
             render=FLAGS.render,
             verbose=False,

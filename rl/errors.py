@@ -11,3 +11,7 @@ class RunConflictError(ValueError):
 
 class CheckpointError(RuntimeError):
     """No checkpoint in output_dir can be read."""
+
+
+class SystemUnavailableError(RuntimeError):
+    """A --sys target cannot run here (no devices, an unreachable cluster); one line."""

@@ -93,6 +93,7 @@ class Experiment:
         eval_episodes: Optional[int] = None,
         allow_hparam_change: bool = False,
         sys_name: str = "local",
+        sys_options: Optional[Dict[str, Any]] = None,
         read_only: bool = False,
         record_video: bool = False,
         render: bool = False,
@@ -119,6 +120,7 @@ class Experiment:
             eval_episodes: overrides hparams.eval_episodes.
             allow_hparam_change: resume a run in output_dir with different hparams.
             sys_name: registered --sys target.
+            sys_options: its settings (``ray_address``, ...).
             read_only: load the run to evaluate/test/export it; nothing in
                 output_dir is written (training is refused).
             record_video: record evaluation episodes (see hparams.video_interval).
@@ -132,7 +134,7 @@ class Experiment:
                 ``worker_restart_window`` seconds before training stops.
             worker_restart_window: seconds.
         """
-        self.system = registry.systems.get(sys_name)()
+        self.system = registry.systems.get(sys_name)(sys_options)
         existing = None
         if output_dir is not None and hparams is None:
             existing = load_run_hparams(output_dir)
@@ -531,9 +533,11 @@ class Experiment:
             signal.signal(signum, handler)
 
     def close(self) -> None:
-        """Closes the environments."""
+        """Closes the environments and stops the workers and what the system started."""
+        self._stop_workers()
         self.envs.close()
         self.evaluator.close()
+        self.system.close()
 
 
 def check_workers(hp: HParams, num_workers: int) -> None:

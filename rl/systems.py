@@ -11,6 +11,7 @@ TPU and Ray targets are planned as further systems here.
 Naming a system loads no TensorFlow: only its methods do.
 """
 
+import os
 from typing import Any, ContextManager, Dict, Optional
 
 from rl import registry
@@ -21,6 +22,12 @@ class System:
 
     name = "system"
 
+    def __init__(self, options: Optional[Dict[str, Any]] = None):
+        """Args:
+        options: target-specific settings from flags (``ray_address``, ...).
+        """
+        self.options = dict(options or {})
+
     def setup(self) -> Dict[str, str]:
         """Configures devices before anything is built; returns a description for logs."""
         raise NotImplementedError
@@ -28,6 +35,9 @@ class System:
     def scope(self) -> ContextManager[Any]:
         """The context in which the agent's variables are built (a strategy's scope)."""
         raise NotImplementedError
+
+    def close(self) -> None:
+        """Releases what ``setup`` took (a local Ray it started); nothing by default."""
 
     @property
     def replica_count(self) -> int:
@@ -78,3 +88,40 @@ class LocalSystem(System):
         from rl.workers.pool import ProcessLauncher
 
         return ProcessLauncher(log_dir)
+
+
+@registry.systems.register("ray")
+class RaySystem(LocalSystem):
+    """Actor processes as Ray actors, anywhere on a Ray cluster; the learner runs here.
+
+    ``--ray_address`` (or RAY_ADDRESS) attaches to a running cluster; without
+    one a local Ray starts for the run and stops with it. Only Ray core is used.
+    """
+
+    name = "ray"
+
+    def __init__(self, options: Optional[Dict[str, Any]] = None):
+        """Args:
+        options: ``ray_address`` (None: RAY_ADDRESS, else a local Ray).
+        """
+        super().__init__(options)
+        self.address = self.options.get("ray_address") or os.environ.get("RAY_ADDRESS")
+
+    def setup(self) -> Dict[str, str]:
+        """Connects to Ray (or starts it here), then prepares the learner's device."""
+        from rl.workers.ray_actors import connect
+
+        description = super().setup()
+        description.update(sys="ray", ray=connect(self.address))
+        return description
+
+    def close(self) -> None:
+        from rl.workers.ray_actors import disconnect
+
+        disconnect()
+
+    def actor_launcher(self, log_dir: Optional[str]):
+        """Ray actors running the actor-process code, connected back to this learner over TCP."""
+        from rl.workers.ray_actors import RayLauncher
+
+        return RayLauncher(log_dir)

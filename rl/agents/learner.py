@@ -13,11 +13,10 @@ import math
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import gymnasium as gym
-import keras
 import numpy as np
 
 from rl import registry, seeding
-from rl._tf import tf
+from rl._tf import keras, tf
 from rl.agents.actor import PolicySnapshot
 from rl.algos.schedules import constant_schedule, linear_schedule
 from rl.counters import Counters
