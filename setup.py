@@ -45,6 +45,8 @@ setup(
         # Gymnasium families with their own dependencies (`--list` marks them).
         "box2d": ["gymnasium[box2d]>=1.1,<2"],
         "mujoco": ["gymnasium[mujoco]>=1.1,<2"],
+        # --sys ray: Ray core only (RLlib has dropped TensorFlow; rl does not use it).
+        "ray": ["ray[default]>=2.60,<2.61"],
         # Peer for scripts/benchmark.py --peer: Stable-Baselines3 on PyTorch's CPU build.
         "bench": ["torch==2.13.0", "stable-baselines3==2.9.2"],
     },

@@ -249,3 +249,42 @@ def test_bad_worker_counts_are_one_line_and_write_nothing(tmp_path):
     proc = run("--hparams", "ppo_tiny", "--output_dir", str(out), "--num_workers", "-1")
     assert proc.returncode == 2 and "num_workers" in proc.stderr
     assert not out.exists()
+
+
+def ray_processes():
+    out = subprocess.run(["pgrep", "-f", "raylet|gcs_server"], capture_output=True, text=True)
+    return out.stdout.split()
+
+
+def test_ray_actors_run_the_same_actor_code_and_ray_stops_with_the_run(tmp_path):
+    pytest.importorskip("ray")
+    assert ray_processes() == []  # the check below can fail only if none ran before
+    out = str(tmp_path / "run")
+    proc = run("--sys", "ray", "--hparams", "dqn_tiny", "--output_dir", out, "--num_workers", "2")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout.splitlines()[-1])["step"] == 256
+    with open(os.path.join(out, "snapshot", "flags.json")) as f:
+        recorded = json.load(f)
+    assert recorded["device"]["sys"] == "ray" and recorded["num_workers"] == 2
+    wait_for(lambda: ray_processes() == [], "the local Ray to stop", timeout=30)
+
+
+def test_an_unreachable_ray_address_is_one_line_and_writes_nothing(tmp_path):
+    pytest.importorskip("ray")
+    out = tmp_path / "run"
+    args = ["--hparams", "ppo_tiny", "--output_dir", str(out), "--num_workers", "2"]
+    proc = run("--sys", "ray", "--ray_address", "127.0.0.1:1", *args)
+    assert proc.returncode == 2
+    assert error_line(proc) == (
+        "train.py: error: --sys ray cannot reach the Ray cluster at 127.0.0.1:1: "
+        "nothing listens at 127.0.0.1:1"
+    )
+    proc = run("--ray_address", "127.0.0.1:1", *args)
+    assert proc.returncode == 2 and "--ray_address is for --sys ray" in error_line(proc)
+    assert not out.exists()
+
+
+def error_line(proc):
+    lines = [l for l in proc.stderr.splitlines() if l.startswith("train.py: error:")]
+    assert len(lines) == 1, proc.stderr
+    return lines[0]

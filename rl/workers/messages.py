@@ -41,7 +41,7 @@ class WorkerSpec:
         first_round: the round this worker starts with (later after a restart).
         snapshot: the weights to act with until a grant brings newer ones.
         restart: how often this worker was restarted before (seeds its streams).
-        parent_pid: the learner's pid: the worker exits when it is gone.
+        parent_pid: the learner's pid: the worker exits when it is gone (0: do not check).
     """
 
     index: int

@@ -227,9 +227,9 @@ class ActorPool:
 
     def _restart(self, slot: WorkerSlot, why: str) -> None:
         """Replaces a failed worker after a backoff, or stops the run if failures are too many."""
-        if slot.process is not None and slot.process.poll() is None:
-            slot.process.kill()
-            slot.process.wait()
+        # Killed even if it exited: a Ray actor holds its CPU until then.
+        slot.process.kill()
+        slot.process.wait()
         slot.conn.close()
         now = time.monotonic()
         self.recent_restarts.append(now)

@@ -98,7 +98,7 @@ def play(spec: WorkerSpec, conn: Connection) -> None:
                 granted += 1
                 if message.snapshot is not None:
                     actor.load(message.snapshot)
-            if os.getppid() != spec.parent_pid:
+            if spec.parent_pid and os.getppid() != spec.parent_pid:
                 return  # the learner is gone (outside Linux nothing killed us)
             began = time.perf_counter()
             chunk, obs = play_round(spec, actor, envs, obs, round_index, fresh)

@@ -8,6 +8,7 @@ does; Ray only places and starts it. Ray core only: no RLlib.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import secrets
 import socket
@@ -19,6 +20,7 @@ import rl
 from rl.errors import SystemUnavailableError
 from rl.workers import process
 from rl.workers.messages import WorkerSpec
+from rl.workers.pool import WorkerFailure
 
 CONNECT_TIMEOUT_SECONDS = 60.0
 _started_here = False  # this process started a local Ray (and so stops it)
@@ -150,8 +152,20 @@ class RayLauncher:
         """Starts one Ray actor for ``spec``; returns (RayWorker, connection)."""
         import ray
 
+        # The learner's death reaches a Ray actor as a closed connection (and Ray
+        # ends a job's actors with its driver), not as a change of parent process.
+        spec = dataclasses.replace(spec, parent_pid=0)
         actor = self.remote_class.remote()
-        pid = ray.get(actor.pid.remote())  # before run: an actor runs one call at a time
+        try:
+            # Asked before run: an actor runs one call at a time.
+            pid = ray.get(actor.pid.remote(), timeout=CONNECT_TIMEOUT_SECONDS)
+        except ray.exceptions.GetTimeoutError:
+            ray.kill(actor)
+            raise WorkerFailure(
+                f"Ray could not start worker {spec.index} within "
+                f"{CONNECT_TIMEOUT_SECONDS:.0f} s: the cluster may be short of CPUs "
+                "(each worker asks for one)"
+            ) from None
         ref = actor.run.remote(self.listener.address, self.authkey)
         accepted = {}
 
@@ -166,7 +180,7 @@ class RayLauncher:
         thread.join(CONNECT_TIMEOUT_SECONDS)
         if "conn" not in accepted:
             ray.kill(actor)
-            raise SystemUnavailableError(
+            raise WorkerFailure(
                 f"Ray actor for worker {spec.index} did not connect back within "
                 f"{CONNECT_TIMEOUT_SECONDS:.0f} s (is the cluster short of CPUs?)"
             )
