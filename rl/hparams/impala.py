@@ -31,6 +31,9 @@ def impala_base() -> IMPALAHParams:
 
 @registry.hparams.register
 def impala_cartpole() -> IMPALAHParams:
+    # With num_workers 0 (A2C with V-trace targets), seeds 0-5 end at 500, 500, 500,
+    # 500, 500 and 314. Tried on the same seeds, each worse: learning_rate 5e-4 or
+    # 2e-3, gamma 0.98, vtrace_lambda 0.95, rollout_steps 50, an annealed learning rate.
     return impala_base().replace(
         env="CartPole-v1",
         num_envs=16,
