@@ -61,3 +61,10 @@ def test_ppo_lunar_lander_continuous_reaches_100_within_500k_steps(tmp_path):
     evals = train_evals("ppo_lunar_lander_continuous", tmp_path)
     assert evals[-1]["step"] == 500_000
     assert evals[-1]["return_mean"] >= 100, [e["return_mean"] for e in evals]
+
+
+def test_impala_cartpole_reaches_475_within_300k_steps(tmp_path):
+    # One process (no lag beyond the update in between): A2C with V-trace targets.
+    evals = train_evals("impala_cartpole", tmp_path)
+    assert evals[-1]["step"] == 300_000
+    assert evals[-1]["return_mean"] >= 475, [e["return_mean"] for e in evals]

@@ -9,3 +9,4 @@ from rl import registry
 # Imported on first lookup (rl/registry.py): naming them does not load TensorFlow.
 registry.agents.declare("ppo", "rl.agents.ppo:PPOLearner")
 registry.agents.declare("dqn", "rl.agents.dqn:DQNLearner")
+registry.agents.declare("impala", "rl.agents.impala:IMPALALearner")

@@ -1,0 +1,127 @@
+"""IMPALA's learner: rollouts from possibly stale actors, corrected with V-trace.
+
+The actors record each action's behaviour log-prob. With actors in other
+processes the policy that acted may lag the learner by several versions;
+V-trace's truncated importance weights (pi / mu, with mu read from the
+rollout, pi from the current weights) correct for it. With one process
+(``--num_workers 0``) the lag is at most the update in between, and this is
+A2C with V-trace targets. The whole update is one compiled call.
+"""
+
+from typing import Dict, Optional
+
+import numpy as np
+
+from rl._tf import tf
+from rl.agents.learner import Learner, clip_gradients, run_gradient_steps
+from rl.algos.grad_comp.checks import weighted_mean
+from rl.hparams.impala import IMPALAHParams
+from rl.memory.rollout import RolloutBuffer
+from rl.memory.spec import FieldSpec, transition_specs
+
+METRICS = (
+    "loss",
+    "policy_loss",
+    "value_loss",
+    "entropy",
+    "rho",
+    "rho_clipped",
+    "grad_norm",
+)
+
+
+class IMPALALearner(Learner):
+    """IMPALA (Espeholt et al. 2018): actor-critic learning from V-trace targets."""
+
+    fitting_components = {
+        "model": ("actor_critic",),
+        "grad_comp": ("vtrace",),
+        # mu is the log-prob the actor recorded: actions must be sampled from
+        # the policy itself for it to be the behaviour's.
+        "act_select": ("sample",),
+    }
+    actor_extras = ("log_prob",)
+    on_policy = False  # with --num_workers its actors run a round ahead; V-trace corrects
+
+    def __init__(self, hp: IMPALAHParams, observation_space, action_space):
+        super().__init__(hp, observation_space, action_space)
+        specs = transition_specs(
+            observation_space, action_space, extras={"log_prob": (np.float32, ())}
+        )
+        specs["next_obs"] = FieldSpec("next_obs", specs["obs"].dtype, specs["obs"].shape)
+        self.rollout = RolloutBuffer(specs, hp.rollout_steps, hp.num_envs)
+        self._compiled_update = tf.function(
+            self._update_step, jit_compile=hp.jit_compile, autograph=False
+        )
+
+    def observe(self, **step: np.ndarray) -> None:
+        if self.hp.reward_scale != 1.0:
+            step["rewards"] = step["rewards"] * self.hp.reward_scale
+        self.rollout.add(**step)
+        self.counters.add("env_steps", len(step["rewards"]))
+
+    def round_steps(self) -> int:
+        return self.hp.rollout_steps  # a round is a rollout
+
+    def pending_steps(self) -> int:
+        return len(self.rollout) * self.hp.num_envs
+
+    def update(self) -> Optional[Dict[str, float]]:
+        if not self.rollout.full:
+            return None
+        learning_rate = self.learning_rate(self.env_steps - self.pending_steps())
+        batch = {name: tf.constant(array) for name, array in self.rollout.data().items()}
+        self.rollout.clear()
+        outputs = self._compiled_update(batch, tf.constant(learning_rate, tf.float32))
+        return self._finish_update(outputs, learning_rate=learning_rate)
+
+    def _update_step(self, batch: Dict[str, tf.Tensor], learning_rate: tf.Tensor):
+        """``gradient_steps`` V-trace steps on a [T, N] rollout, each with the current weights."""
+        self.optimizer.learning_rate.assign(learning_rate)
+        metrics = run_gradient_steps(
+            self.hp.gradient_steps, lambda _: self._gradient_step(batch), METRICS
+        )
+        return self._update_outputs(metrics)
+
+    def _gradient_step(self, batch: Dict[str, tf.Tensor]) -> Dict[str, tf.Tensor]:
+        hp = self.hp
+        steps, envs = tf.shape(batch["rewards"])[0], tf.shape(batch["rewards"])[1]
+        size = steps * envs
+
+        def flat(x):
+            return tf.reshape(x, tf.concat([[size], tf.shape(x)[2:]], 0))
+
+        def time_major(x):
+            return tf.reshape(x, [steps, envs])
+
+        obs = flat(batch["obs"])
+        head = self.model.head
+        variables = self.model.trainable_variables
+        # V(x'_t) is only a target (vtrace stops its gradient): outside the tape.
+        next_values = time_major(self.model.value(flat(batch["next_obs"])))
+        with tf.GradientTape() as tape:
+            policy = self.model.policy(obs)
+            loss, extras = self.grad_comp(
+                behaviour_log_probs=batch["log_prob"],
+                target_log_probs=time_major(head.log_prob(policy, flat(batch["actions"]))),
+                rewards=batch["rewards"],
+                values=time_major(self.model.value(obs)),
+                next_values=next_values,
+                discounts=hp.gamma * (1.0 - tf.cast(batch["terminated"], tf.float32)),
+                truncated=batch["truncated"],
+                entropy=time_major(head.entropy(policy)),
+                value_coef=hp.value_coef,
+                entropy_coef=hp.entropy_coef,
+                lam=hp.vtrace_lambda,
+                clip_rho_threshold=hp.clip_rho_threshold,
+                clip_c_threshold=hp.clip_c_threshold,
+                clip_pg_rho_threshold=hp.clip_pg_rho_threshold,
+            )
+            mean_loss = weighted_mean(loss)
+        grads, grad_norm = clip_gradients(tape.gradient(mean_loss, variables), hp.max_grad_norm)
+        self.optimizer.apply_gradients(zip(grads, variables))
+        return {
+            "loss": mean_loss,
+            "grad_norm": grad_norm,
+            **{k: tf.reduce_mean(v) for k, v in extras.items()},
+        }
