@@ -320,6 +320,14 @@ def machine_costs(calls: int) -> Dict[str, float]:
     }
 
 
+def print_machine_costs() -> Dict[str, float]:
+    """Measures the per-call costs in a fresh process, prints them and returns them."""
+    _, stdout = timed_run([sys.executable, os.path.abspath(__file__), "--_costs"])
+    costs = last_json_line(stdout)
+    print(format_costs(costs))
+    return costs
+
+
 def format_costs(costs: Dict[str, float]) -> str:
     """One line of the per-call costs.
 
@@ -449,9 +457,7 @@ def run_peer_table(
       extra: more train.py flags.
       tmp: a folder for the rl runs.
     """
-    _, stdout = timed_run([sys.executable, os.path.abspath(__file__), "--_costs"])
-    costs = last_json_line(stdout)
-    print(format_costs(costs))
+    costs = print_machine_costs()
     print(RUN_HEADER)
     print("-" * len(RUN_HEADER), flush=True)
     rows, summaries = [], []
@@ -515,6 +521,94 @@ def run_table(
     return [{k: v for k, v in r.items() if k not in ("evals", "eval_returns")} for r in rows]
 
 
+def tree_rss_bytes(root: int) -> int:
+    """Resident memory of a process and all its descendants (Linux /proc)."""
+    parents: Dict[int, int] = {}
+    rss: Dict[int, int] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                stat = f.read()
+            with open(f"/proc/{entry}/statm") as f:
+                pages = int(f.read().split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        parents[int(entry)] = int(stat[stat.rindex(")") + 2 :].split()[1])
+        rss[int(entry)] = pages * os.sysconf("SC_PAGE_SIZE")
+    tree, frontier = {root}, [root]
+    while frontier:
+        parent = frontier.pop()
+        children = [pid for pid, ppid in parents.items() if ppid == parent and pid not in tree]
+        tree.update(children)
+        frontier.extend(children)
+    return sum(rss.get(pid, 0) for pid in tree)
+
+
+def run_with_peak_memory(command: List[str]) -> Tuple[float, str, int]:
+    """Runs a command; returns wall time, stdout and the peak RSS of its process tree."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT)
+    peak = 0
+    while proc.poll() is None:
+        peak = max(peak, tree_rss_bytes(proc.pid))
+        time.sleep(0.2)
+    stdout, stderr = proc.communicate()
+    if proc.returncode != 0:
+        raise RuntimeError(f"{' '.join(command)} failed:\n{stderr.decode()[-2000:]}")
+    return time.perf_counter() - start, stdout.decode(), peak
+
+
+# Throughput with actor processes: (env, hparams, train.py flags, worker counts).
+WORKER_CASES = (
+    ("slow_cartpole", "impala_cartpole", (0, 1, 2, 4, 8)),
+    ("CartPole-v1", "impala_cartpole", (0, 1, 2)),
+    ("LunarLander-v3", "impala_cartpole", (0, 1, 2)),
+)
+WORKER_OVERRIDES = "num_envs=8,eval_episodes=0,checkpoint_interval=1000000"
+
+
+def run_workers_table(train_steps: int, ray: bool) -> List[dict]:
+    """Env steps/s against --num_workers, with peak memory; Ray beside processes if asked."""
+    header = (
+        f"{'env':<15} {'sys':<6} {'workers':>7} {'steps':>7} {'wall s':>7} "
+        f"{'steps/s':>8} {'x N=1':>6} {'peak RSS MB':>11}"
+    )
+    print(header)
+    print("-" * len(header))
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="rl-bench-") as tmp:
+        for env, hparams, counts in WORKER_CASES:
+            systems = ("local", "ray") if ray and env == "slow_cartpole" else ("local",)
+            for sys_name in systems:
+                base = None
+                for n in counts:
+                    if sys_name == "ray" and n not in (2, 8):
+                        continue
+                    out = os.path.join(tmp, f"{env}-{sys_name}-{n}")
+                    command = [
+                        sys.executable, TRAIN, "--hparams", hparams, "--env", env,
+                        "--sys", sys_name, "--num_workers", str(n), "--output_dir", out,
+                        "--train_steps", str(train_steps), "--hparam_override", WORKER_OVERRIDES,
+                    ]  # fmt: skip
+                    wall, stdout, peak = run_with_peak_memory(command)
+                    result = last_json_line(stdout)
+                    rate = float(result["steps_per_second"])
+                    base = rate if n == 1 else base
+                    rows.append(
+                        {"env": env, "sys": sys_name, "workers": n, "steps": result["step"],
+                         "wall_s": wall, "steps_per_s": rate, "peak_rss_bytes": peak}
+                    )  # fmt: skip
+                    ratio = f"{rate / base:6.2f}" if base else f"{'-':>6}"
+                    print(
+                        f"{env:<15} {sys_name:<6} {n:>7} {result['step']:>7} {wall:>7.1f} "
+                        f"{rate:>8.0f} {ratio} {peak / 2**20:>11.0f}",
+                        flush=True,
+                    )
+    return rows
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--hparams", nargs="+", default=["ppo_cartpole", "dqn_cartpole"])
@@ -530,6 +624,14 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument(
         "--pairs", type=int, default=3, help="with --peer: rl/peer runs per set (seeds 0..N-1)"
     )
+    parser.add_argument(
+        "--workers",
+        action="store_true",
+        help="env steps/s and peak memory against --num_workers (slow, CPU-bound envs)",
+    )
+    parser.add_argument(
+        "--ray", action="store_true", help="with --workers: Ray actors beside processes"
+    )
     # The processes this script starts for the peer and the per-call costs.
     parser.add_argument("--_peer_run", nargs=3, metavar="ALGO_SEED_STEPS", help=argparse.SUPPRESS)
     parser.add_argument("--_costs", action="store_true", help=argparse.SUPPRESS)
@@ -541,7 +643,10 @@ def main(argv: Optional[List[str]] = None) -> int:
     if args._costs:
         print(json.dumps(machine_costs(COST_CALLS)))
         return 0
-    if args.peer:
+    if args.workers:
+        print_machine_costs()
+        report: object = run_workers_table(args.train_steps or 20_000, args.ray)
+    elif args.peer:
         error = peer_error(args.hparams, args.pairs)
         if error:
             print(f"{PROG}: error: {error}", file=sys.stderr)
@@ -550,7 +655,7 @@ def main(argv: Optional[List[str]] = None) -> int:
             costs, rows, summaries = run_peer_table(
                 args.hparams, args.pairs, args.train_steps, extra, tmp
             )
-        report: object = {"costs_ms": costs, "rows": rows, "summaries": summaries}
+        report = {"costs_ms": costs, "rows": rows, "summaries": summaries}
     else:
         report = run_table(args.hparams, args.seeds, args.train_steps, args.target, extra)
     if args.json:

@@ -103,7 +103,8 @@ def test_ending_a_stream_mid_episode_bootstraps_its_last_step_and_starts_anew():
     replay.end_streams([0])
     add(replay, [50, 102], [51, 103])
     add(replay, [51, 103], [52, 104])
-    assert pairs(replay) == {
+    before = pairs(replay)
+    assert before == {
         (0.0, 2.0, 0 + 0.5 * 1, 0.25),
         (1.0, 2.0, 1.0, 0.5),  # truncated by end_streams: one step, bootstrapped
         (50.0, 52.0, 50 + 0.5 * 51, 0.25),
@@ -111,9 +112,11 @@ def test_ending_a_stream_mid_episode_bootstraps_its_last_step_and_starts_anew():
         (101.0, 103.0, 101 + 0.5 * 102, 0.25),
         (102.0, 104.0, 102 + 0.5 * 103, 0.25),
     }
-    replay.end_streams([0, 1])  # again, and on an empty replay: nothing breaks
-    replay.end_streams([0])
-    assert len(replay) == 6
+    # Ending both now completes the windows still waiting for a second step.
+    replay.end_streams([0, 1])
+    replay.end_streams([0])  # a stream already ended stays as it is
+    assert len(replay) == 8
+    assert pairs(replay) - before == {(51.0, 52.0, 51.0, 0.5), (103.0, 104.0, 103.0, 0.5)}
     Replay(SPECS, capacity=100, num_envs=2, seed=0).end_streams([0, 1])
 
 
