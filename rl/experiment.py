@@ -431,7 +431,7 @@ class Experiment:
         self.pool = ActorPool(
             make_spec,
             self.num_workers,
-            ahead=1 if self.learner.on_policy else 2,
+            ahead=1 if self.learner.on_policy else OFF_POLICY_ROUNDS_AHEAD,
             max_restarts=self.worker_restarts,
             restart_window=self.worker_restart_window,
             say=self._say,
@@ -538,6 +538,11 @@ class Experiment:
         self.envs.close()
         self.evaluator.close()
         self.system.close()
+
+
+# Rounds an off-policy learner's actors may play beyond the one it is learning from:
+# enough that a worker a little slower than the others does not hold the rest up.
+OFF_POLICY_ROUNDS_AHEAD = 3
 
 
 def check_workers(hp: HParams, num_workers: int) -> None:

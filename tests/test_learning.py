@@ -15,14 +15,15 @@ from rl.logbook import read_eval_records
 pytestmark = pytest.mark.slow
 
 
-def train_evals(hparams: str, tmp_path) -> List[Dict[str, Any]]:
+def train_evals(hparams: str, tmp_path, num_workers: int = 0) -> List[Dict[str, Any]]:
     """Trains `hparams` with seed 0 to its full budget; its evaluation records.
 
     Args:
         hparams: a registered hparam set.
         tmp_path: the test's folder; the run goes to tmp_path/run.
+        num_workers: actor processes (0: this process acts).
     """
-    exp = Experiment(hparams, str(tmp_path / "run"), seed=0, verbose=False)
+    exp = Experiment(hparams, str(tmp_path / "run"), seed=0, verbose=False, num_workers=num_workers)
     result = exp.train()
     exp.close()
     assert result["step"] == exp.hp.train_steps  # the rollouts divide the budget
@@ -40,6 +41,17 @@ def test_ppo_cartpole_reaches_475_within_100k_steps(tmp_path):
 def test_dqn_cartpole_reaches_475_within_100k_steps(tmp_path):
     evals = train_evals("dqn_cartpole", tmp_path)
     assert evals[-1]["step"] == 100_000
+    assert evals[-1]["return_mean"] >= 475, [e["return_mean"] for e in evals]
+
+
+@pytest.mark.parametrize(
+    "hparams, budget",
+    [("ppo_cartpole", 100_000), ("dqn_cartpole", 100_000), ("impala_cartpole", 300_000)],
+)
+def test_with_two_actor_processes_cartpole_reaches_475(tmp_path, hparams, budget):
+    # The same sets with their env copies stepped by two actor processes.
+    evals = train_evals(hparams, tmp_path, num_workers=2)
+    assert evals[-1]["step"] == budget
     assert evals[-1]["return_mean"] >= 475, [e["return_mean"] for e in evals]
 
 
