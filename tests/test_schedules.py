@@ -1,8 +1,11 @@
-"""linear_schedule on hand-computed values."""
+"""Schedules on hand-computed values: linear decay and Ape-X's per-actor epsilons."""
 
+import functools
+
+import numpy as np
 import pytest
 
-from rl.algos.schedules import linear_schedule
+from rl.algos.schedules import apex_epsilons, linear_schedule
 
 
 @pytest.mark.parametrize(
@@ -47,3 +50,35 @@ def test_no_ramp_gives_end_at_once(duration, step):
 
 def test_constant_schedule_stays_put():
     assert [linear_schedule(3.0, 3.0, 10, s) for s in (-1, 0, 5, 10, 11)] == [3.0] * 5
+
+
+def test_apex_epsilons_fall_from_0_4_to_0_4_to_the_8th():
+    # N = 8: exponents 1 + 7 i / 7 = 1 + i.
+    np.testing.assert_allclose(apex_epsilons(8, 0), [0.4 ** (1 + i) for i in range(8)], rtol=1e-6)
+    np.testing.assert_allclose(apex_epsilons(3, 10**6), [0.4, 0.4**4.5, 0.4**8], rtol=1e-6)
+    np.testing.assert_allclose(apex_epsilons(1, 0), [0.4])
+
+
+def test_an_actor_explores_with_the_epsilons_of_its_own_env_copies():
+    import gymnasium as gym
+
+    from rl import registry
+    from rl.agents.actor import Actor, PolicySnapshot
+    from rl.models.distributions import action_head
+    from rl.models.host import HostPolicy
+
+    # A Q-network that always prefers action 0: an action 1 comes from exploring
+    # (with probability epsilon / 2, two actions).
+    policy = HostPolicy("q_values", action_head(gym.spaces.Discrete(2)), "linear")
+    arrays = (np.zeros((1, 2), np.float32), np.array([1.0, 0.0], np.float32))
+    actor = Actor(
+        policy,
+        registry.act_select.get("epsilon_greedy"),
+        np.random.default_rng(0),
+        exploration=functools.partial(apex_epsilons, 8),
+        env_ids=(1, 3),  # an actor process stepping the run's env copies 1 and 2
+    )
+    actor.load(PolicySnapshot(1, arrays))
+    draws = np.stack([actor.act(np.zeros((2, 1), np.float32))[0] for _ in range(20000)])
+    # Copies 1 and 2 of 8: epsilon 0.4^2 = 0.16 and 0.4^3 = 0.064 (standard errors ~0.002).
+    np.testing.assert_allclose(draws.mean(axis=0), [0.16 / 2, 0.064 / 2], atol=0.01)

@@ -60,6 +60,7 @@ class Actor:
         extras: Sequence[str] = (),
         exploration: Optional[Callable[[int], float]] = None,
         on_host: bool = True,
+        env_ids: Optional[Tuple[int, int]] = None,
     ):
         """Builds an actor; call ``load`` before ``act``.
 
@@ -71,8 +72,10 @@ class Actor:
             rng: where the act_select's randomness comes from.
             extras: what to record per action, from ACTOR_EXTRAS.
             exploration: epsilon as a function of the env step passed to
-                ``act``; None: 0.
+                ``act`` (a number, or one per env copy of the run); None: 0.
             on_host: act in NumPy (MLP torsos) instead of TensorFlow.
+            env_ids: (first, end): the run's env copies this actor acts for, when
+                ``exploration`` gives one epsilon per env copy; None: all of them.
         """
         unknown = set(extras) - set(ACTOR_EXTRAS)
         if unknown:
@@ -91,6 +94,7 @@ class Actor:
         self.extras = tuple(extras)
         self.exploration = exploration or (lambda step: 0.0)
         self.on_host = on_host
+        self.env_ids = env_ids
         self.version = -1
         self._arrays: Tuple[np.ndarray, ...] = ()
         if not on_host:
@@ -128,7 +132,13 @@ class Actor:
         """
         if self.version < 0:
             raise RuntimeError("the actor has no weights yet: load a PolicySnapshot first")
-        epsilon = float(self.exploration(step))
+        epsilon = self.exploration(step)
+        if np.ndim(epsilon):  # one per env copy of the run (Ape-X): this actor's share
+            epsilon = np.asarray(epsilon, np.float32)[slice(*self.env_ids or (None,))]
+            if len(epsilon) != len(obs):  # a batch of another size (compute_action)
+                epsilon = np.float32(np.mean(epsilon))
+        else:
+            epsilon = float(epsilon)
         if self.on_host:
             policy = self.host_policy(obs, self._arrays)
             actions = self.act_select.host(policy, self.rng, epsilon)

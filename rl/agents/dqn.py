@@ -15,7 +15,7 @@ from rl import seeding
 from rl._tf import tf
 from rl.agents.learner import Learner, clip_gradients, run_gradient_steps
 from rl.algos.grad_comp.checks import weighted_mean
-from rl.algos.schedules import linear_schedule
+from rl.algos.schedules import apex_epsilons, linear_schedule
 from rl.hparams.dqn import DQNHParams
 from rl.memory.replay import Replay
 from rl.memory.spec import transition_specs
@@ -52,6 +52,8 @@ class DQNLearner(Learner):
 
     @classmethod
     def exploration_schedule(cls, hp: DQNHParams):
+        if hp.apex_exploration:
+            return functools.partial(apex_epsilons, hp.num_envs)
         return functools.partial(
             linear_schedule, hp.epsilon_start, hp.epsilon_end, hp.epsilon_decay_steps
         )

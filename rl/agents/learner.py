@@ -87,8 +87,8 @@ class Learner(tf.Module):
 
     @classmethod
     def exploration(cls, hp: HParams, step: int) -> float:
-        """epsilon at env step ``step`` (``exploration_schedule(hp)(step)``)."""
-        return float(cls.exploration_schedule(hp)(step))
+        """epsilon at env step ``step``, the mean over env copies where each has its own."""
+        return float(np.mean(cls.exploration_schedule(hp)(step)))
 
     def round_steps(self) -> int:
         """Vectorised steps an actor process plays per round (--num_workers):

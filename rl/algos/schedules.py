@@ -1,6 +1,8 @@
 """Schedules: pure functions of the step counter, so their position is
 restored with the counter and never stored twice."""
 
+import numpy as np
+
 
 def linear_schedule(start: float, end: float, duration: int, step: int) -> float:
     """Goes linearly from ``start`` at step 0 to ``end`` at ``duration``, then stays.
@@ -26,3 +28,18 @@ def constant_schedule(value: float, step: int) -> float:
     """
     del step
     return value
+
+
+def apex_epsilons(num_actors: int, step: int) -> np.ndarray:
+    """Ape-X's fixed exploration per actor (Horgan et al. 2018): epsilon_i = 0.4^(1 + 7 i / (N - 1)).
+
+    Args:
+        num_actors: N; actor i explores with epsilon_i (0.4 for a single actor).
+        step: the current step (unused: the values stay fixed).
+
+    Returns:
+        [N] float32, from 0.4 for actor 0 down to 0.4^8 for actor N - 1.
+    """
+    del step
+    i = np.arange(num_actors)
+    return (0.4 ** (1 + 7 * i / max(num_actors - 1, 1))).astype(np.float32)

@@ -28,6 +28,9 @@ class DQNHParams(HParams, ModelSettings):
     epsilon_start: float = bounded(1.0, 0, 1)  # exploration at step 0
     epsilon_end: float = bounded(0.05, 0, 1)  # exploration after the decay
     epsilon_decay_steps: int = bounded(10_000, 1, MAX_STEPS)  # env steps of linear decay
+    # Ape-X exploration instead of the decay: env copy i of num_envs keeps
+    # epsilon 0.4^(1 + 7 i / (num_envs - 1)) (with --num_workers, each copy is an actor's).
+    apex_exploration: bool = False
     double_q: bool = True  # double-Q target (van Hasselt et al. 2016)
     huber_delta: float = positive(1.0)  # Huber loss threshold
     n_step: int = bounded(1, 1, 100)  # rewards summed into each target (n-step returns)

@@ -72,6 +72,7 @@ def build_actor(spec: WorkerSpec) -> Actor:
         extras=spec.extras,
         exploration=spec.exploration,
         on_host=spec.policy is not None,
+        env_ids=spec.env_ids,
     )
     actor.load(spec.snapshot)
     return actor
