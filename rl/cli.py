@@ -447,6 +447,10 @@ def run_copies_in_processes(run_dirs: List[str], seeds: List[int]) -> int:
             "eval_episodes",
             "allow_hparam_change",
             "record_video",
+            "num_workers",
+            "worker_restarts",
+            "worker_restart_window",
+            "ray_address",
         )
         if FLAGS[name].value is not None
     ]
