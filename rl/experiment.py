@@ -60,14 +60,19 @@ from rl.workers.messages import WorkerSpec
 from rl.workers.pool import ActorPool, WorkerFailure
 
 
-def build_envs_and_agent(hp: HParams):
+def build_envs_and_agent(hp: HParams, num_envs: Optional[int] = None):
     """The training envs and the agent; any mismatch becomes one HParamsError.
 
     Built before anything is written, so e.g. a Box-action env for a
     discrete agent or an unknown activation leaves no files behind.
+
+    Args:
+        hp: the run's hparams.
+        num_envs: env copies to build here (default ``hp.num_envs``; one when
+            actor processes step them and this process only reads the spaces).
     """
     check_fits(hp, registry.agents.get(hp.agent).fitting_components)
-    envs = make_vec_env(hp.env, hp.num_envs, hp.vectorization)
+    envs = make_vec_env(hp.env, num_envs or hp.num_envs, hp.vectorization)
     try:
         agent = Agent(hp, envs.single_observation_space, envs.single_action_space)
     except (ValueError, TypeError) as e:
@@ -134,7 +139,9 @@ class Experiment:
                 ``worker_restart_window`` seconds before training stops.
             worker_restart_window: seconds.
         """
-        self.system = registry.systems.get(sys_name)(sys_options)
+        self.system = registry.systems.get(sys_name)(
+            {**(sys_options or {}), "num_workers": num_workers}
+        )
         existing = None
         if output_dir is not None and hparams is None:
             existing = load_run_hparams(output_dir)
@@ -173,7 +180,7 @@ class Experiment:
         self.device_info = self.system.setup()
         self.output_dir = output_dir or tempfile.mkdtemp(prefix="rl-run-")
         with self.system.scope():
-            self.envs, self.agent = build_envs_and_agent(hp)
+            self.envs, self.agent = build_envs_and_agent(hp, 1 if num_workers else None)
         self.counters = Counters(episodes=0)
         self.folder = RunFolder(
             self.output_dir,
@@ -318,7 +325,11 @@ class Experiment:
         self._install_signal_handlers()
         try:
             if self.num_workers:
-                self._start_workers()
+                try:
+                    self._start_workers()
+                except WorkerFailure as e:
+                    self.failure, self.failure_kind = f"{e}; nothing was trained", "workers"
+                    return self._result(0.0)
             elif self._obs is None:
                 self._obs, _ = self.envs.reset(
                     seed=seeding.derived_seed(hp.seed, seeding.TRAIN_ENV_RESET, self.step)

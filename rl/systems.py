@@ -102,7 +102,8 @@ class RaySystem(LocalSystem):
 
     def __init__(self, options: Optional[Dict[str, Any]] = None):
         """Args:
-        options: ``ray_address`` (None: RAY_ADDRESS, else a local Ray).
+        options: ``ray_address`` (None: RAY_ADDRESS, else a local Ray) and
+            ``num_workers``.
         """
         super().__init__(options)
         self.address = self.options.get("ray_address") or os.environ.get("RAY_ADDRESS")
@@ -112,7 +113,10 @@ class RaySystem(LocalSystem):
         from rl.workers.ray_actors import connect
 
         description = super().setup()
-        description.update(sys="ray", ray=connect(self.address))
+        # A local Ray gets a CPU per worker even on a smaller machine: each worker
+        # asks Ray for one, and local actor processes share the cores anyway.
+        cpus = max(os.cpu_count() or 1, int(self.options.get("num_workers") or 0) + 1)
+        description.update(sys="ray", ray=connect(self.address, cpus))
         return description
 
     def close(self) -> None:

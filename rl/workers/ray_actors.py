@@ -26,8 +26,12 @@ CONNECT_TIMEOUT_SECONDS = 60.0
 _started_here = False  # this process started a local Ray (and so stops it)
 
 
-def connect(address: Optional[str]) -> str:
+def connect(address: Optional[str], local_cpus: int) -> str:
     """Attaches to the Ray cluster at ``address``, or starts a local Ray; returns a description.
+
+    Args:
+        address: host:port, "auto", or None for a local Ray.
+        local_cpus: CPUs a local Ray offers its actors.
 
     Raises:
         SystemUnavailableError: Ray is not installed or the address cannot be reached.
@@ -51,7 +55,7 @@ def connect(address: Optional[str]) -> str:
             ray.init(address=address, runtime_env=runtime_env, log_to_driver=False)
         else:
             ray.init(
-                num_cpus=os.cpu_count(),
+                num_cpus=local_cpus,
                 include_dashboard=False,
                 runtime_env=runtime_env,
                 log_to_driver=False,
