@@ -129,6 +129,54 @@ def test_a_round_is_every_workers_chunk_side_by_side_in_worker_order():
     assert merged.exhausted
 
 
+def test_each_round_acts_with_the_weights_its_grant_carried():
+    # Grants that reach a worker together still give each round the weights sent with
+    # it, so the policy lag follows the round, not timing, and a seed gives one run.
+    import threading
+    from multiprocessing import Pipe
+
+    import gymnasium as gym
+
+    from rl import registry
+    from rl.agents.actor import PolicySnapshot
+    from rl.workers.messages import STOP, Grant, WorkerSpec
+    from rl.workers.process import play
+
+    hp = registry.hparams.get("dqn_tiny")().replace(num_envs=1)
+    env = gym.make(hp.env)
+    learner = registry.agents.get("dqn")(hp, env.observation_space, env.action_space)
+    weights = learner.publish().arrays
+    spec = WorkerSpec(
+        index=0,
+        env=hp.env,
+        env_ids=(0, 1),
+        vectorization="sync",
+        seed=0,
+        policy=learner.model.host_network(),
+        hparams=hp,
+        spaces=(env.observation_space, env.action_space),
+        act_select=hp.act_select,
+        extras=(),
+        exploration=learner.exploration_schedule(hp),
+        round_steps=3,
+        start_step=0,
+        total_envs=1,
+        first_round=0,
+        snapshot=PolicySnapshot(0, weights),
+        restart=0,
+        parent_pid=0,
+    )
+    ours, theirs = Pipe()
+    for version in (1, 2, 3):
+        ours.send(Grant(PolicySnapshot(version, weights)))
+    worker = threading.Thread(target=play, args=(spec, theirs))
+    worker.start()
+    versions = [ours.recv().version for _ in range(3)]
+    ours.send(STOP)
+    worker.join(timeout=30)
+    assert versions == [1, 2, 3]
+
+
 @pytest.mark.parametrize("hparams", ["ppo_tiny", "dqn_tiny"])
 def test_workers_train_checkpoint_and_resume_with_another_worker_count(tmp_path, hparams):
     out = str(tmp_path / "run")
@@ -150,6 +198,20 @@ def test_workers_train_checkpoint_and_resume_with_another_worker_count(tmp_path,
     if hparams == "ppo_tiny":
         assert set(scalars["workers/policy_lag"]) == {0.0}
     assert scalars["workers/restarts"][-1] == 0.0
+
+
+def test_an_off_policy_run_with_workers_is_the_same_run_for_a_seed(tmp_path):
+    # IMPALA's actors play three rounds ahead; which weights each round used must not
+    # depend on how fast the processes happened to be.
+    finals = []
+    for name in ("a", "b"):
+        out = run(
+            "--hparams", "impala_tiny", "--output_dir", str(tmp_path / name), "--num_workers", "2"
+        )
+        assert out.returncode == 0, out.stderr
+        final = json.loads(out.stdout.splitlines()[-1])
+        finals.append({k: final[k] for k in ("loss", "grad_norm", "rho", "eval_return_mean")})
+    assert finals[0] == finals[1]
 
 
 def test_a_killed_worker_is_restarted_and_training_goes_on(tmp_path):

@@ -11,13 +11,14 @@ terminal reaches the learner only; the learner stops its workers.
 
 from __future__ import annotations
 
+import collections
 import ctypes
 import os
 import signal
 import sys
 import time
 from multiprocessing.connection import Connection
-from typing import Dict, Optional
+from typing import Deque, Dict, Optional
 
 import numpy as np
 
@@ -89,23 +90,27 @@ def play(spec: WorkerSpec, conn: Connection) -> None:
         obs, _ = envs.reset(
             seed=seeding.derived_seed(spec.seed, seeding.TRAIN_ENV_RESET, start) + first
         )
-        round_index, granted, fresh = spec.first_round, 0, True
+        round_index, fresh = spec.first_round, True
+        grants: Deque[Grant] = collections.deque()
         while True:
-            while granted == 0 or conn.poll():
+            while not grants or conn.poll():
                 message = conn.recv()
                 if message == STOP:
                     return
                 assert isinstance(message, Grant), message
-                granted += 1
-                if message.snapshot is not None:
-                    actor.load(message.snapshot)
+                grants.append(message)
             if spec.parent_pid and os.getppid() != spec.parent_pid:
                 return  # the learner is gone (outside Linux nothing killed us)
+            # Each round acts with the weights its grant carried, never newer ones that
+            # arrived early: the policy lag then depends on the round, not on timing,
+            # and a seed gives the same run.
+            grant = grants.popleft()
+            if grant.snapshot is not None:
+                actor.load(grant.snapshot)
             began = time.perf_counter()
             chunk, obs = play_round(spec, actor, envs, obs, round_index, fresh)
             chunk.seconds = time.perf_counter() - began
             conn.send(chunk)
-            granted -= 1
             round_index += 1
             fresh = False
     finally:
