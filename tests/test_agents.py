@@ -40,7 +40,7 @@ def weights(module):
     return [v.numpy().copy() for v in module.variables]
 
 
-@pytest.mark.parametrize("hparams", ["ppo_tiny", "dqn_tiny"])
+@pytest.mark.parametrize("hparams", ["ppo_tiny", "dqn_tiny", "a2c_tiny", "vpg_tiny"])
 def test_checkpoint_round_trip_restores_everything(tmp_path, hparams):
     out = str(tmp_path / "run")
     first = Experiment(hparams, out, verbose=False)
@@ -48,7 +48,10 @@ def test_checkpoint_round_trip_restores_everything(tmp_path, hparams):
     obs = np.random.default_rng(0).normal(size=(5, 4)).astype(np.float32)
     learner = first.agent.learner
     saved_weights = weights(learner.model)
-    saved_opt = [v.numpy().copy() for v in learner.optimizer.variables]
+    optimizers = [k for k in learner.checkpoint_items() if k.endswith("optimizer")]
+    saved_opt = [
+        v.numpy().copy() for k in optimizers for v in learner.checkpoint_items()[k].variables
+    ]
     saved_counters = (learner.counters.as_dict(), first.counters.as_dict())
     replay = getattr(learner, "replay", None)
     # Draws from a copy of the state, so the original's next draws stay untouched.
@@ -61,7 +64,9 @@ def test_checkpoint_round_trip_restores_everything(tmp_path, hparams):
     restored = second.agent.learner
     for a, b in zip(saved_weights, weights(restored.model)):
         np.testing.assert_array_equal(a, b)
-    for a, b in zip(saved_opt, restored.optimizer.variables):
+    restored_opt = [v for k in optimizers for v in restored.checkpoint_items()[k].variables]
+    assert len(restored_opt) == len(saved_opt)
+    for a, b in zip(saved_opt, restored_opt):
         np.testing.assert_array_equal(a, b.numpy())
     assert (restored.counters.as_dict(), second.counters.as_dict()) == saved_counters
     assert second.agent.actor.version == restored.publish().version == saved_counters[0]["updates"]
@@ -77,7 +82,7 @@ def test_checkpoint_round_trip_restores_everything(tmp_path, hparams):
     second.close()
 
 
-@pytest.mark.parametrize("hparams", ["ppo_tiny", "dqn_tiny"])
+@pytest.mark.parametrize("hparams", ["ppo_tiny", "dqn_tiny", "vpg_tiny"])
 def test_tiny_runs_write_every_output(tmp_path, hparams):
     out = tmp_path / "run"
     exp = Experiment(hparams, str(out), verbose=False)

@@ -6,6 +6,7 @@ import tensorflow as tf
 
 from rl.algos.grad_comp.dqn import dqn_td_loss, huber
 from rl.algos.grad_comp.gae import gae_advantages
+from rl.algos.grad_comp.policy_gradient import policy_gradient_loss
 from rl.algos.grad_comp.ppo import ppo_clip_loss
 
 MODES = {"eager": lambda f: f, "tf.function": tf.function}
@@ -199,3 +200,42 @@ def test_dqn_loss_gradient_flows_only_through_q_tm1():
 
 def test_huber():
     np.testing.assert_allclose(huber(tf.constant([0.5, -2.0]), 1.0).numpy(), [0.125, 1.5])
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_policy_gradient_loss(mode):
+    log_probs = tf.math.log(tf.constant([0.5, 0.25]))
+    advantages = tf.constant([2.0, -1.0])
+    values = tf.constant([1.0, 0.0])
+    returns = tf.constant([3.0, -1.0])
+    entropy = tf.constant([0.6, 0.4])
+    loss, extras = MODES[mode](policy_gradient_loss)(
+        log_probs, advantages, values, returns, entropy, value_coef=0.5, entropy_coef=0.1
+    )
+    # policy: -ln(0.5) * 2 = 1.386294, -ln(0.25) * -1 = -1.386294
+    # value: (1 - 3)^2 / 2 = 2, (0 + 1)^2 / 2 = 0.5
+    np.testing.assert_allclose(extras["policy_loss"], [1.386294, -1.386294], rtol=1e-6)
+    np.testing.assert_allclose(extras["value_loss"], [2.0, 0.5])
+    np.testing.assert_allclose(loss, [1.386294 + 1.0 - 0.06, -1.386294 + 0.25 - 0.04], rtol=1e-6)
+
+
+def test_policy_gradient_is_the_score_times_the_advantage():
+    # d/dlogits of -log softmax(logits)[a] * A = -(onehot(a) - softmax(logits)) * A,
+    # and the advantage itself gets no gradient.
+    logits = tf.Variable([[0.0, tf.math.log(3.0)]])  # probabilities 0.25, 0.75
+    advantages = tf.Variable([2.0])
+    with tf.GradientTape() as tape:
+        log_probs = tf.nn.log_softmax(logits)[:, 0]
+        zero = tf.zeros([1])
+        loss, _ = policy_gradient_loss(log_probs, advantages, zero, zero, zero, 0.5, 0.0)
+    grad_logits, grad_advantages = tape.gradient(loss, [logits, advantages])
+    np.testing.assert_allclose(grad_logits, [[-(1 - 0.25) * 2.0, -(0 - 0.75) * 2.0]], rtol=1e-6)
+    assert grad_advantages is None
+
+
+def test_policy_gradient_rejects_disagreeing_shapes():
+    b = tf.zeros([4])
+    with pytest.raises(ValueError, match="values must have rank 1"):
+        policy_gradient_loss(b, b, tf.zeros([4, 1]), b, b, 0.5, 0.0)
+    with pytest.raises(ValueError, match="returns has shape"):
+        policy_gradient_loss(b, b, b, tf.zeros([3]), b, 0.5, 0.0)

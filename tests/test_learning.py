@@ -55,6 +55,19 @@ def test_with_two_actor_processes_cartpole_reaches_475(tmp_path, hparams, budget
     assert evals[-1]["return_mean"] >= 475, [e["return_mean"] for e in evals]
 
 
+def test_a2c_cartpole_reaches_475_within_200k_steps(tmp_path):
+    evals = train_evals("a2c_cartpole", tmp_path)
+    assert evals[-1]["step"] == 200_000
+    assert evals[-1]["return_mean"] >= 475, [e["return_mean"] for e in evals]
+
+
+def test_vpg_cartpole_reaches_475_within_300k_steps(tmp_path):
+    # REINFORCE with a learned baseline; seeds 0-2 hold 500 from 140k-200k steps on.
+    evals = train_evals("vpg_cartpole", tmp_path)
+    assert evals[-1]["step"] == 300_000
+    assert evals[-1]["return_mean"] >= 475, [e["return_mean"] for e in evals]
+
+
 def test_ppo_pendulum_reaches_minus_250_within_300k_steps(tmp_path):
     # A Gaussian policy, clipped to the bounds; seeds 0-2 end at -139, -150, -127
     # over 20 episodes (docs/benchmarks.md).

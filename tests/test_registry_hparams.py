@@ -368,7 +368,8 @@ def test_a_saved_hparams_json_goes_through_the_same_checks(tmp_path, field, valu
 
 def test_every_field_declares_its_limits_and_every_set_meets_them():
     classes = {type(registry.hparams.get(name)()) for name in registry.hparams.names()}
-    assert {c.__name__ for c in classes} == {"PPOHParams", "DQNHParams", "IMPALAHParams"}
+    # Every agent's class is reached (each new one joins by registering a set).
+    assert {c.__name__ for c in classes} >= {"PPOHParams", "DQNHParams", "A2CHParams", "VPGHParams"}
     for cls in classes:
         for field in dataclasses.fields(cls):
             if field.type not in ("bool", bool):

@@ -10,3 +10,5 @@ from rl import registry
 registry.agents.declare("ppo", "rl.agents.ppo:PPOLearner")
 registry.agents.declare("dqn", "rl.agents.dqn:DQNLearner")
 registry.agents.declare("impala", "rl.agents.impala:IMPALALearner")
+registry.agents.declare("a2c", "rl.agents.a2c:A2CLearner")
+registry.agents.declare("vpg", "rl.agents.a2c:VPGLearner")

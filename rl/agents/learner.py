@@ -57,7 +57,7 @@ class Learner(tf.Module):
         self.generator = tf.random.Generator.from_seed(
             seeding.derived_seed(hp.seed, seeding.UPDATE)
         )
-        self.optimizer = keras.optimizers.Adam(learning_rate=hp.learning_rate)
+        self.optimizer = build_optimizer(hp.optimizer, hp.learning_rate)
         # Built now so checkpoints restore into existing slots.
         self.optimizer.build(self.model.trainable_variables)
         self.counters = Counters(env_steps=0, updates=0)
@@ -197,6 +197,14 @@ class Learner(tf.Module):
     def separate_state(self) -> Dict[str, object]:
         """State saved beside the checkpoint in files of its own (a replay), by name."""
         return {}
+
+
+def build_optimizer(name: str, learning_rate: float):
+    """The Keras optimizer ``name`` ("adam" or "rmsprop") names."""
+    if name == "rmsprop":
+        # As in A2C (Mnih et al. 2016) and Stable-Baselines3's A2C: decay 0.99, no momentum.
+        return keras.optimizers.RMSprop(learning_rate=learning_rate, rho=0.99, epsilon=1e-5)
+    return keras.optimizers.Adam(learning_rate=learning_rate)
 
 
 def run_gradient_steps(

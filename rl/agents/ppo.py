@@ -5,7 +5,7 @@ are computed in the update, in one batched pass with the pre-update critic.
 The whole update (GAE, every epoch and minibatch) is one compiled call.
 """
 
-from typing import Dict, Optional
+from typing import Dict, Optional, Tuple
 
 import numpy as np
 
@@ -39,14 +39,16 @@ class PPOLearner(Learner):
     }
     actor_extras = ("log_prob",)
     on_policy = True
+    metrics = METRICS  # what each gradient step reports (averaged over the update)
 
     def __init__(self, hp: PPOHParams, observation_space, action_space):
         super().__init__(hp, observation_space, action_space)
         batch = hp.num_envs * hp.rollout_steps
-        if batch % hp.num_minibatches:
+        _, minibatches = self.epochs_and_minibatches()
+        if batch % minibatches:
             raise ValueError(
                 f"num_envs * rollout_steps = {batch} must be divisible by "
-                f"num_minibatches = {hp.num_minibatches}"
+                f"num_minibatches = {minibatches}"
             )
         self.gae = registry.grad_comp.get("gae")
         specs = transition_specs(
@@ -68,6 +70,10 @@ class PPOLearner(Learner):
 
     def round_steps(self) -> int:
         return self.hp.rollout_steps  # a round is a rollout, acted with the newest weights
+
+    def epochs_and_minibatches(self) -> Tuple[int, int]:
+        """Passes over each rollout, and minibatches per pass."""
+        return self.hp.num_epochs, self.hp.num_minibatches
 
     def pending_steps(self) -> int:
         return len(self.rollout) * self.hp.num_envs
@@ -111,22 +117,24 @@ class PPOLearner(Learner):
             "returns": flat(returns),
             "old_values": values,
         }
-        minibatch_size = size // hp.num_minibatches
+        epochs, minibatches = self.epochs_and_minibatches()
+        minibatch_size = size // minibatches
         # One permutation per epoch, each from its own seed (argsort of
         # uniforms: XLA compiles it).
         orders = tf.stack(
             [
                 tf.argsort(tf.random.stateless_uniform([size], self.next_seed()))
-                for _ in range(hp.num_epochs)
+                for _ in range(epochs)
             ]
         )
 
         def gradient_step(i):
-            start = (i % hp.num_minibatches) * minibatch_size
-            index = orders[i // hp.num_minibatches, start : start + minibatch_size]
+            start = (i % minibatches) * minibatch_size
+            index = orders[i // minibatches, start : start + minibatch_size]
             return self._minibatch_step({k: tf.gather(v, index) for k, v in data.items()})
 
-        metrics = run_gradient_steps(hp.num_epochs * hp.num_minibatches, gradient_step, METRICS)
+        metrics = run_gradient_steps(epochs * minibatches, gradient_step, self.metrics)
+        metrics.update(self._after_gradient_steps(data))
         metrics["explained_variance"] = 1.0 - (
             tf.math.reduce_variance(data["returns"] - values)
             / (tf.math.reduce_variance(data["returns"]) + 1e-8)
@@ -137,34 +145,45 @@ class PPOLearner(Learner):
         """A fresh stateless seed [2] int32 from the update's generator."""
         return tf.cast(self.generator.make_seeds(1)[:, 0], tf.int32)
 
+    def _after_gradient_steps(self, data: Dict[str, tf.Tensor]) -> Dict[str, tf.Tensor]:
+        """More learning on the whole rollout after the gradient steps; its metrics."""
+        del data
+        return {}
+
     def _minibatch_step(self, data: Dict[str, tf.Tensor]) -> Dict[str, tf.Tensor]:
-        hp = self.hp
         advantages = data["advantages"]
-        if hp.normalize_advantages:
+        if self.hp.normalize_advantages:
             mean, variance = tf.nn.moments(advantages, axes=[0])
             advantages = (advantages - mean) / (tf.sqrt(variance) + 1e-8)
-        head = self.model.head
         variables = self.model.trainable_variables
         with tf.GradientTape() as tape:
-            policy = self.model.policy(data["obs"])
-            loss, extras = self.grad_comp(
-                log_probs=head.log_prob(policy, data["actions"]),
-                old_log_probs=data["old_log_probs"],
-                advantages=advantages,
-                values=self.model.value(data["obs"]),
-                returns=data["returns"],
-                entropy=head.entropy(policy),
-                clip_ratio=hp.clip_ratio,
-                value_coef=hp.value_coef,
-                entropy_coef=hp.entropy_coef,
-                old_values=data["old_values"] if hp.value_clip is not None else None,
-                value_clip=hp.value_clip,
-            )
+            loss, extras = self._minibatch_loss(data, advantages)
             mean_loss = weighted_mean(loss)
-        grads, grad_norm = clip_gradients(tape.gradient(mean_loss, variables), hp.max_grad_norm)
+        grads, grad_norm = clip_gradients(
+            tape.gradient(mean_loss, variables), self.hp.max_grad_norm
+        )
         self.optimizer.apply_gradients(zip(grads, variables))
         return {
             "loss": mean_loss,
             "grad_norm": grad_norm,
             **{k: tf.reduce_mean(v) for k, v in extras.items()},
         }
+
+    def _minibatch_loss(self, data: Dict[str, tf.Tensor], advantages: tf.Tensor):
+        """The grad_comp's per-example loss [B] and extras on one minibatch."""
+        hp = self.hp
+        head = self.model.head
+        policy = self.model.policy(data["obs"])
+        return self.grad_comp(
+            log_probs=head.log_prob(policy, data["actions"]),
+            old_log_probs=data["old_log_probs"],
+            advantages=advantages,
+            values=self.model.value(data["obs"]),
+            returns=data["returns"],
+            entropy=head.entropy(policy),
+            clip_ratio=hp.clip_ratio,
+            value_coef=hp.value_coef,
+            entropy_coef=hp.entropy_coef,
+            old_values=data["old_values"] if hp.value_clip is not None else None,
+            value_clip=hp.value_clip,
+        )

@@ -127,7 +127,8 @@ class HParams:
         "sync", ("sync", "async")
     )  # "sync": one process; "async": subprocesses
     seed: int = bounded(0, 0, MAX_SEED)  # seeds the agent's generator and the environments
-    learning_rate: float = positive(3e-4)  # Adam step size at the start
+    optimizer: str = one_of("adam", ("adam", "rmsprop"))  # rmsprop: A2C's, no momentum
+    learning_rate: float = positive(3e-4)  # the optimizer's step size at the start
     anneal_learning_rate: bool = False  # linear decay to 0 over train_steps
     gamma: float = bounded(0.99, 0, 1)  # discount
     max_grad_norm: Optional[float] = positive(None)  # global-norm clip; None: no clip

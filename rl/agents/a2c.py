@@ -1,0 +1,70 @@
+"""A2C and VPG: PPO's rollouts and GAE with one plain policy-gradient step per rollout.
+
+A2C (Mnih et al. 2016, synchronous): short rollouts from many env copies,
+n-step returns (gae_lambda 1) with a learned baseline. VPG (REINFORCE with a
+learned baseline, as in OpenAI Spinning Up): long rollouts, one policy step
+per batch, then ``value_steps`` steps fitting the baseline alone.
+"""
+
+from typing import Dict, Tuple
+
+from rl._tf import tf
+from rl.agents.learner import build_optimizer, run_gradient_steps
+from rl.agents.ppo import PPOLearner
+from rl.hparams.a2c import VPGHParams
+
+
+class A2CLearner(PPOLearner):
+    """One policy-gradient step on each whole rollout, acted with the newest weights."""
+
+    fitting_components = {
+        "model": ("actor_critic",),
+        "grad_comp": ("policy_gradient",),
+        # The estimator assumes actions sampled from the policy itself.
+        "act_select": ("sample",),
+    }
+    metrics = ("loss", "policy_loss", "value_loss", "entropy", "grad_norm")
+
+    def epochs_and_minibatches(self) -> Tuple[int, int]:
+        return 1, 1  # on-policy data, used once
+
+    def _minibatch_loss(self, data: Dict[str, tf.Tensor], advantages: tf.Tensor):
+        hp = self.hp
+        head = self.model.head
+        policy = self.model.policy(data["obs"])
+        return self.grad_comp(
+            log_probs=head.log_prob(policy, data["actions"]),
+            advantages=advantages,
+            values=self.model.value(data["obs"]),
+            returns=data["returns"],
+            entropy=head.entropy(policy),
+            value_coef=hp.value_coef,
+            entropy_coef=hp.entropy_coef,
+        )
+
+
+class VPGLearner(A2CLearner):
+    """A2C's step, then ``value_steps`` steps of the baseline alone on the same batch."""
+
+    def __init__(self, hp: VPGHParams, observation_space, action_space):
+        super().__init__(hp, observation_space, action_space)
+        self.value_variables = self.model.value_net.trainable_variables
+        # Its own optimizer: the policy's Adam moments must not see the value steps.
+        self.value_optimizer = build_optimizer(hp.optimizer, hp.value_learning_rate)
+        self.value_optimizer.build(self.value_variables)
+
+    def _after_gradient_steps(self, data: Dict[str, tf.Tensor]) -> Dict[str, tf.Tensor]:
+        def value_step(i):
+            del i
+            with tf.GradientTape() as tape:
+                loss = tf.reduce_mean(
+                    0.5 * tf.square(self.model.value(data["obs"]) - data["returns"])
+                )
+            grads = tape.gradient(loss, self.value_variables)
+            self.value_optimizer.apply_gradients(zip(grads, self.value_variables))
+            return {"baseline_loss": loss}
+
+        return run_gradient_steps(self.hp.value_steps, value_step, ("baseline_loss",))
+
+    def checkpoint_items(self):
+        return {**super().checkpoint_items(), "value_optimizer": self.value_optimizer}
