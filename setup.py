@@ -44,6 +44,8 @@ setup(
         ],
         # Gymnasium families with their own dependencies (`--list` marks them).
         "box2d": ["gymnasium[box2d]>=1.1,<2"],
+        # Atari games (`--env ALE/Breakout-v5`): ale-py 0.12 bundles its ROMs.
+        "atari": ["ale-py>=0.12,<0.13"],
         "mujoco": ["gymnasium[mujoco]>=1.1,<2"],
         # --sys ray: Ray core only (RLlib has dropped TensorFlow; rl does not use it).
         "ray": ["ray[default]>=2.60,<2.61"],

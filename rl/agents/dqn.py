@@ -16,6 +16,7 @@ from rl._tf import tf
 from rl.agents.learner import Learner, clip_gradients, run_gradient_steps
 from rl.algos.grad_comp.checks import weighted_mean
 from rl.algos.schedules import apex_epsilons, linear_schedule
+from rl.envs import atari
 from rl.hparams.dqn import DQNHParams
 from rl.memory.replay import Replay
 from rl.memory.spec import transition_specs
@@ -44,6 +45,8 @@ class DQNLearner(Learner):
             seed=seeding.derived_seed(hp.seed, seeding.REPLAY),
             n_step=hp.n_step,
             gamma=hp.gamma,
+            # Stacked frames (Atari) are stored once each, not once per stack.
+            frame_stack=atari.frames_per_observation(hp.env),
         )
         # Explicit tf.while_loop/tf.cond: no autograph transformation needed.
         self._compiled_update = tf.function(

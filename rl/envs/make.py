@@ -16,6 +16,7 @@ import gymnasium as gym
 import numpy as np
 
 from rl import registry
+from rl.envs import atari
 from rl.hparams.base import HParamsError
 
 # Gymnasium families that need more than rl's own requirements: the module
@@ -23,6 +24,7 @@ from rl.hparams.base import HParamsError
 FAMILY_NEEDS = {
     "box2d": ("Box2D", "pip install -e '.[box2d]'"),
     "mujoco": ("mujoco", "pip install -e '.[mujoco]'"),
+    "ale_py": ("ale_py", atari.INSTALL_HINT),
     "phys2d": ("jax", "pip install 'gymnasium[jax]'"),
     "tabular": ("jax", "pip install 'gymnasium[jax]'"),
 }
@@ -30,6 +32,7 @@ LEGACY = "legacy"  # ids Gymnasium 1.x keeps only to explain they need mujoco-py
 
 
 def gymnasium_ids() -> List[str]:
+    atari.register_games()
     return sorted(gym.envs.registry.keys())
 
 
@@ -71,6 +74,11 @@ def check_env_name(name: str) -> None:
     and HParamsError if it is a Gymnasium id whose dependencies are not installed."""
     if name in registry.envs:
         return
+    if atari.is_atari(name) and not atari.installed():
+        raise HParamsError(
+            f"env '{name}' is an Atari game, and ale-py is not installed: {atari.INSTALL_HINT}"
+        )
+    atari.register_games()
     if name in gym.envs.registry:
         family = env_family(name)
         if family == LEGACY:
@@ -117,6 +125,8 @@ def make_env(name: str, render_mode: Optional[str] = None) -> gym.Env:
     try:
         if name in registry.envs:
             env = registry.envs.get(name)(render_mode=render_mode)
+        elif atari.is_atari(name):
+            env = atari.make_atari(name, render_mode)
         else:
             env = gym.make(name, render_mode=render_mode)
     except (gym.error.DependencyNotInstalled, ImportError) as e:

@@ -94,6 +94,37 @@ def dqn_acrobot() -> DQNHParams:
 
 
 @registry.hparams.register
+def dqn_atari() -> DQNHParams:
+    # RL-Zoo's Atari DQN (Nature CNN, 100k replay, lr 1e-4, batch 32, an update every 4
+    # steps, a target copy every 1,000 updates, epsilon to 0.01 over the first 10% of
+    # 10M frames), on 4 env copies. Frames are stored once each (~0.7 GB for 100k).
+    # The game comes from --env (default Breakout); train_steps counts agent steps.
+    return dqn_base().replace(
+        env="ALE/Breakout-v5",
+        torso="nature_cnn",
+        host_acting=False,  # convolutions act in TensorFlow
+        # XLA on the CPU spent over 15 minutes on the first CNN update without finishing.
+        jit_compile=False,
+        num_envs=4,
+        learning_rate=1e-4,
+        gamma=0.99,
+        buffer_size=100_000,
+        batch_size=32,
+        learning_starts=100_000,
+        train_interval=4,
+        gradient_steps=1,
+        target_update_interval=1_000,
+        epsilon_start=1.0,
+        epsilon_end=0.01,
+        epsilon_decay_steps=250_000,
+        train_steps=2_500_000,
+        eval_interval=100_000,
+        eval_episodes=5,
+        checkpoint_interval=100_000,
+    )
+
+
+@registry.hparams.register
 def dqn_tiny() -> DQNHParams:
     """A few seconds of DQN on CartPole, for tests."""
     return dqn_cartpole().replace(

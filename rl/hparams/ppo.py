@@ -152,3 +152,37 @@ def ppo_tiny() -> PPOHParams:
         eval_episodes=2,
         checkpoint_interval=128,
     )
+
+
+@registry.hparams.register
+def ppo_atari() -> PPOHParams:
+    # RL-Zoo's Atari PPO (8 envs x 128 steps, 4 epochs of 256-sample minibatches, lr
+    # 2.5e-4 annealed, clip 0.1, entropy 0.01), with a constant clip instead of its
+    # annealed one. The game comes from --env (default Breakout). train_steps counts
+    # agent steps: 2.5M = the usual 10M frames, a GPU run; on 2 CPU cores use
+    # --train_steps 500000 (2M frames; docs/benchmarks.md).
+    return ppo_base().replace(
+        env="ALE/Breakout-v5",
+        torso="nature_cnn",
+        activation="relu",
+        host_acting=False,  # convolutions act in TensorFlow
+        # XLA on the CPU spent over 15 minutes on the first CNN update without finishing.
+        jit_compile=False,
+        num_envs=8,
+        rollout_steps=128,
+        num_epochs=4,
+        num_minibatches=4,
+        learning_rate=2.5e-4,
+        anneal_learning_rate=True,
+        clip_ratio=0.1,
+        value_coef=0.5,
+        entropy_coef=0.01,
+        gamma=0.99,
+        gae_lambda=0.95,
+        max_grad_norm=0.5,
+        normalize_advantages=True,
+        train_steps=2_500_000,
+        eval_interval=102_400,
+        eval_episodes=5,
+        checkpoint_interval=102_400,
+    )

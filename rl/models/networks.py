@@ -116,15 +116,21 @@ class NatureCNN(tf.Module):
     """The DQN torso of Mnih et al. (2015): 32 8x8/4, 64 4x4/2, 64 3x3/1 convolutions
     and a 512-unit layer, ReLU throughout, then a linear output layer.
 
-    Takes [B, H, W, C] images (uint8 or float); H and W must be at least 36.
+    Takes [B, H, W, C] images (uint8 or float), or stacks of frames [B, k, H, W] as
+    Gymnasium's FrameStackObservation makes them (Atari: k = 4): whichever end axis
+    is shorter holds the channels. H and W must be at least 36.
     """
 
     def __init__(self, obs_shape: Tuple[int, ...], output_size: int, output_gain: float, seed: int):
         super().__init__(name="nature_cnn")
+        given = tuple(obs_shape)
+        self.frames_first = len(given) == 3 and given[0] < given[-1]
+        if self.frames_first:
+            obs_shape = (*given[1:], given[0])
         if len(obs_shape) != 3 or min(obs_shape[:2]) < 36:
             raise ValueError(
-                f"torso=nature_cnn needs [H, W, C] image observations with H, W >= 36, "
-                f"got shape {obs_shape}"
+                f"torso=nature_cnn needs [H, W, C] or [k, H, W] image observations with "
+                f"H, W >= 36, got shape {given}"
             )
         self.convs = [
             Conv(obs_shape[-1], 32, 8, 4, seed),
@@ -143,6 +149,8 @@ class NatureCNN(tf.Module):
         return [v for layer in layers for v in (layer.w, layer.b)]
 
     def __call__(self, x: tf.Tensor) -> tf.Tensor:
+        if self.frames_first:
+            x = tf.transpose(x, [0, 2, 3, 1])  # convolutions read NHWC
         x = float_observations(x)
         for conv in self.convs:
             x = tf.nn.relu(conv(x))

@@ -1,0 +1,74 @@
+"""Atari 2600 games from ale-py (the `atari` extra), as Machado et al. (2018) recommend.
+
+Any ``ALE/<Game>-v5`` id given as ``--env`` is built here: sticky actions
+(repeat the previous action with probability 0.25), the minimal action set,
+no-op starts, 4 frames per step with max-pooling of the last two, 84 x 84
+grayscale, no episode end on a lost life (in training and evaluation alike),
+and the last ``FRAME_STACK`` frames stacked on axis 0 as uint8. The model
+scales the bytes; replay stores each frame once (``frame_stack`` in the DQN
+hparams).
+"""
+
+import importlib.util
+from typing import Optional
+
+import gymnasium as gym
+
+ATARI_PREFIX = "ALE/"
+INSTALL_HINT = "pip install -e '.[atari]'"
+FRAME_STACK = 4  # frames per observation, on axis 0
+STICKY_ACTION_PROBABILITY = 0.25
+FRAME_SKIP = 4
+NOOP_MAX = 30
+SCREEN_SIZE = 84
+
+_registered = False
+
+
+def is_atari(name: str) -> bool:
+    return name.startswith(ATARI_PREFIX)
+
+
+def installed() -> bool:
+    return importlib.util.find_spec("ale_py") is not None
+
+
+def register_games() -> None:
+    """Adds the ALE ids to Gymnasium's registry if ale-py is installed (Gymnasium 1.x
+    registers them only when asked)."""
+    global _registered
+    if _registered or not installed():
+        return
+    import ale_py
+
+    ale_py.ALEInterface.setLoggerMode(ale_py.LoggerMode.Error)  # no banner per env copy
+    gym.register_envs(ale_py)
+    _registered = True
+
+
+def frames_per_observation(name: str) -> int:
+    """How many frames ``make_env(name)`` stacks on axis 0 (1: not a stack)."""
+    return FRAME_STACK if is_atari(name) else 1
+
+
+def make_atari(name: str, render_mode: Optional[str] = None) -> gym.Env:
+    """The game ``name`` (an ALE id) with the preprocessing above; observations [4, 84, 84] uint8."""
+    register_games()
+    # The ALE's own frame skipping is off: AtariPreprocessing skips and max-pools.
+    env = gym.make(
+        name,
+        frameskip=1,
+        repeat_action_probability=STICKY_ACTION_PROBABILITY,
+        full_action_space=False,
+        render_mode=render_mode,
+    )
+    env = gym.wrappers.AtariPreprocessing(
+        env,
+        noop_max=NOOP_MAX,
+        frame_skip=FRAME_SKIP,
+        screen_size=SCREEN_SIZE,
+        terminal_on_life_loss=False,
+        grayscale_obs=True,
+        scale_obs=False,
+    )
+    return gym.wrappers.FrameStackObservation(env, FRAME_STACK)

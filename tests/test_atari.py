@@ -1,0 +1,107 @@
+"""Atari games: the Machado et al. (2018) preprocessing, frame stacks into the Nature CNN,
+frames stored once in replay, and a short run through train.py."""
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from rl import catalog, registry  # noqa: F401  (catalog: every registry complete)
+from rl.envs import atari, make_env
+from rl.hparams.base import HParamsError
+
+pytestmark = pytest.mark.skipif(
+    importlib.util.find_spec("ale_py") is None, reason="needs ale-py: pip install -e '.[atari]'"
+)
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def wrappers(env):
+    found = {}
+    while hasattr(env, "env"):
+        found[type(env).__name__] = env
+        env = env.env
+    return found, env
+
+
+def test_an_ale_id_gets_sticky_actions_skips_gray_84x84_and_a_stack_of_four():
+    env = make_env("ALE/Pong-v5")
+    assert env.observation_space.shape == (4, 84, 84)
+    assert env.observation_space.dtype == np.uint8
+    found, game = wrappers(env)
+    assert game.ale.getFloat("repeat_action_probability") == pytest.approx(0.25)
+    assert game._frameskip == 1  # the preprocessing skips (and max-pools) instead
+    preprocessing = found["AtariPreprocessing"]
+    assert (preprocessing.frame_skip, preprocessing.noop_max) == (4, 30)
+    assert preprocessing.terminal_on_life_loss is False
+    assert env.action_space.n == 6  # Pong's minimal set, not the full 18
+    obs, _ = env.reset(seed=0)
+    assert obs.shape == (4, 84, 84) and obs.dtype == np.uint8
+    env.close()
+
+
+def test_without_ale_py_an_atari_id_says_how_to_install_it(monkeypatch):
+    monkeypatch.setattr(atari, "installed", lambda: False)
+    with pytest.raises(HParamsError, match=r"ale-py is not installed: pip install -e '.\[atari\]'"):
+        make_env("ALE/Pong-v5")
+
+
+def test_the_nature_cnn_reads_a_frame_stack_as_channels():
+    import tensorflow as tf
+
+    from rl.models.networks import NatureCNN
+
+    frames_first = NatureCNN((4, 84, 84), 6, 1.0, seed=3)
+    channels_last = NatureCNN((84, 84, 4), 6, 1.0, seed=3)
+    x = np.random.default_rng(0).integers(0, 256, (2, 4, 84, 84), dtype=np.uint8)
+    np.testing.assert_allclose(
+        frames_first(tf.constant(x)).numpy(),
+        channels_last(tf.constant(x.transpose(0, 2, 3, 1))).numpy(),
+        rtol=1e-5,
+        atol=1e-6,
+    )
+
+
+def test_dqn_stores_each_atari_frame_once():
+    env = make_env("ALE/Pong-v5")
+    hp = registry.hparams.get("dqn_atari")().replace(env="ALE/Pong-v5", buffer_size=1_000)
+    learner = registry.agents.get("dqn")(hp, env.observation_space, env.action_space)
+    assert learner.replay.frame_stack == 4
+    assert learner.replay.frames.shape[2:] == (84, 84)  # one frame per slot, not four
+    env.close()
+
+
+def test_train_py_runs_dqn_and_ppo_on_an_atari_game(tmp_path):
+    for hparams, override in (
+        ("dqn_atari", "learning_starts=32,buffer_size=1000,eval_episodes=1,eval_interval=64"),
+        ("ppo_atari", "num_envs=2,rollout_steps=32,eval_episodes=1,eval_interval=64"),
+    ):
+        out = tmp_path / hparams
+        proc = subprocess.run(
+            [
+                sys.executable,
+                os.path.join(ROOT, "train.py"),
+                "--hparams",
+                hparams,
+                "--env",
+                "ALE/Pong-v5",
+                "--train_steps",
+                "64",
+                "--hparam_override",
+                override,
+                "--output_dir",
+                str(out),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=600,
+            cwd=ROOT,
+        )
+        assert proc.returncode == 0, proc.stderr
+        final = json.loads(proc.stdout.splitlines()[-1])
+        assert final["step"] == 64 and np.isfinite(final["loss"])
+        assert "A.L.E" not in proc.stderr  # no emulator banner per env copy
