@@ -3,6 +3,7 @@
     python scripts/benchmark.py                      # ppo_cartpole, dqn_cartpole
     python scripts/benchmark.py --hparams ppo_cartpole --seeds 0 1 2
     python scripts/benchmark.py --peer --pairs 3     # side by side with Stable-Baselines3
+    python scripts/benchmark.py --suite classic      # every classic set, 3 seeds, beside RL-Zoo
 
 Each run is a fresh `python train.py` process, so wall time includes Python
 and TensorFlow start-up, tracing and compilation, as a user sees it. The
@@ -521,6 +522,138 @@ def run_table(
     return [{k: v for k, v in r.items() if k not in ("evals", "eval_returns")} for r in rows]
 
 
+# --- the learning suite: every classic-control / Box2D set against RL Baselines3 Zoo ----
+CLASSIC_ENVS = (
+    "CartPole-v1",
+    "Acrobot-v1",
+    "MountainCar-v0",
+    "LunarLander-v3",
+    "Pendulum-v1",
+    "MountainCarContinuous-v0",
+    "LunarLanderContinuous-v3",
+)
+# RL Baselines3 Zoo's published mean return (benchmark.md, mean of its runs) and the env
+# steps it trained for, by (agent, env). Its LunarLander values are for v2; v3 fixes
+# bugs in the same task.
+RL_ZOO: Dict[Tuple[str, str], Tuple[float, int]] = {
+    ("ppo", "CartPole-v1"): (500.0, 100_000),
+    ("dqn", "CartPole-v1"): (500.0, 50_000),
+    ("a2c", "CartPole-v1"): (500.0, 500_000),
+    ("ppo", "Acrobot-v1"): (-73.5, 1_000_000),
+    ("dqn", "Acrobot-v1"): (-76.6, 100_000),
+    ("a2c", "Acrobot-v1"): (-83.4, 500_000),
+    ("ppo", "MountainCar-v0"): (-110.4, 1_000_000),
+    ("dqn", "MountainCar-v0"): (-100.8, 120_000),
+    ("a2c", "MountainCar-v0"): (-111.3, 1_000_000),
+    ("ppo", "LunarLander-v3"): (242.0, 1_000_000),
+    ("dqn", "LunarLander-v3"): (154.0, 100_000),
+    ("a2c", "LunarLander-v3"): (156.0, 200_000),
+    ("ppo", "Pendulum-v1"): (-172.0, 100_000),
+    ("a2c", "Pendulum-v1"): (-163.0, 1_000_000),
+    ("sac", "Pendulum-v1"): (-157.0, 20_000),
+    ("td3", "Pendulum-v1"): (-152.0, 20_000),
+    ("ddpg", "Pendulum-v1"): (-152.0, 20_000),
+    ("sac", "LunarLanderContinuous-v3"): (260.0, 500_000),
+    ("td3", "LunarLanderContinuous-v3"): (208.0, 300_000),
+    ("ddpg", "LunarLanderContinuous-v3"): (230.0, 300_000),
+}
+
+
+def classic_sets() -> List[Tuple[str, str, str, int]]:
+    """(set, agent, env, train_steps) of every registered set on a classic env, by env.
+
+    Bases and test fixtures (``*_base``, ``*_tiny``) are left out; a new set joins by
+    being registered.
+    """
+    from rl import catalog, registry  # noqa: F401  (catalog: every set registered)
+
+    found = []
+    for name in registry.hparams.names():
+        hp = registry.hparams.get(name)()
+        if hp.env in CLASSIC_ENVS and not name.endswith(("_base", "_tiny")):
+            found.append((name, hp.agent, hp.env, hp.train_steps))
+    return sorted(found, key=lambda row: (CLASSIC_ENVS.index(row[2]), row[0]))
+
+
+def run_suite(output_dir: str, seeds: int, parallel: int, only: Sequence[str]) -> List[dict]:
+    """Trains every classic set ``seeds`` times (``--copies``) and prints the table.
+
+    Each set's copies go to ``output_dir/<set>``; a rerun resumes or skips what is done.
+    One curve plot per env, every set on it, goes to ``output_dir/curves_<env>.png``.
+
+    Args:
+      output_dir: where the runs, plots and suite.md go.
+      seeds: copies per set (seeds derived from the set's seed, as --copies does).
+      parallel: copies trained at once (--copies_parallel).
+      only: if not empty, just these sets.
+    """
+    from rl import analysis
+
+    sets = [row for row in classic_sets() if not only or row[0] in only]
+    rows = []
+    header = (
+        f"{'set':<30} {'env':<25} {'steps':>9} {'runs':>4} {'IQM':>8} {'95% CI':>19} "
+        f"{'RL-Zoo':>8} {'at steps':>9} {'wall s':>7}"
+    )
+    print(header)
+    print("-" * len(header))
+    for name, agent, env, steps in sets:
+        run_root = os.path.join(output_dir, name)
+        command = [
+            sys.executable, TRAIN, "--hparams", name, "--copies", str(seeds),
+            "--copies_parallel", str(parallel), "--output_dir", run_root,
+        ]  # fmt: skip
+        timed_run(command)
+        run_dirs = [os.path.join(run_root, f"run_{i}") for i in range(seeds)]
+        summary = analysis.summarize_runs(run_dirs)
+        walls = [analysis.read_eval_log(d)[-1].get("wall_time") for d in run_dirs]
+        zoo_value, zoo_steps = RL_ZOO.get((agent, env), (None, None))
+        row = {
+            "set": name, "agent": agent, "env": env, "steps": steps, "runs": seeds,
+            "iqm": summary["final_return_iqm"], "ci": summary["final_return_iqm_ci"],
+            "finals": [r["final_return"] for r in summary["runs"]],
+            "rl_zoo": zoo_value, "rl_zoo_steps": zoo_steps,
+            "wall_s": statistics.median(w for w in walls if w is not None),
+        }  # fmt: skip
+        rows.append(row)
+        low, high = row["ci"]
+        print(
+            f"{name:<30} {env:<25} {steps:>9,} {seeds:>4} {row['iqm']:>8.1f} "
+            f"{f'[{low:.1f}, {high:.1f}]':>19} "
+            f"{zoo_value if zoo_value is not None else '-':>8} "
+            f"{f'{zoo_steps:,}' if zoo_steps else '-':>9} {row['wall_s']:>7.0f}",
+            flush=True,
+        )
+    for env in CLASSIC_ENVS:
+        groups = {
+            row["set"]: [os.path.join(output_dir, row["set"], f"run_{i}") for i in range(seeds)]
+            for row in rows
+            if row["env"] == env
+        }
+        if groups:
+            analysis.plot_curves(groups, os.path.join(output_dir, f"curves_{env}.png"), env)
+    from rl.files import write_text_atomic
+
+    write_text_atomic(os.path.join(output_dir, "suite.md"), suite_markdown(rows))
+    return rows
+
+
+def suite_markdown(rows: Sequence[dict]) -> str:
+    """The suite's table in Markdown, for docs/benchmarks.md."""
+    lines = [
+        "| set | env | steps | runs | IQM [95% CI] | RL-Zoo (steps) | median wall s |",
+        "|---|---|---:|---:|---|---|---:|",
+    ]
+    for row in rows:
+        low, high = row["ci"]
+        zoo = f"{row['rl_zoo']:g} ({row['rl_zoo_steps']:,})" if row["rl_zoo"] is not None else "-"
+        lines.append(
+            f"| `{row['set']}` | {row['env']} | {row['steps']:,} | {row['runs']} | "
+            f"{row['iqm']:.1f} [{low:.1f}, {high:.1f}] | {zoo} | {row['wall_s']:.0f} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
 def tree_rss_bytes(root: int) -> int:
     """Resident memory of a process and all its descendants (Linux /proc)."""
     parents: Dict[int, int] = {}
@@ -632,6 +765,19 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument(
         "--ray", action="store_true", help="with --workers: Ray actors beside processes"
     )
+    parser.add_argument(
+        "--suite",
+        choices=("classic",),
+        help="train every classic-control/Box2D set over --suite_seeds seeds; IQM beside RL-Zoo",
+    )
+    parser.add_argument("--suite_seeds", type=int, default=3, help="with --suite: runs per set")
+    parser.add_argument(
+        "--suite_parallel", type=int, default=os.cpu_count() or 1, help="with --suite: at once"
+    )
+    parser.add_argument(
+        "--output_dir", default="runs/suite", help="with --suite: where runs and plots go"
+    )
+    parser.add_argument("--only", nargs="*", default=[], help="with --suite: just these sets")
     # The processes this script starts for the peer and the per-call costs.
     parser.add_argument("--_peer_run", nargs=3, metavar="ALGO_SEED_STEPS", help=argparse.SUPPRESS)
     parser.add_argument("--_costs", action="store_true", help=argparse.SUPPRESS)
@@ -643,7 +789,10 @@ def main(argv: Optional[List[str]] = None) -> int:
     if args._costs:
         print(json.dumps(machine_costs(COST_CALLS)))
         return 0
-    if args.workers:
+    if args.suite:
+        print_machine_costs()
+        report = run_suite(args.output_dir, args.suite_seeds, args.suite_parallel, args.only)
+    elif args.workers:
         print_machine_costs()
         report: object = run_workers_table(args.train_steps or 20_000, args.ray)
     elif args.peer:

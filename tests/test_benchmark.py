@@ -150,3 +150,29 @@ def test_without_peer_the_rl_table_stays(tmp_path):
     assert [(r["hparams"], r["seed"], r["steps"]) for r in rows] == [("ppo_tiny", 3, 256)]
     assert proc.stdout.splitlines()[0].split()[:2] == ["hparams", "seed"]
     assert "per-call costs" not in proc.stdout
+
+
+def test_the_classic_suite_takes_every_classic_set_but_bases_and_fixtures():
+    sets = benchmark.classic_sets()
+    names = [name for name, _, _, _ in sets]
+    assert {"ppo_cartpole", "a2c_cartpole", "vpg_cartpole", "dqn_acrobot", "ppo_pendulum"} <= set(
+        names
+    )
+    assert not [n for n in names if n.endswith(("_base", "_tiny"))]
+    assert "ppo_atari" not in names
+    envs = [env for _, _, env, _ in sets]
+    assert envs == sorted(envs, key=benchmark.CLASSIC_ENVS.index)  # grouped by env, in order
+
+
+def test_the_suite_table_puts_rl_zoo_beside_each_set():
+    row = {
+        "set": "a2c_cartpole", "env": "CartPole-v1", "steps": 200_000, "runs": 3,
+        "iqm": 498.25, "ci": [490.0, 500.0], "rl_zoo": 500.0, "rl_zoo_steps": 500_000,
+        "wall_s": 24.4,
+    }  # fmt: skip
+    other = dict(row, set="vpg_cartpole", rl_zoo=None, rl_zoo_steps=None)
+    lines = benchmark.suite_markdown([row, other]).splitlines()
+    assert lines[2] == (
+        "| `a2c_cartpole` | CartPole-v1 | 200,000 | 3 | 498.2 [490.0, 500.0] | 500 (500,000) | 24 |"
+    )
+    assert lines[3].split(" | ")[5] == "-"
