@@ -699,7 +699,7 @@ WORKER_CASES = (
     ("CartPole-v1", "impala_cartpole", (0, 1, 2)),
     ("LunarLander-v3", "impala_cartpole", (0, 1, 2)),
 )
-WORKER_OVERRIDES = "num_envs=8,eval_episodes=0,checkpoint_interval=1000000"
+WORKER_OVERRIDES = "num_envs=8,rollout_steps=25,eval_episodes=0,checkpoint_interval=1000000"
 
 
 def run_workers_table(train_steps: int, ray: bool) -> List[dict]:

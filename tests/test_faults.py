@@ -280,7 +280,10 @@ def text_step(out):
 @pytest.mark.parametrize(
     "damage, expected",
     [
-        (garble_agent, "hparams.json: 'agent' must be one of dqn, impala, ppo, got 5"),
+        (
+            garble_agent,
+            f"hparams.json: 'agent' must be one of {', '.join(registry.agents.names())}, got 5",
+        ),
         (latin1_hparams, "hparams.json is not UTF-8 text"),
         (latin1_eval_line, "eval.jsonl line 2 is not UTF-8 text"),
         (text_step, "eval.jsonl line 2 has step '12x', not an integer"),

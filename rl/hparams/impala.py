@@ -31,14 +31,17 @@ def impala_base() -> IMPALAHParams:
 
 @registry.hparams.register
 def impala_cartpole() -> IMPALAHParams:
-    # With num_workers 0 (A2C with V-trace targets), seeds 0-5 end at 500, 500, 500,
-    # 500, 500 and 314. Tried on the same seeds, each worse: learning_rate 5e-4 or
-    # 2e-3, gamma 0.98, vtrace_lambda 0.95, rollout_steps 50, an annealed learning rate.
+    # A2C's CartPole settings (rl/hparams/a2c.py: RMSprop, 8 envs x 5 steps) with
+    # V-trace targets. Seeds 0-9 end at 500 in one process and seeds 0-5 with two
+    # actor processes. Adam with 16 x 25 rollouts, tuned on a slower host, ended at
+    # 500 for only 5 of 10 seeds here: its runs reach 500 and fall away again.
     return impala_base().replace(
         env="CartPole-v1",
-        num_envs=16,
-        rollout_steps=25,
-        learning_rate=1e-3,
+        num_envs=8,
+        rollout_steps=5,
+        optimizer="rmsprop",
+        learning_rate=7e-4,
+        entropy_coef=0.0,
         gamma=0.99,
         max_grad_norm=0.5,
         jit_compile=False,
