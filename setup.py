@@ -41,6 +41,11 @@ setup(
             "werkzeug>=3.0",
             # tests read GIF frames back with Pillow (imageio's GIF plugin uses it too).
             "pillow>=10",
+            # tests/test_deploy.py checks deploy/'s manifests without a cluster: Kubernetes'
+            # schemas (kubernetes-validate) and our schema of KubeRay's fields (jsonschema).
+            "kubernetes-validate>=1.33",
+            "jsonschema>=4.20",
+            "pyyaml>=6",
         ],
         # Gymnasium families with their own dependencies (`--list` marks them).
         "box2d": ["gymnasium[box2d]>=1.1,<2"],

@@ -32,6 +32,18 @@ def define_flags() -> None:
         "RAY_ADDRESS variable, else a local Ray for this run).",
     )
     flags.DEFINE_string(
+        "tpu",
+        None,
+        "With --sys tpu: the Cloud TPU's name or grpc://address ('local' on a TPU VM).",
+    )
+    flags.DEFINE_integer(
+        "cpu_replicas",
+        None,
+        "With --sys mirrored: split the CPU into N logical devices, one replica each "
+        "(without it the replicas are the visible GPUs).",
+        lower_bound=2,
+    )
+    flags.DEFINE_string(
         "hparams",
         None,
         "Registered hparams set, e.g. ppo_cartpole (default: the run in --output_dir).",
@@ -182,6 +194,15 @@ def check_mode_flags() -> None:
         )
 
 
+# Flags that only one --sys target reads.
+SYSTEM_FLAGS = {"ray_address": "ray", "tpu": "tpu", "cpu_replicas": "mirrored"}
+
+
+def system_options() -> dict:
+    """The --sys target's settings from its flags."""
+    return {name: FLAGS[name].value for name in SYSTEM_FLAGS}
+
+
 def check_early() -> None:
     """Every check that needs no TensorFlow, so mistakes answer in well under a second."""
     from rl import (
@@ -192,10 +213,12 @@ def check_early() -> None:
     check_mode_flags()
     try:
         registry.systems.check(FLAGS.sys)
-        if FLAGS["ray_address"].present and FLAGS.sys != "ray":
-            fail(
-                f"--ray_address is for --sys ray, not --sys {FLAGS.sys}; remove it or add --sys ray"
-            )
+        for flag, target in SYSTEM_FLAGS.items():
+            if FLAGS[flag].present and FLAGS.sys != target:
+                fail(
+                    f"--{flag} is for --sys {target}, not --sys {FLAGS.sys}; "
+                    f"remove it or add --sys {target}"
+                )
         if not FLAGS.output_dir:
             fail("--output_dir is required, e.g. --output_dir runs/ppo_cartpole")
         if FLAGS.training:
@@ -283,7 +306,7 @@ def build_experiment(output_dir: str, seed: Optional[int]):
             eval_episodes=FLAGS.eval_episodes,
             allow_hparam_change=FLAGS.allow_hparam_change,
             sys_name=FLAGS.sys,
-            sys_options={"ray_address": FLAGS.ray_address},
+            sys_options=system_options(),
             record_video=FLAGS.record_video,
             render=FLAGS.render,
             argv=sys.argv,
@@ -374,7 +397,7 @@ def run_test_episodes(output_dir: str) -> Dict[str, Any]:
             output_dir=output_dir,
             read_only=True,
             sys_name=FLAGS.sys,
-            sys_options={"ray_address": FLAGS.ray_address},
+            sys_options=system_options(),
             record_video=FLAGS.record_video,
             render=FLAGS.render,
             verbose=False,
@@ -450,7 +473,7 @@ def run_copies_in_processes(run_dirs: List[str], seeds: List[int]) -> int:
             "num_workers",
             "worker_restarts",
             "worker_restart_window",
-            "ray_address",
+            *SYSTEM_FLAGS,
         )
         if FLAGS[name].value is not None
     ]

@@ -5,8 +5,12 @@ A system prepares the devices before anything is built (``setup``), owns the
 (``scope``), says over how many replicas an update is spread
 (``replica_count``), and starts the actor processes that feed the learner
 with --num_workers (``actor_launcher``). ``local`` runs in this process on a visible GPU if there
-is one and the CPU otherwise, with TensorFlow's default strategy. Multi-device,
-TPU and Ray targets are planned as further systems here.
+is one and the CPU otherwise, with TensorFlow's default strategy; ``mirrored``
+spreads each update over several devices (``tf.distribute.MirroredStrategy``:
+the visible GPUs, or N logical CPU devices with ``--cpu_replicas N``);
+``tpu`` over a Cloud TPU's cores (``TPUStrategy``, ``--tpu NAME``); ``ray``
+runs the learner here and its actor processes as Ray actors. Learners split
+each batch over the replicas through ``Learner.minimize``.
 
 Naming a system loads no TensorFlow: only its methods do.
 """
@@ -129,3 +133,82 @@ class RaySystem(LocalSystem):
         from rl.workers.ray_actors import RayLauncher
 
         return RayLauncher(log_dir)
+
+
+@registry.systems.register("mirrored")
+class MirroredSystem(LocalSystem):
+    """Each update split over several devices of this machine (MirroredStrategy).
+
+    The replicas are the visible GPUs, or, with ``cpu_replicas`` N, N logical
+    CPU devices: the same code path on any machine, which is how it is tested.
+    """
+
+    name = "mirrored"
+
+    def __init__(self, options: Optional[Dict[str, Any]] = None):
+        super().__init__(options)
+        self.strategy = None
+
+    def setup(self) -> Dict[str, str]:
+        from rl._tf import tf
+        from rl.errors import SystemUnavailableError
+
+        cpu_replicas = int(self.options.get("cpu_replicas") or 0)
+        if cpu_replicas:
+            cpu = tf.config.list_physical_devices("CPU")[0]
+            try:
+                tf.config.set_logical_device_configuration(
+                    cpu, [tf.config.LogicalDeviceConfiguration()] * cpu_replicas
+                )
+            except RuntimeError as e:  # TensorFlow's devices were set up before
+                raise SystemUnavailableError(f"--cpu_replicas cannot split the CPU now: {e}")
+            devices = [f"/cpu:{i}" for i in range(cpu_replicas)]
+        else:
+            gpus = tf.config.list_physical_devices("GPU")
+            if not gpus:
+                raise SystemUnavailableError(
+                    "--sys mirrored found no GPU; use --sys local, or add --cpu_replicas N "
+                    "to split the CPU into N devices"
+                )
+            for gpu in gpus:
+                tf.config.experimental.set_memory_growth(gpu, True)
+            devices = [f"/gpu:{i}" for i in range(len(gpus))]
+        self.strategy = tf.distribute.MirroredStrategy(devices)
+        return {"sys": "mirrored", "devices": ",".join(devices)}
+
+    def scope(self) -> ContextManager[Any]:
+        return self.strategy.scope()
+
+    @property
+    def replica_count(self) -> int:
+        return self.strategy.num_replicas_in_sync
+
+
+@registry.systems.register("tpu")
+class TPUSystem(MirroredSystem):
+    """Each update split over a Cloud TPU's cores (TPUStrategy); actors run on the host.
+
+    ``tpu`` names the TPU (a name, a grpc:// address, or "local" on a TPU VM).
+    Updates must compile with XLA: static shapes, no host callbacks in the step.
+    """
+
+    name = "tpu"
+
+    def setup(self) -> Dict[str, str]:
+        from rl._tf import tf
+        from rl.errors import SystemUnavailableError
+
+        tpu = self.options.get("tpu")
+        if not tpu:
+            raise SystemUnavailableError(
+                "--sys tpu needs --tpu: the TPU's name, its grpc:// address, or local on a TPU VM"
+            )
+        try:
+            resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu=tpu)
+            tf.config.experimental_connect_to_cluster(resolver)
+            tf.tpu.experimental.initialize_tpu_system(resolver)
+            self.strategy = tf.distribute.TPUStrategy(resolver)
+        except Exception as e:  # the resolver's and runtime's errors have no common base
+            reason = (str(e).strip().splitlines() or [type(e).__name__])[0]
+            raise SystemUnavailableError(f"--sys tpu cannot reach TPU {tpu!r}: {reason}") from None
+        return {"sys": "tpu", "tpu": tpu, "replicas": str(self.replica_count)}

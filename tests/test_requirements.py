@@ -96,3 +96,27 @@ def test_setup_declares_what_a_fresh_machine_lacks():
     declared = declared_requirements()
     for name in ("tensorflow", "tensorboard", "gymnasium", "pytest", "hypothesis", "werkzeug"):
         assert name in declared
+
+
+def requirement_names(lines):
+    return {
+        canonical(re.match(r"[A-Za-z0-9_.-]*", line.strip()).group(0))
+        for line in lines
+        if line.strip() and not line.lstrip().startswith("#")
+    }
+
+
+def test_the_tpu_requirements_name_every_install_requirement():
+    # deploy/tpu/requirements.txt swaps TensorFlow for its TPU build and leaves tf-keras to
+    # a --no-deps install (docs/tpu.md); everything else must be the same packages.
+    with open(os.path.join(ROOT, "setup.py"), encoding="utf-8") as f:
+        tree = ast.parse(f.read())
+    (install,) = [
+        node.value
+        for node in ast.walk(tree)
+        if isinstance(node, ast.keyword) and node.arg == "install_requires"
+    ]
+    needed = requirement_names(c.value for c in install.elts)
+    with open(os.path.join(ROOT, "deploy", "tpu", "requirements.txt"), encoding="utf-8") as f:
+        tpu = requirement_names(f)
+    assert tpu == (needed - {"tensorflow", "tf-keras"}) | {"tensorflow-tpu"}

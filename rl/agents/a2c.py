@@ -28,13 +28,13 @@ class A2CLearner(PPOLearner):
     def epochs_and_minibatches(self) -> Tuple[int, int]:
         return 1, 1  # on-policy data, used once
 
-    def _minibatch_loss(self, data: Dict[str, tf.Tensor], advantages: tf.Tensor):
+    def _minibatch_loss(self, data: Dict[str, tf.Tensor]):
         hp = self.hp
         head = self.model.head
         policy = self.model.policy(data["obs"])
         return self.grad_comp(
             log_probs=head.log_prob(policy, data["actions"]),
-            advantages=advantages,
+            advantages=data["advantages"],
             values=self.model.value(data["obs"]),
             returns=data["returns"],
             entropy=head.entropy(policy),
@@ -54,14 +54,17 @@ class VPGLearner(A2CLearner):
         self.value_optimizer.build(self.value_variables)
 
     def _after_gradient_steps(self, data: Dict[str, tf.Tensor]) -> Dict[str, tf.Tensor]:
+        def baseline_loss(data):
+            return 0.5 * tf.square(self.model.value(data["obs"]) - data["returns"]), {}
+
         def value_step(i):
             del i
-            with tf.GradientTape() as tape:
-                loss = tf.reduce_mean(
-                    0.5 * tf.square(self.model.value(data["obs"]) - data["returns"])
-                )
-            grads = tape.gradient(loss, self.value_variables)
-            self.value_optimizer.apply_gradients(zip(grads, self.value_variables))
+            loss, _, _ = self.minimize(
+                baseline_loss,
+                {"obs": data["obs"], "returns": data["returns"]},
+                variables=self.value_variables,
+                optimizer=self.value_optimizer,
+            )
             return {"baseline_loss": loss}
 
         return run_gradient_steps(self.hp.value_steps, value_step, ("baseline_loss",))

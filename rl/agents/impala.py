@@ -13,8 +13,7 @@ from typing import Dict, Optional
 import numpy as np
 
 from rl._tf import tf
-from rl.agents.learner import Learner, clip_gradients, run_gradient_steps
-from rl.algos.grad_comp.checks import weighted_mean
+from rl.agents.learner import Learner, run_gradient_steps
 from rl.hparams.impala import IMPALAHParams
 from rl.memory.rollout import RolloutBuffer
 from rl.memory.spec import FieldSpec, transition_specs
@@ -50,9 +49,8 @@ class IMPALALearner(Learner):
         )
         specs["next_obs"] = FieldSpec("next_obs", specs["obs"].dtype, specs["obs"].shape)
         self.rollout = RolloutBuffer(specs, hp.rollout_steps, hp.num_envs)
-        self._compiled_update = tf.function(
-            self._update_step, jit_compile=hp.jit_compile, autograph=False
-        )
+        self.check_divisible("num_envs", hp.num_envs)  # replicas split the env copies
+        self._compiled_update = self.compile_update(self._update_step)
 
     def observe(self, **step: np.ndarray) -> None:
         if self.hp.reward_scale != 1.0:
@@ -84,44 +82,44 @@ class IMPALALearner(Learner):
         return self._update_outputs(metrics)
 
     def _gradient_step(self, batch: Dict[str, tf.Tensor]) -> Dict[str, tf.Tensor]:
-        hp = self.hp
+        # V(x'_t) is only a target (vtrace stops its gradient): computed before the step.
         steps, envs = tf.shape(batch["rewards"])[0], tf.shape(batch["rewards"])[1]
-        size = steps * envs
+        next_values = tf.reshape(self.model.value(flat(batch["next_obs"])), [steps, envs])
+        data = {**batch, "next_values": next_values}
+        # Time-major [T, N]: replicas split the env copies, each keeping whole sequences.
+        mean_loss, grad_norm, extras = self.minimize(self._loss, data, batch_axis=1)
+        return {"loss": mean_loss, "grad_norm": grad_norm, **extras}
 
-        def flat(x):
-            return tf.reshape(x, tf.concat([[size], tf.shape(x)[2:]], 0))
+    def _loss(self, data: Dict[str, tf.Tensor]):
+        """V-trace's per-example loss [T, N] and extras on (a slice of) the rollout."""
+        hp = self.hp
+        steps, envs = tf.shape(data["rewards"])[0], tf.shape(data["rewards"])[1]
 
         def time_major(x):
             return tf.reshape(x, [steps, envs])
 
-        obs = flat(batch["obs"])
+        obs = flat(data["obs"])
         head = self.model.head
-        variables = self.model.trainable_variables
-        # V(x'_t) is only a target (vtrace stops its gradient): outside the tape.
-        next_values = time_major(self.model.value(flat(batch["next_obs"])))
-        with tf.GradientTape() as tape:
-            policy = self.model.policy(obs)
-            loss, extras = self.grad_comp(
-                behaviour_log_probs=batch["log_prob"],
-                target_log_probs=time_major(head.log_prob(policy, flat(batch["actions"]))),
-                rewards=batch["rewards"],
-                values=time_major(self.model.value(obs)),
-                next_values=next_values,
-                discounts=hp.gamma * (1.0 - tf.cast(batch["terminated"], tf.float32)),
-                truncated=batch["truncated"],
-                entropy=time_major(head.entropy(policy)),
-                value_coef=hp.value_coef,
-                entropy_coef=hp.entropy_coef,
-                lam=hp.vtrace_lambda,
-                clip_rho_threshold=hp.clip_rho_threshold,
-                clip_c_threshold=hp.clip_c_threshold,
-                clip_pg_rho_threshold=hp.clip_pg_rho_threshold,
-            )
-            mean_loss = weighted_mean(loss)
-        grads, grad_norm = clip_gradients(tape.gradient(mean_loss, variables), hp.max_grad_norm)
-        self.optimizer.apply_gradients(zip(grads, variables))
-        return {
-            "loss": mean_loss,
-            "grad_norm": grad_norm,
-            **{k: tf.reduce_mean(v) for k, v in extras.items()},
-        }
+        policy = self.model.policy(obs)
+        return self.grad_comp(
+            behaviour_log_probs=data["log_prob"],
+            target_log_probs=time_major(head.log_prob(policy, flat(data["actions"]))),
+            rewards=data["rewards"],
+            values=time_major(self.model.value(obs)),
+            next_values=data["next_values"],
+            discounts=hp.gamma * (1.0 - tf.cast(data["terminated"], tf.float32)),
+            truncated=data["truncated"],
+            entropy=time_major(head.entropy(policy)),
+            value_coef=hp.value_coef,
+            entropy_coef=hp.entropy_coef,
+            lam=hp.vtrace_lambda,
+            clip_rho_threshold=hp.clip_rho_threshold,
+            clip_c_threshold=hp.clip_c_threshold,
+            clip_pg_rho_threshold=hp.clip_pg_rho_threshold,
+        )
+
+
+def flat(x: tf.Tensor) -> tf.Tensor:
+    """[T, N, ...] -> [T * N, ...]."""
+    shape = tf.shape(x)
+    return tf.reshape(x, tf.concat([[shape[0] * shape[1]], shape[2:]], 0))

@@ -18,6 +18,7 @@ import numpy as np
 from rl import registry, seeding
 from rl._tf import keras, tf
 from rl.agents.actor import PolicySnapshot
+from rl.algos.grad_comp.checks import weighted_mean
 from rl.algos.schedules import constant_schedule, linear_schedule
 from rl.counters import Counters
 from rl.hparams.base import HParams
@@ -57,6 +58,8 @@ class Learner(tf.Module):
         self.generator = tf.random.Generator.from_seed(
             seeding.derived_seed(hp.seed, seeding.UPDATE)
         )
+        # The --sys target's strategy (built inside its scope): updates spread over its replicas.
+        self.strategy = tf.distribute.get_strategy()
         self.optimizer = build_optimizer(hp.optimizer, hp.learning_rate)
         # Built now so checkpoints restore into existing slots.
         self.optimizer.build(self.model.trainable_variables)
@@ -155,6 +158,95 @@ class Learner(tf.Module):
         if not hp.anneal_learning_rate:
             return hp.learning_rate
         return linear_schedule(hp.learning_rate, 0.0, max(hp.train_steps, 1), step)
+
+    def compile_update(self, update_step: Callable) -> Callable:
+        """The update as one compiled call, XLA-compiled if ``hp.jit_compile``.
+
+        Loops inside are explicit tf.while_loops, so autograph's source
+        transformation (~1 s of start-up) is not needed. With several replicas
+        the strategy places the work on its devices (XLA cannot compile one
+        function over variables on several devices; TPUStrategy compiles each
+        replica's part with XLA itself).
+        """
+        jit = self.hp.jit_compile and self.strategy.num_replicas_in_sync == 1
+        return tf.function(update_step, jit_compile=jit, autograph=False)
+
+    def check_divisible(self, what: str, size: int) -> None:
+        """Refuses a batch that cannot be split equally over the strategy's replicas.
+
+        Raises:
+            ValueError: naming the batch, its size and the replica count.
+        """
+        replicas = self.strategy.num_replicas_in_sync
+        if size % replicas:
+            raise ValueError(
+                f"{what} = {size} must be divisible by the {replicas} replicas of this --sys target"
+            )
+
+    # --- one gradient step, on one device or split over several --------------------
+    def minimize(
+        self,
+        loss_fn: Callable[[Dict[str, tf.Tensor]], Tuple[tf.Tensor, Dict[str, tf.Tensor]]],
+        data: Dict[str, tf.Tensor],
+        batch_axis: int = 0,
+        variables: Optional[Sequence[tf.Variable]] = None,
+        optimizer=None,
+    ) -> Tuple[tf.Tensor, tf.Tensor, Dict[str, tf.Tensor]]:
+        """One gradient step on the mean of ``loss_fn``'s per-example losses.
+
+        With several replicas (--sys mirrored, tpu) each takes an equal slice of
+        ``data`` along ``batch_axis``; its losses are summed and divided by the
+        global batch, the gradients summed over replicas, then clipped once, so
+        the step is the one a single device takes on the whole batch.
+
+        Args:
+            loss_fn: data -> (per-example losses, extras of per-example values).
+            data: tensors that share the batch axis.
+            batch_axis: 0, or 1 for time-major [T, B] data.
+            variables: what to train (default: the model's trainable variables).
+            optimizer: what steps them (default: the learner's).
+
+        Returns:
+            The mean loss, the gradients' global norm before clipping, the extras' means.
+        """
+        variables = self.model.trainable_variables if variables is None else variables
+        optimizer = optimizer or self.optimizer
+        if self.strategy.num_replicas_in_sync == 1:
+            with tf.GradientTape() as tape:
+                loss, extras = loss_fn(data)
+                mean_loss = weighted_mean(loss)
+            grads = tape.gradient(mean_loss, variables)
+            means = {k: tf.reduce_mean(v) for k, v in extras.items()}
+        else:
+            mean_loss, grads, means = self._replica_gradients(loss_fn, data, batch_axis, variables)
+        grads, grad_norm = clip_gradients(grads, self.hp.max_grad_norm)
+        optimizer.apply_gradients(zip(grads, variables))
+        return mean_loss, grad_norm, means
+
+    def _replica_gradients(self, loss_fn, data, batch_axis, variables):
+        """Sums over replicas of the loss, its gradients and extras, each / global batch."""
+        strategy = self.strategy
+        replicas = strategy.num_replicas_in_sync
+
+        def shard(x, i):
+            n = tf.shape(x)[batch_axis] // replicas
+            return x[i * n : (i + 1) * n] if batch_axis == 0 else x[:, i * n : (i + 1) * n]
+
+        def replica_step(data):
+            i = tf.distribute.get_replica_context().replica_id_in_sync_group
+            with tf.GradientTape() as tape:
+                loss, extras = loss_fn({k: shard(v, i) for k, v in data.items()})
+                total = tf.cast(tf.size(loss) * replicas, tf.float32)
+                scaled = tf.reduce_sum(loss) / total
+            grads = tape.gradient(scaled, variables)
+            return scaled, grads, {k: tf.reduce_sum(v) / total for k, v in extras.items()}
+
+        scaled, grads, extras = strategy.run(replica_step, args=(data,))
+
+        def summed(x):
+            return strategy.reduce(tf.distribute.ReduceOp.SUM, x, axis=None)
+
+        return summed(scaled), [summed(g) for g in grads], {k: summed(v) for k, v in extras.items()}
 
     # --- the compiled update's ends -----------------------------------------------
     def _update_outputs(self, metrics: Dict[str, tf.Tensor]):

@@ -11,8 +11,7 @@ import numpy as np
 
 from rl import registry
 from rl._tf import tf
-from rl.agents.learner import Learner, clip_gradients, run_gradient_steps
-from rl.algos.grad_comp.checks import weighted_mean
+from rl.agents.learner import Learner, run_gradient_steps
 from rl.hparams.ppo import PPOHParams
 from rl.memory.rollout import RolloutBuffer
 from rl.memory.spec import FieldSpec, transition_specs
@@ -50,17 +49,16 @@ class PPOLearner(Learner):
                 f"num_envs * rollout_steps = {batch} must be divisible by "
                 f"num_minibatches = {minibatches}"
             )
+        self.check_divisible(
+            "the minibatch, num_envs * rollout_steps / num_minibatches", batch // minibatches
+        )
         self.gae = registry.grad_comp.get("gae")
         specs = transition_specs(
             observation_space, action_space, extras={"log_prob": (np.float32, ())}
         )
         specs["next_obs"] = FieldSpec("next_obs", specs["obs"].dtype, specs["obs"].shape)
         self.rollout = RolloutBuffer(specs, hp.rollout_steps, hp.num_envs)
-        # Loops are explicit tf.while_loops, so autograph's source
-        # transformation (~1 s of start-up here) is not needed.
-        self._compiled_update = tf.function(
-            self._update_step, jit_compile=hp.jit_compile, autograph=False
-        )
+        self._compiled_update = self.compile_update(self._update_step)
 
     def observe(self, **step: np.ndarray) -> None:
         if self.hp.reward_scale != 1.0:
@@ -151,33 +149,21 @@ class PPOLearner(Learner):
         return {}
 
     def _minibatch_step(self, data: Dict[str, tf.Tensor]) -> Dict[str, tf.Tensor]:
-        advantages = data["advantages"]
-        if self.hp.normalize_advantages:
-            mean, variance = tf.nn.moments(advantages, axes=[0])
-            advantages = (advantages - mean) / (tf.sqrt(variance) + 1e-8)
-        variables = self.model.trainable_variables
-        with tf.GradientTape() as tape:
-            loss, extras = self._minibatch_loss(data, advantages)
-            mean_loss = weighted_mean(loss)
-        grads, grad_norm = clip_gradients(
-            tape.gradient(mean_loss, variables), self.hp.max_grad_norm
-        )
-        self.optimizer.apply_gradients(zip(grads, variables))
-        return {
-            "loss": mean_loss,
-            "grad_norm": grad_norm,
-            **{k: tf.reduce_mean(v) for k, v in extras.items()},
-        }
+        if self.hp.normalize_advantages:  # over the whole minibatch, before any split
+            mean, variance = tf.nn.moments(data["advantages"], axes=[0])
+            data = {**data, "advantages": (data["advantages"] - mean) / (tf.sqrt(variance) + 1e-8)}
+        mean_loss, grad_norm, extras = self.minimize(self._minibatch_loss, data)
+        return {"loss": mean_loss, "grad_norm": grad_norm, **extras}
 
-    def _minibatch_loss(self, data: Dict[str, tf.Tensor], advantages: tf.Tensor):
-        """The grad_comp's per-example loss [B] and extras on one minibatch."""
+    def _minibatch_loss(self, data: Dict[str, tf.Tensor]):
+        """The grad_comp's per-example loss [B] and extras on (a slice of) one minibatch."""
         hp = self.hp
         head = self.model.head
         policy = self.model.policy(data["obs"])
         return self.grad_comp(
             log_probs=head.log_prob(policy, data["actions"]),
             old_log_probs=data["old_log_probs"],
-            advantages=advantages,
+            advantages=data["advantages"],
             values=self.model.value(data["obs"]),
             returns=data["returns"],
             entropy=head.entropy(policy),

@@ -4,11 +4,12 @@ import dataclasses
 
 from rl import registry
 from rl.hparams.base import MAX_STEPS, HParams, bounded, one_of, positive
+from rl.hparams.replay import ReplaySettings
 from rl.models.settings import ModelSettings
 
 
 @dataclasses.dataclass(frozen=True)
-class DQNHParams(HParams, ModelSettings):
+class DQNHParams(HParams, ModelSettings, ReplaySettings):
     # Beyond run_folder.CHECKPOINT_SHAPE_FIELDS: the saved replay is one ring per env copy.
     checkpoint_shape_fields = ("num_envs",)
 
@@ -18,13 +19,7 @@ class DQNHParams(HParams, ModelSettings):
     grad_comp: str = "dqn_td"
     activation: str = "relu"
     num_envs: int = 1
-    buffer_size: int = bounded(100_000, 1, 10**8)  # replay capacity, in transitions
-    batch_size: int = bounded(64, 1, 1_000_000)  # transitions per gradient step
-    learning_starts: int = bounded(1_000, 0, MAX_STEPS)  # env steps before the first update
-    train_interval: int = bounded(4, 1, MAX_STEPS)  # env steps between updates
-    gradient_steps: int = bounded(1, 1, 100_000)  # gradient steps per update
     target_update_interval: int = bounded(500, 1, MAX_STEPS)  # gradient steps between target syncs
-    target_update_tau: float = positive(1.0, 1)  # 1: copy; < 1: Polyak averaging
     epsilon_start: float = bounded(1.0, 0, 1)  # exploration at step 0
     epsilon_end: float = bounded(0.05, 0, 1)  # exploration after the decay
     epsilon_decay_steps: int = bounded(10_000, 1, MAX_STEPS)  # env steps of linear decay
@@ -33,8 +28,6 @@ class DQNHParams(HParams, ModelSettings):
     apex_exploration: bool = False
     double_q: bool = True  # double-Q target (van Hasselt et al. 2016)
     huber_delta: float = positive(1.0)  # Huber loss threshold
-    n_step: int = bounded(1, 1, 100)  # rewards summed into each target (n-step returns)
-    checkpoint_replay: bool = True  # save the replay beside each checkpoint (exact resume)
 
 
 @registry.hparams.register
