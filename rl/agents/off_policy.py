@@ -100,9 +100,7 @@ class ReplayLearner(Learner):
         return {"replay": self.replay} if self.hp.checkpoint_replay else {}
 
 
-def soft_update(
-    targets: Sequence[tf.Variable], onlines: Sequence[tf.Variable], tau
-) -> tf.Tensor:
+def soft_update(targets: Sequence[tf.Variable], onlines: Sequence[tf.Variable], tau) -> tf.Tensor:
     """target <- tau * online + (1 - tau) * target, pairwise; returns True (for tf.cond)."""
     for target, online in zip(targets, onlines):
         target.assign(tau * online + (1.0 - tau) * target)
