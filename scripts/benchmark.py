@@ -11,8 +11,8 @@ table gives wall time, env steps per second in the training loop, the final
 evaluation return and the first step at which evaluation reached the target.
 
 With --peer (needs `pip install -e ".[bench]"`), each set is paired with
-Stable-Baselines3 on the RL Zoo's CartPole settings: ppo_cartpole with its PPO,
-dqn_cartpole with its DQN. Runs alternate rl, peer, rl, peer, ... (run i of
+Stable-Baselines3 on the RL Zoo's settings: ppo_cartpole with its PPO,
+dqn_cartpole with its DQN, sac_pendulum with its SAC (`--hparams sac_pendulum --peer`). Runs alternate rl, peer, rl, peer, ... (run i of
 each side uses seed i); a peer run is a fresh `python scripts/benchmark.py
 --_peer_run ALGO SEED STEPS` process, timed from outside exactly like
 train.py, that learns as many env steps as the rl run before it and then
@@ -42,7 +42,7 @@ sys.path.insert(0, ROOT)  # this checkout's rl, not whichever one pip installed
 
 PROG = "benchmark.py"
 # The peer of each hparams set: Stable-Baselines3's algorithm of the same name.
-PEERS: Dict[str, str] = {"ppo_cartpole": "ppo", "dqn_cartpole": "dqn"}
+PEERS: Dict[str, str] = {"ppo_cartpole": "ppo", "dqn_cartpole": "dqn", "sac_pendulum": "sac"}
 PEER_MODULES = ("torch", "stable_baselines3")
 PEER_EVAL_EPISODES = 20
 COST_CALLS = 2000
@@ -189,14 +189,31 @@ def build_sb3_dqn(seed: int):
     )
 
 
-PEER_BUILDERS = {"ppo": build_sb3_ppo, "dqn": build_sb3_dqn}
+def build_sb3_sac(seed: int):
+    """SB3 SAC on Pendulum-v1 with the RL Zoo's sac.yml settings (learning rate 1e-3,
+    SB3's defaults otherwise: 256 x 256, batch 256, one gradient step per env step).
+
+    Args:
+      seed: seed of the model and the env.
+    """
+    import gymnasium as gym
+    from stable_baselines3 import SAC
+
+    return SAC(
+        "MlpPolicy", gym.make("Pendulum-v1"), learning_rate=1e-3, seed=seed, device="cpu", verbose=0
+    )
+
+
+PEER_BUILDERS = {"ppo": build_sb3_ppo, "dqn": build_sb3_dqn, "sac": build_sb3_sac}
+# The env each peer learns and is evaluated on (the same as its rl set's).
+PEER_ENVS = {"ppo": "CartPole-v1", "dqn": "CartPole-v1", "sac": "Pendulum-v1"}
 
 
 def peer_run(algo: str, seed: int, steps: int) -> Dict[str, object]:
     """Builds, trains and evaluates one peer model in this process.
 
     Args:
-      algo: "ppo" or "dqn".
+      algo: a key of PEER_BUILDERS ("ppo", "dqn", "sac").
       seed: seed of the model, its envs and the evaluation env.
       steps: env steps to learn.
     """
@@ -215,7 +232,7 @@ def peer_run(algo: str, seed: int, steps: int) -> Dict[str, object]:
     start = time.perf_counter()
     model.learn(steps)
     learn_s = time.perf_counter() - start
-    eval_env = Monitor(gym.make("CartPole-v1"))
+    eval_env = Monitor(gym.make(PEER_ENVS[algo]))
     eval_env.reset(seed=seed + 12345)
     returns, _ = evaluate_policy(
         model,
@@ -231,7 +248,7 @@ def peer_once(algo: str, seed: int, steps: int) -> Dict[str, object]:
     """Runs one peer process, timed like train.py, and returns the row's numbers.
 
     Args:
-      algo: "ppo" or "dqn".
+      algo: a key of PEER_BUILDERS ("ppo", "dqn", "sac").
       seed: run seed.
       steps: env steps to learn.
     """
@@ -752,7 +769,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     )
     parser.add_argument("--json", help="also write the rows to this JSON file")
     parser.add_argument(
-        "--peer", action="store_true", help="alternate runs with Stable-Baselines3's PPO/DQN"
+        "--peer", action="store_true", help="alternate runs with Stable-Baselines3 (PPO, DQN, SAC)"
     )
     parser.add_argument(
         "--pairs", type=int, default=3, help="with --peer: rl/peer runs per set (seeds 0..N-1)"

@@ -40,13 +40,19 @@ def weights(module):
     return [v.numpy().copy() for v in module.variables]
 
 
-@pytest.mark.parametrize("hparams", ["ppo_tiny", "dqn_tiny", "a2c_tiny", "vpg_tiny"])
+@pytest.mark.parametrize(
+    "hparams", ["ppo_tiny", "dqn_tiny", "a2c_tiny", "vpg_tiny", "sac_tiny", "td3_tiny", "ddpg_tiny"]
+)
 def test_checkpoint_round_trip_restores_everything(tmp_path, hparams):
     out = str(tmp_path / "run")
     first = Experiment(hparams, out, verbose=False)
     first.train()
-    obs = np.random.default_rng(0).normal(size=(5, 4)).astype(np.float32)
+    obs = np.random.default_rng(0).normal(size=(5, *first.agent.obs_shape)).astype(np.float32)
     learner = first.agent.learner
+    # Loose variables (SAC's temperature) by key.
+    loose = {
+        k: v.numpy() for k, v in learner.checkpoint_items().items() if isinstance(v, tf.Variable)
+    }
     saved_weights = weights(learner.model)
     optimizers = [k for k in learner.checkpoint_items() if k.endswith("optimizer")]
     saved_opt = [
@@ -69,6 +75,8 @@ def test_checkpoint_round_trip_restores_everything(tmp_path, hparams):
     for a, b in zip(saved_opt, restored_opt):
         np.testing.assert_array_equal(a, b.numpy())
     assert (restored.counters.as_dict(), second.counters.as_dict()) == saved_counters
+    for key, value in loose.items():
+        np.testing.assert_array_equal(value, restored.checkpoint_items()[key].numpy())
     assert second.agent.actor.version == restored.publish().version == saved_counters[0]["updates"]
     # The acting stream was restored: the same sampled actions follow.
     for expected in expected_actions:
@@ -82,7 +90,7 @@ def test_checkpoint_round_trip_restores_everything(tmp_path, hparams):
     second.close()
 
 
-@pytest.mark.parametrize("hparams", ["ppo_tiny", "dqn_tiny", "vpg_tiny"])
+@pytest.mark.parametrize("hparams", ["ppo_tiny", "dqn_tiny", "vpg_tiny", "sac_tiny", "td3_tiny"])
 def test_tiny_runs_write_every_output(tmp_path, hparams):
     out = tmp_path / "run"
     exp = Experiment(hparams, str(out), verbose=False)
@@ -96,7 +104,7 @@ def test_tiny_runs_write_every_output(tmp_path, hparams):
     for line in lines:
         assert {"step", "return_mean", "return_std", "episodes", "wall_time"} <= set(line)
         assert line["episodes"] == 2
-    assert json.loads((out / "hparams.json").read_text())["agent"] == hparams[:3]
+    assert json.loads((out / "hparams.json").read_text())["agent"] == hparams.split("_")[0]
     assert os.listdir(out / "tb")
 
 

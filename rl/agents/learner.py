@@ -159,6 +159,14 @@ class Learner(tf.Module):
             return hp.learning_rate
         return linear_schedule(hp.learning_rate, 0.0, max(hp.train_steps, 1), step)
 
+    def next_seed(self) -> tf.Tensor:
+        """A fresh stateless seed [2] int32 from the update's generator.
+
+        Random ops in an update take one (``tf.random.stateless_*``): the generator's
+        own draws differ under a distribution strategy, its seeds do not.
+        """
+        return tf.cast(self.generator.make_seeds(1)[:, 0], tf.int32)
+
     def compile_update(self, update_step: Callable) -> Callable:
         """The update as one compiled call, XLA-compiled if ``hp.jit_compile``.
 

@@ -139,10 +139,6 @@ class PPOLearner(Learner):
         )
         return self._update_outputs(metrics)
 
-    def next_seed(self) -> tf.Tensor:
-        """A fresh stateless seed [2] int32 from the update's generator."""
-        return tf.cast(self.generator.make_seeds(1)[:, 0], tf.int32)
-
     def _after_gradient_steps(self, data: Dict[str, tf.Tensor]) -> Dict[str, tf.Tensor]:
         """More learning on the whole rollout after the gradient steps; its metrics."""
         del data

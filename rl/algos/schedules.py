@@ -43,3 +43,13 @@ def apex_epsilons(num_actors: int, step: int) -> np.ndarray:
     del step
     i = np.arange(num_actors)
     return (0.4 ** (1 + 7 * i / max(num_actors - 1, 1))).astype(np.float32)
+
+
+def warmup_schedule(warmup_steps: int, step: int) -> float:
+    """1.0 before ``warmup_steps``, then 0.0: uniform actions until learning starts.
+
+    Args:
+        warmup_steps: the first step at which the value is 0.
+        step: the current step.
+    """
+    return 1.0 if step < warmup_steps else 0.0

@@ -11,3 +11,5 @@ from rl import registry
 # Imported on first lookup (rl/registry.py): naming them does not load TensorFlow.
 registry.models.declare("actor_critic", "rl.models.networks:ActorCritic")
 registry.models.declare("q_network", "rl.models.networks:QNetwork")
+registry.models.declare("squashed_gaussian_q", "rl.models.networks:SquashedGaussianActorQ")
+registry.models.declare("deterministic_actor_q", "rl.models.networks:DeterministicActorQ")

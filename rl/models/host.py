@@ -10,7 +10,7 @@ on the host never import TensorFlow.
 from __future__ import annotations
 
 import dataclasses
-from typing import Callable, Dict, Sequence
+from typing import Callable, Dict, Sequence, Tuple
 
 import numpy as np
 
@@ -58,12 +58,18 @@ class HostPolicy:
         head: the model's action head.
         activation: the MLP's activation name.
         has_log_std: the last acting variable is a log std [D], not a layer.
+        log_std_in_outputs: the network's outputs are [means, log stds] (SAC), the
+            log stds clipped to ``log_std_bounds``.
+        squash_mean: the mean is tanh(outputs) mapped onto the Box's bounds (TD3, DDPG).
     """
 
     outputs: str
     head: ActionHead
     activation: str
     has_log_std: bool = False
+    log_std_in_outputs: bool = False
+    log_std_bounds: Tuple[float, float] = (-20.0, 2.0)
+    squash_mean: bool = False
 
     def host_network(self) -> "HostPolicy":
         """Itself: an Actor takes a HostPolicy where it takes a model (actor processes)."""
@@ -73,8 +79,13 @@ class HostPolicy:
         """The policy at ``obs`` [B, ...]: a HostDistribution or Q-values [B, A]."""
         if self.outputs == "q_values":
             return mlp_forward(obs, arrays, self.activation)
+        if self.log_std_in_outputs:
+            means, log_stds = np.split(mlp_forward(obs, arrays, self.activation), 2, axis=-1)
+            return HostDistribution(self.head, means, np.clip(log_stds, *self.log_std_bounds))
         if self.has_log_std:
-            return HostDistribution(
-                self.head, mlp_forward(obs, arrays[:-1], self.activation), arrays[-1]
-            )
+            outputs = mlp_forward(obs, arrays[:-1], self.activation)
+            if self.squash_mean:
+                scale, shift = self.head.scale_and_shift()
+                outputs = np.tanh(outputs) * scale.reshape(-1) + shift.reshape(-1)
+            return HostDistribution(self.head, outputs, arrays[-1])
         return HostDistribution(self.head, mlp_forward(obs, arrays, self.activation), None)

@@ -261,6 +261,165 @@ class QNetwork(tf.Module):
         return HostPolicy(self.outputs, self.head, _mlp(self.q).activation_name)
 
 
+class QCritics(tf.Module):
+    """C critics Q_c(s, a), each an MLP on [flattened obs, action]: -> [C, B]."""
+
+    def __init__(self, settings: ModelSettings, obs_size: int, action_size: int, count: int, seed):
+        super().__init__(name="critics")
+        self.nets = [
+            MLP(
+                obs_size + action_size,
+                settings.hidden_sizes,
+                1,
+                settings.activation,
+                1.0,
+                seed + 100 * c,
+                name=f"critic_{c}",
+            )
+            for c in range(count)
+        ]
+
+    def __call__(self, obs: tf.Tensor, actions: tf.Tensor) -> tf.Tensor:
+        batch = tf.shape(obs)[0]
+        inputs = tf.concat(
+            [
+                tf.reshape(float_observations(obs), [batch, -1]),
+                tf.reshape(tf.cast(actions, tf.float32), [batch, -1]),
+            ],
+            axis=-1,
+        )
+        return tf.stack([tf.squeeze(net(inputs), -1) for net in self.nets])
+
+
+def _bounded_box(action_space: gym.Space, model: str) -> None:
+    space = action_space
+    if not (
+        isinstance(space, gym.spaces.Box)
+        and np.all(np.isfinite(space.low))
+        and np.all(np.isfinite(space.high))
+    ):
+        raise ValueError(f"model {model} needs a Box action space with finite bounds, not {space}")
+
+
+class SquashedGaussianActorQ(tf.Module):
+    """SAC's networks: a tanh-squashed Gaussian policy whose network gives the mean and
+    the log std per state, and Q-critics. obs [B, ...] -> distribution; (obs, a) -> [C, B]."""
+
+    outputs = "distribution"
+    LOG_STD_BOUNDS = (-20.0, 2.0)  # keeps the std in [2e-9, 7.4], as SAC's reference code does
+
+    def __init__(self, settings, observation_space: gym.Space, action_space: gym.Space, seed: int):
+        super().__init__(name="squashed_gaussian_q")
+        _bounded_box(action_space, "squashed_gaussian_q")
+        self.head: ActionHead = action_head(action_space, "tanh_gaussian")
+        obs_size = int(np.prod(observation_space.shape))
+        size = self.head.action_size
+        self.policy_net = MLP(
+            obs_size, settings.hidden_sizes, 2 * size, settings.activation, 0.01, seed, "policy"
+        )
+        self.critics = QCritics(settings, obs_size, size, settings.num_critics, seed + 1000)
+
+    def _mean_and_log_std(self, obs: tf.Tensor):
+        mean, log_std = tf.split(self.policy_net(obs), 2, axis=-1)
+        return mean, tf.clip_by_value(log_std, *self.LOG_STD_BOUNDS)
+
+    def policy(self, obs: tf.Tensor):
+        """The action distribution at ``obs`` (a tfp TransformedDistribution)."""
+        return self.head.distribution(*self._mean_and_log_std(obs))
+
+    def sample_with_log_prob(self, obs: tf.Tensor, noise: tf.Tensor):
+        """Reparameterised actions a = squash(mean + std * noise) [B, D] and log pi(a|s) [B].
+
+        The log-prob is taken before the squash, minus the squash's log-Jacobian,
+        which stays finite where the squashed action reaches a bound.
+        """
+        mean, log_std = self._mean_and_log_std(obs)
+        distribution = self.head.distribution(mean, log_std)
+        raw = mean + tf.exp(log_std) * tf.reshape(noise, tf.shape(mean))
+        log_det = distribution.bijector.forward_log_det_jacobian(raw, event_ndims=1)
+        return (
+            distribution.bijector.forward(raw),
+            distribution.distribution.log_prob(raw) - log_det,
+        )
+
+    def policy_variables(self) -> List[tf.Variable]:
+        return list(self.policy_net.trainable_variables)
+
+    def critic_variables(self) -> List[tf.Variable]:
+        return list(self.critics.trainable_variables)
+
+    def acting_variables(self) -> List[tf.Variable]:
+        """What acting reads: the policy network."""
+        return self.policy_net.layer_variables()
+
+    def host_network(self) -> HostPolicy:
+        """``policy`` in NumPy, reading copies of ``acting_variables()``."""
+        return HostPolicy(
+            self.outputs,
+            self.head,
+            self.policy_net.activation_name,
+            log_std_in_outputs=True,
+            log_std_bounds=self.LOG_STD_BOUNDS,
+        )
+
+
+class DeterministicActorQ(tf.Module):
+    """TD3's and DDPG's networks: a deterministic policy mu(s) = tanh(net(s)) mapped onto
+    the bounds, and Q-critics. Acting adds Gaussian noise of a fixed std to mu(s)
+    (``exploration_noise`` times the half-range), which ``policy`` gives as a Gaussian
+    whose samples are clipped to the bounds and whose mode is mu(s)."""
+
+    outputs = "distribution"
+
+    def __init__(self, settings, observation_space: gym.Space, action_space: gym.Space, seed: int):
+        super().__init__(name="deterministic_actor_q")
+        _bounded_box(action_space, "deterministic_actor_q")
+        self.head: ActionHead = action_head(action_space, "gaussian")
+        obs_size = int(np.prod(observation_space.shape))
+        size = self.head.action_size
+        self.policy_net = MLP(
+            obs_size, settings.hidden_sizes, size, settings.activation, 0.01, seed, "policy"
+        )
+        self.critics = QCritics(settings, obs_size, size, settings.num_critics, seed + 1000)
+        scale, shift = self.head.scale_and_shift()
+        self._scale = tf.constant(scale.reshape(-1), tf.float32)
+        self._shift = tf.constant(shift.reshape(-1), tf.float32)
+        # Not trained: part of the acting weights so actors elsewhere explore alike.
+        self.log_std = tf.Variable(
+            np.log(settings.exploration_noise * scale.reshape(-1)).astype(np.float32),
+            trainable=False,
+            name="exploration_log_std",
+        )
+
+    def action(self, obs: tf.Tensor) -> tf.Tensor:
+        """mu(s) [B, D] within the bounds."""
+        return tf.tanh(self.policy_net(obs)) * self._scale + self._shift
+
+    def policy(self, obs: tf.Tensor):
+        """N(mu(s), exploration std): what act_select samples from (mode: mu(s))."""
+        return self.head.distribution(self.action(obs), self.log_std)
+
+    def policy_variables(self) -> List[tf.Variable]:
+        return list(self.policy_net.trainable_variables)
+
+    def critic_variables(self) -> List[tf.Variable]:
+        return list(self.critics.trainable_variables)
+
+    def acting_variables(self) -> List[tf.Variable]:
+        """What acting reads: the policy network and the exploration log std."""
+        return self.policy_net.layer_variables() + [self.log_std]
+
+    def host_network(self) -> HostPolicy:
+        """``policy`` in NumPy, reading copies of ``acting_variables()``."""
+        return HostPolicy(
+            self.outputs,
+            self.head,
+            self.policy_net.activation_name,
+            has_log_std=True,
+            squash_mean=True,
+        )
+
+
 def _mlp(network) -> MLP:
     """``network`` if it is an MLP; acting on the host runs MLPs only."""
     if not isinstance(network, MLP):

@@ -10,3 +10,4 @@ from rl import registry
 registry.act_select.declare("sample", "rl.algos.act_select.rules:sample")
 registry.act_select.declare("greedy", "rl.algos.act_select.rules:greedy")
 registry.act_select.declare("epsilon_greedy", "rl.algos.act_select.rules:epsilon_greedy")
+registry.act_select.declare("uniform_or_sample", "rl.algos.act_select.rules:uniform_or_sample")

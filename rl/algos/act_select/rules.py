@@ -1,4 +1,4 @@
-"""Action selection: sample, greedy, epsilon-greedy.
+"""Action selection: sample, greedy, epsilon-greedy, uniform-or-sample.
 
 Each rule is registered once, as an ``ActSelect`` holding its NumPy (host)
 and TensorFlow (graph) forms; ``tests/test_act_select.py`` checks they agree.
@@ -65,7 +65,41 @@ def epsilon_greedy_graph(q_values: tf.Tensor, head, seed: tf.Tensor, epsilon: tf
     return tf.where(explore, random_actions, greedy_graph(q_values, head, seed))
 
 
+# --- uniform-or-sample: Box actions, uniform within the bounds with probability epsilon --
+def uniform_or_sample_host(policy, rng: np.random.Generator, epsilon: float = 0.0):
+    """With probability epsilon a uniform action within the Box's bounds, else a sample.
+
+    Off-policy actor-critics fill their replay with uniform actions before
+    learning starts (their exploration schedule gives epsilon 1, then 0).
+    """
+    head = policy.head
+    samples = policy.sample(rng)
+    explore = rng.random(len(samples)) < epsilon
+    uniform = rng.uniform(head.low, head.high, size=samples.shape).astype(np.float32)
+    return np.where(explore.reshape(-1, *[1] * (samples.ndim - 1)), uniform, samples)
+
+
+def uniform_or_sample_graph(policy, head, seed: tf.Tensor, epsilon: tf.Tensor = 0.0):
+    """With probability epsilon a uniform action within the Box's bounds, else a sample."""
+    explore_seed, uniform_seed, sample_seed = tf.unstack(
+        tf.random.experimental.stateless_split(seed, 3)
+    )
+    samples = head.sample(policy, sample_seed)
+    batch = tf.shape(samples)[0]
+    explore = tf.random.stateless_uniform([batch], explore_seed) < epsilon
+    unit = tf.random.stateless_uniform(tf.shape(samples), uniform_seed)
+    low, high = head.low.astype(np.float32), head.high.astype(np.float32)
+    uniform = low + unit * (high - low)
+    explore = tf.reshape(
+        explore, tf.concat([[batch], tf.ones([tf.rank(samples) - 1], tf.int32)], 0)
+    )
+    return tf.where(explore, uniform, samples)
+
+
 # The registered rules (rl/algos/act_select/__init__.py names them).
 sample = ActSelect(sample_host, sample_graph, frozenset({DISTRIBUTION}))
 greedy = ActSelect(greedy_host, greedy_graph, frozenset({DISTRIBUTION, Q_VALUES}))
 epsilon_greedy = ActSelect(epsilon_greedy_host, epsilon_greedy_graph, frozenset({Q_VALUES}))
+uniform_or_sample = ActSelect(
+    uniform_or_sample_host, uniform_or_sample_graph, frozenset({DISTRIBUTION})
+)

@@ -15,3 +15,8 @@ registry.grad_comp.declare("vtrace", "rl.algos.grad_comp.vtrace:vtrace_loss")
 registry.grad_comp.declare(
     "policy_gradient", "rl.algos.grad_comp.policy_gradient:policy_gradient_loss"
 )
+registry.grad_comp.declare(
+    "deterministic_policy_gradient",
+    "rl.algos.grad_comp.actor_critic_q:deterministic_policy_gradient",
+)
+registry.grad_comp.declare("sac", "rl.algos.grad_comp.actor_critic_q:soft_actor_critic")

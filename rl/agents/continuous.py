@@ -1,0 +1,233 @@
+"""Off-policy actor-critics for Box actions: TD3 and DDPG (deterministic), SAC (stochastic).
+
+Each update is a burst of gradient steps in one compiled call (off_policy.py).
+A gradient step pulls the critics towards the target the grad_comp builds
+(rl/algos/grad_comp/actor_critic_q.py), then steps the policy (TD3: every
+``policy_delay`` critic steps) and moves the target networks by Polyak
+averaging. Critics and policy have optimizers of their own; SAC adds its
+temperature's. Before ``learning_starts`` the actors play uniform actions.
+"""
+
+import functools
+from typing import Dict, List
+
+import numpy as np
+
+from rl._tf import tf
+from rl.agents.learner import build_optimizer, run_gradient_steps
+from rl.agents.off_policy import BATCH_FIELDS, ReplayLearner, soft_update
+from rl.algos.schedules import warmup_schedule
+
+METRICS = ("loss", "actor_loss", "q_mean", "target_mean", "grad_norm")
+
+
+class ActorCriticQLearner(ReplayLearner):
+    """What TD3, DDPG and SAC share: critics' step, policy optimizer, target networks."""
+
+    metrics = METRICS
+
+    def __init__(self, hp, observation_space, action_space):
+        super().__init__(hp, observation_space, action_space)
+        self.losses = self.grad_comp
+        self.target_model = self.build_model()
+        soft_update(self.target_model.variables, self.model.variables, 1.0)
+        # The base optimizer steps the critics; the policy has its own.
+        self.optimizer = build_optimizer(hp.optimizer, hp.learning_rate)
+        self.optimizer.build(self.model.critic_variables())
+        self.actor_optimizer = build_optimizer(hp.optimizer, hp.learning_rate)
+        self.actor_optimizer.build(self.model.policy_variables())
+        self._compiled_update = self.compile_update(self._update_step)
+
+    @classmethod
+    def exploration_schedule(cls, hp):
+        # epsilon 1 (uniform actions, the act_select's other half) until learning starts.
+        return functools.partial(warmup_schedule, hp.learning_starts)
+
+    def optimizers(self) -> List:
+        return [self.optimizer, self.actor_optimizer]
+
+    def _update_step(
+        self, batch: Dict[str, tf.Tensor], learning_rate: tf.Tensor, done_before: tf.Tensor
+    ):
+        """``gradient_steps`` steps over [G, B, ...] batches."""
+        for optimizer in self.optimizers():
+            optimizer.learning_rate.assign(learning_rate)
+
+        def gradient_step(g):
+            data = {name: batch[name][g] for name in BATCH_FIELDS}
+            done = done_before + tf.cast(g, tf.int64) + 1  # gradient steps after this one
+            return self._gradient_step(data, done)
+
+        metrics = run_gradient_steps(tf.shape(batch["actions"])[0], gradient_step, self.metrics)
+        return self._update_outputs(metrics)
+
+    def _critic_step(self, data: Dict[str, tf.Tensor], targets: tf.Tensor):
+        def loss_fn(d):
+            return self.losses.critic(self.model.critics(d["obs"], d["actions"]), d["targets"])
+
+        return self.minimize(
+            loss_fn,
+            {"obs": data["obs"], "actions": data["actions"], "targets": targets},
+            variables=self.model.critic_variables(),
+            optimizer=self.optimizer,
+        )
+
+    def _sync_targets(self) -> tf.Tensor:
+        return soft_update(
+            self.target_model.variables, self.model.variables, self.hp.target_update_tau
+        )
+
+    def checkpoint_items(self):
+        return {
+            **super().checkpoint_items(),
+            "actor_optimizer": self.actor_optimizer,
+            "target_model": self.target_model,
+        }
+
+
+class DeterministicActorCriticLearner(ActorCriticQLearner):
+    """TD3 (Fujimoto et al. 2018) and, with one critic, no delay and no smoothing, DDPG
+    (Lillicrap et al. 2016)."""
+
+    fitting_components = {
+        "model": ("deterministic_actor_q",),
+        "grad_comp": ("deterministic_policy_gradient",),
+        "act_select": ("uniform_or_sample", "sample", "greedy"),
+    }
+
+    def _gradient_step(self, data: Dict[str, tf.Tensor], done: tf.Tensor):
+        hp = self.hp
+        next_actions = self._smoothed_target_actions(data["next_obs"])
+        targets = self.losses.target(
+            data["rewards"],
+            data["discounts"],
+            self.target_model.critics(data["next_obs"], next_actions),
+        )
+        loss, grad_norm, extras = self._critic_step(data, targets)
+
+        def actor_step():
+            actor_loss, _, _ = self.minimize(
+                self._actor_loss,
+                {"obs": data["obs"]},
+                variables=self.model.policy_variables(),
+                optimizer=self.actor_optimizer,
+            )
+            with tf.control_dependencies([actor_loss]):
+                synced = self._sync_targets()
+            with tf.control_dependencies([synced]):
+                return tf.identity(actor_loss)
+
+        def actor_loss_only():  # the policy waits (TD3's delay): reported, not stepped
+            loss, _ = self._actor_loss({"obs": data["obs"]})
+            return tf.reduce_mean(loss)
+
+        actor_loss = tf.cond(tf.equal(done % hp.policy_delay, 0), actor_step, actor_loss_only)
+        return {
+            "loss": loss,
+            "actor_loss": actor_loss,
+            "q_mean": extras["q_mean"],
+            "target_mean": extras["target"],
+            "grad_norm": grad_norm,
+        }
+
+    def _actor_loss(self, d):
+        q = self.model.critics(d["obs"], self.model.action(d["obs"]))
+        return self.losses.actor(q[0])
+
+    def _smoothed_target_actions(self, next_obs: tf.Tensor) -> tf.Tensor:
+        """mu'(s') plus clipped Gaussian noise (TD3's target smoothing), within the bounds."""
+        hp = self.hp
+        actions = self.target_model.action(next_obs)
+        if hp.target_noise == 0:
+            return actions
+        scale, shift = self.model.head.scale_and_shift()
+        scale = tf.constant(scale.reshape(-1), tf.float32)
+        noise = tf.random.stateless_normal(tf.shape(actions), self.next_seed()) * hp.target_noise
+        noise = tf.clip_by_value(noise, -hp.target_noise_clip, hp.target_noise_clip)
+        low, high = shift.reshape(-1) - scale, shift.reshape(-1) + scale
+        return tf.clip_by_value(actions + noise * scale, low, high)
+
+
+class SACLearner(ActorCriticQLearner):
+    """Soft Actor-Critic (Haarnoja et al. 2018) with twin critics and a tuned temperature."""
+
+    fitting_components = {
+        "model": ("squashed_gaussian_q",),
+        "grad_comp": ("sac",),
+        "act_select": ("uniform_or_sample", "sample", "greedy"),
+    }
+    metrics = (*METRICS, "alpha", "entropy")
+
+    def __init__(self, hp, observation_space, action_space):
+        self.log_alpha = tf.Variable(np.log(hp.initial_alpha).astype(np.float32), name="log_alpha")
+        size = int(np.prod(action_space.shape))
+        self.target_entropy = float(-size if hp.target_entropy is None else hp.target_entropy)
+        super().__init__(hp, observation_space, action_space)
+        self.alpha_optimizer = build_optimizer(hp.optimizer, hp.learning_rate)
+        self.alpha_optimizer.build([self.log_alpha])
+
+    def optimizers(self) -> List:
+        return [*super().optimizers(), self.alpha_optimizer]
+
+    def _gradient_step(self, data: Dict[str, tf.Tensor], done: tf.Tensor):
+        del done
+        alpha = tf.exp(self.log_alpha)
+        next_actions, next_log_probs = self.model.sample_with_log_prob(
+            data["next_obs"], self._noise(data["actions"])
+        )
+        targets = self.losses.target(
+            data["rewards"],
+            data["discounts"],
+            self.target_model.critics(data["next_obs"], next_actions),
+            next_log_probs,
+            alpha,
+        )
+        loss, grad_norm, extras = self._critic_step(data, targets)
+
+        def actor_loss_fn(d):
+            actions, log_probs = self.model.sample_with_log_prob(d["obs"], d["noise"])
+            q = self.model.critics(d["obs"], actions)
+            actor_loss, actor_extras = self.losses.actor(log_probs, q, alpha)
+            return actor_loss, {**actor_extras, "log_prob": log_probs}
+
+        with tf.control_dependencies([loss]):  # the policy is judged by the stepped critics
+            noise = self._noise(data["actions"])
+        actor_loss, _, actor_extras = self.minimize(
+            actor_loss_fn,
+            {"obs": data["obs"], "noise": noise},
+            variables=self.model.policy_variables(),
+            optimizer=self.actor_optimizer,
+        )
+        if self.hp.learn_alpha:
+            # Linear in log pi: the batch mean (summed over replicas) is all it needs.
+            mean_log_prob = tf.reshape(actor_extras["log_prob"], [1])
+            with tf.GradientTape() as tape:
+                alpha_loss, _ = self.losses.temperature(
+                    self.log_alpha, mean_log_prob, self.target_entropy
+                )
+                alpha_loss = tf.reduce_mean(alpha_loss)
+            grads = tape.gradient(alpha_loss, [self.log_alpha])
+            self.alpha_optimizer.apply_gradients(zip(grads, [self.log_alpha]))
+        with tf.control_dependencies([actor_loss]):
+            synced = self._sync_targets()
+        with tf.control_dependencies([synced]):
+            return {
+                "loss": tf.identity(loss),
+                "actor_loss": actor_loss,
+                "q_mean": extras["q_mean"],
+                "target_mean": extras["target"],
+                "grad_norm": grad_norm,
+                "alpha": tf.exp(self.log_alpha),
+                "entropy": actor_extras["entropy"],
+            }
+
+    def _noise(self, actions: tf.Tensor) -> tf.Tensor:
+        """Standard normal noise shaped like a batch of actions, from the update's stream."""
+        return tf.random.stateless_normal(tf.shape(actions), self.next_seed())
+
+    def checkpoint_items(self):
+        return {
+            **super().checkpoint_items(),
+            "log_alpha": self.log_alpha,
+            "alpha_optimizer": self.alpha_optimizer,
+        }
