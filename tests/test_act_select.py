@@ -83,3 +83,19 @@ def test_every_registered_rule_says_what_it_acts_on_and_returns_int32_for_discre
         if DISTRIBUTION in rule.acts_on:
             assert host(rule, Q, 0.5, head=categorical(3)).dtype == np.int32, name
             assert graph(rule, Q, 0.5, head=categorical(3)).dtype == np.int32, name
+
+
+@pytest.mark.parametrize(
+    "space", [gym.spaces.Discrete(3), gym.spaces.MultiDiscrete([2, 5])], ids=["discrete", "multi"]
+)
+def test_uniform_or_sample_at_epsilon_1_covers_every_discrete_choice_evenly(space):
+    from rl.algos.act_select.rules import uniform_or_sample
+
+    head = action_head(space)
+    logits = np.tile(np.float32([[9.0] + [-9.0] * (head.num_outputs - 1)]), (4000, 1))
+    for form in (host, graph):
+        actions = form(uniform_or_sample, logits, 1.0, head=head).reshape(4000, -1)
+        for dim, n in enumerate(np.atleast_1d(head.nvec or space.n)):
+            counts = np.bincount(actions[:, dim], minlength=n)
+            assert len(counts) == n  # never outside the choices
+            np.testing.assert_allclose(counts / 4000, 1 / n, atol=0.04)

@@ -41,7 +41,17 @@ def weights(module):
 
 
 @pytest.mark.parametrize(
-    "hparams", ["ppo_tiny", "dqn_tiny", "a2c_tiny", "vpg_tiny", "sac_tiny", "td3_tiny", "ddpg_tiny"]
+    "hparams",
+    [
+        "ppo_tiny",
+        "dqn_tiny",
+        "rainbow_tiny",
+        "a2c_tiny",
+        "vpg_tiny",
+        "sac_tiny",
+        "td3_tiny",
+        "ddpg_tiny",
+    ],
 )
 def test_checkpoint_round_trip_restores_everything(tmp_path, hparams):
     out = str(tmp_path / "run")
@@ -90,7 +100,9 @@ def test_checkpoint_round_trip_restores_everything(tmp_path, hparams):
     second.close()
 
 
-@pytest.mark.parametrize("hparams", ["ppo_tiny", "dqn_tiny", "vpg_tiny", "sac_tiny", "td3_tiny"])
+@pytest.mark.parametrize(
+    "hparams", ["ppo_tiny", "dqn_tiny", "rainbow_tiny", "vpg_tiny", "sac_tiny", "td3_tiny"]
+)
 def test_tiny_runs_write_every_output(tmp_path, hparams):
     out = tmp_path / "run"
     exp = Experiment(hparams, str(out), verbose=False)
@@ -104,7 +116,10 @@ def test_tiny_runs_write_every_output(tmp_path, hparams):
     for line in lines:
         assert {"step", "return_mean", "return_std", "episodes", "wall_time"} <= set(line)
         assert line["episodes"] == 2
-    assert json.loads((out / "hparams.json").read_text())["agent"] == hparams.split("_")[0]
+    assert (
+        json.loads((out / "hparams.json").read_text())["agent"]
+        == registry.hparams.get(hparams)().agent
+    )
     assert os.listdir(out / "tb")
 
 

@@ -113,3 +113,11 @@ def test_off_policy_actor_critics_reach_minus_250_on_pendulum_within_20k_steps(t
     evals = train_evals(hparams, tmp_path, overrides="hidden_sizes=(64,64)")
     assert evals[-1]["step"] == 20_000
     assert evals[-1]["return_mean"] >= -250, [e["return_mean"] for e in evals]
+
+
+def test_rainbow_cartpole_reaches_475_within_50k_steps(tmp_path):
+    # Every DQN switch on (dueling, noisy, C51, 3-step, prioritised); seeds 0-2 hold 500
+    # from 25k-40k steps on.
+    evals = train_evals("rainbow_cartpole", tmp_path)
+    assert evals[-1]["step"] == 50_000
+    assert evals[-1]["return_mean"] >= 475, [e["return_mean"] for e in evals]

@@ -59,7 +59,8 @@ ONE_UPDATE = textwrap.dedent(
 
 
 @pytest.mark.parametrize(
-    "hparams", ["ppo_tiny", "dqn_tiny", "impala_tiny", "vpg_tiny", "sac_tiny", "td3_tiny"]
+    "hparams",
+    ["ppo_tiny", "dqn_tiny", "rainbow_tiny", "impala_tiny", "vpg_tiny", "sac_tiny", "td3_tiny"],
 )
 def test_one_update_under_mirrored_matches_local(hparams):
     proc = subprocess.run(
@@ -151,7 +152,8 @@ XLA_UPDATE = textwrap.dedent(
 
 
 @pytest.mark.parametrize(
-    "hparams", ["ppo_tiny", "dqn_tiny", "impala_tiny", "vpg_tiny", "sac_tiny", "td3_tiny"]
+    "hparams",
+    ["ppo_tiny", "dqn_tiny", "rainbow_tiny", "impala_tiny", "vpg_tiny", "sac_tiny", "td3_tiny"],
 )
 def test_every_update_compiles_with_xla(hparams):
     proc = subprocess.run(

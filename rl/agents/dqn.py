@@ -4,6 +4,11 @@ Replay lives in NumPy (rl/memory); one update samples ``gradient_steps``
 batches at once and runs all of those gradient steps, with the target
 network's syncs, in a single compiled call. Exploration is a pure function
 of the env step the actor passes in.
+
+Rainbow's pieces (Hessel et al. 2018) are switches on the same learner:
+``double_q``, ``dueling`` and ``noisy`` (the model), ``num_atoms`` > 1 with
+``grad_comp=categorical_td`` (C51), ``n_step`` (the replay) and
+``prioritized_replay`` (ReplayLearner's weights and priorities).
 """
 
 import functools
@@ -24,15 +29,22 @@ class DQNLearner(ReplayLearner):
 
     fitting_components = {
         "model": ("q_network",),
-        "grad_comp": ("dqn_td",),
+        "grad_comp": ("dqn_td", "categorical_td"),
         "act_select": ("epsilon_greedy", "greedy"),
     }
 
     def __init__(self, hp: DQNHParams, observation_space, action_space):
         super().__init__(hp, observation_space, action_space)
         self.target_model = self.build_model()
+        if hp.noisy:  # act with a draw of the noise from the start, not with its mean
+            self.model.resample_noise(self.next_seed())
+            self.refresh_snapshot()
         self._sync_target(1.0)
         self._compiled_update = self.compile_update(self._update_step)
+
+    @classmethod
+    def priority_exponent(cls, hp: DQNHParams) -> float:
+        return hp.priority_exponent if hp.prioritized_replay else 0.0
 
     @classmethod
     def exploration_schedule(cls, hp: DQNHParams):
@@ -52,13 +64,22 @@ class DQNLearner(ReplayLearner):
     def _update_step(
         self, batch: Dict[str, tf.Tensor], learning_rate: tf.Tensor, done_before: tf.Tensor
     ):
-        """``gradient_steps`` steps over [G, B, ...] batches; syncs the target."""
+        """``gradient_steps`` steps over [G, B, ...] batches; syncs the target.
+
+        Prioritised: returns the new priorities [G, B] after the usual outputs.
+        """
         hp = self.hp
         self.optimizer.learning_rate.assign(learning_rate)
+        inputs = LOSS_INPUTS + (("weights",) if self.prioritized else ())
+        collect = ("priorities",) if self.prioritized else ()
 
         def gradient_step(g):
-            data = {name: batch[name][g] for name in LOSS_INPUTS}
-            mean_loss, grad_norm, extras = self.minimize(self._loss, data)
+            data = {name: batch[name][g] for name in inputs}
+            # Each step draws its own noise: one for the online network, one for the target.
+            seeds = (self.next_seed(), self.next_seed()) if hp.noisy else (None, None)
+            mean_loss, grad_norm, extras = self.minimize(
+                functools.partial(self._loss, noise_seeds=seeds), data, keep=("priority",)
+            )
             done = done_before + tf.cast(g, tf.int64) + 1
             synced = tf.cond(
                 tf.equal(done % hp.target_update_interval, 0),
@@ -71,24 +92,54 @@ class DQNLearner(ReplayLearner):
                     "grad_norm": grad_norm,
                     "q_mean": extras["q_taken"],
                     "target_mean": extras["target"],
+                    "priorities": extras["priority"],
                 }
 
-        metrics = run_gradient_steps(tf.shape(batch["actions"])[0], gradient_step, METRICS)
-        return self._update_outputs(metrics)
-
-    def _loss(self, data: Dict[str, tf.Tensor]):
-        """The TD loss [B] and its extras on (a slice of) one batch."""
-        hp = self.hp
-        loss, extras = self.grad_comp(
-            q_tm1=self.model(data["obs"]),
-            a_tm1=data["actions"],
-            r_t=data["rewards"],
-            discount_t=data["discounts"],
-            q_t_target=self.target_model(data["next_obs"]),
-            q_t_online=self.model(data["next_obs"]) if hp.double_q else None,
-            huber_delta=hp.huber_delta,
+        metrics = run_gradient_steps(
+            tf.shape(batch["actions"])[0], gradient_step, METRICS, collect=collect
         )
-        return loss, {"q_taken": extras["q_taken"], "target": extras["target"]}
+        priorities = metrics.pop("priorities", None)
+        if hp.noisy:  # the published acting weights: a fresh draw from the new weights
+            self.model.resample_noise(self.next_seed())
+        outputs = self._update_outputs(metrics)
+        return (*outputs, priorities) if self.prioritized else outputs
+
+    def _loss(self, data: Dict[str, tf.Tensor], noise_seeds=(None, None)):
+        """The TD loss [B] (importance-weighted when prioritised) and its extras on
+        (a slice of) one batch; "priority" is what the replay ranks it by next."""
+        hp = self.hp
+        online_seed, target_seed = noise_seeds
+        model, target_model = self.model, self.target_model
+        next_online = model(data["next_obs"], online_seed) if hp.double_q else None
+        if hp.num_atoms > 1:
+            loss, extras = self.grad_comp(
+                logits_tm1=model.logits(data["obs"], online_seed),
+                a_tm1=data["actions"],
+                r_t=data["rewards"],
+                discount_t=data["discounts"],
+                logits_t_target=target_model.logits(data["next_obs"], target_seed),
+                support=model.support,
+                q_t_selector=next_online,
+            )
+            priority = loss  # the cross-entropy, as in Rainbow
+        else:
+            loss, extras = self.grad_comp(
+                q_tm1=model(data["obs"], online_seed),
+                a_tm1=data["actions"],
+                r_t=data["rewards"],
+                discount_t=data["discounts"],
+                q_t_target=target_model(data["next_obs"], target_seed),
+                q_t_online=next_online,
+                huber_delta=hp.huber_delta,
+            )
+            priority = tf.abs(extras["td_error"])
+        if "weights" in data:
+            loss = loss * data["weights"]
+        return loss, {
+            "q_taken": extras["q_taken"],
+            "target": extras["target"],
+            "priority": tf.stop_gradient(priority),
+        }
 
     def checkpoint_items(self):
         return {**super().checkpoint_items(), "target_model": self.target_model}

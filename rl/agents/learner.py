@@ -199,6 +199,7 @@ class Learner(tf.Module):
         batch_axis: int = 0,
         variables: Optional[Sequence[tf.Variable]] = None,
         optimizer=None,
+        keep: Sequence[str] = (),
     ) -> Tuple[tf.Tensor, tf.Tensor, Dict[str, tf.Tensor]]:
         """One gradient step on the mean of ``loss_fn``'s per-example losses.
 
@@ -213,9 +214,12 @@ class Learner(tf.Module):
             batch_axis: 0, or 1 for time-major [T, B] data.
             variables: what to train (default: the model's trainable variables).
             optimizer: what steps them (default: the learner's).
+            keep: extras returned per example (in batch order) instead of as means,
+                e.g. the new priorities of a prioritised replay.
 
         Returns:
-            The mean loss, the gradients' global norm before clipping, the extras' means.
+            The mean loss, the gradients' global norm before clipping, the extras'
+            means (those in ``keep`` per example).
         """
         variables = self.model.trainable_variables if variables is None else variables
         optimizer = optimizer or self.optimizer
@@ -224,15 +228,18 @@ class Learner(tf.Module):
                 loss, extras = loss_fn(data)
                 mean_loss = weighted_mean(loss)
             grads = tape.gradient(mean_loss, variables)
-            means = {k: tf.reduce_mean(v) for k, v in extras.items()}
+            means = {k: v if k in keep else tf.reduce_mean(v) for k, v in extras.items()}
         else:
-            mean_loss, grads, means = self._replica_gradients(loss_fn, data, batch_axis, variables)
+            mean_loss, grads, means = self._replica_gradients(
+                loss_fn, data, batch_axis, variables, keep
+            )
         grads, grad_norm = clip_gradients(grads, self.hp.max_grad_norm)
         optimizer.apply_gradients(zip(grads, variables))
         return mean_loss, grad_norm, means
 
-    def _replica_gradients(self, loss_fn, data, batch_axis, variables):
-        """Sums over replicas of the loss, its gradients and extras, each / global batch."""
+    def _replica_gradients(self, loss_fn, data, batch_axis, variables, keep):
+        """Sums over replicas of the loss, its gradients and extras, each / global batch;
+        the extras in ``keep`` gathered per example instead."""
         strategy = self.strategy
         replicas = strategy.num_replicas_in_sync
 
@@ -247,14 +254,25 @@ class Learner(tf.Module):
                 total = tf.cast(tf.size(loss) * replicas, tf.float32)
                 scaled = tf.reduce_sum(loss) / total
             grads = tape.gradient(scaled, variables)
-            return scaled, grads, {k: tf.reduce_sum(v) / total for k, v in extras.items()}
+            return (
+                scaled,
+                grads,
+                {k: v if k in keep else tf.reduce_sum(v) / total for k, v in extras.items()},
+            )
 
         scaled, grads, extras = strategy.run(replica_step, args=(data,))
 
         def summed(x):
             return strategy.reduce(tf.distribute.ReduceOp.SUM, x, axis=None)
 
-        return summed(scaled), [summed(g) for g in grads], {k: summed(v) for k, v in extras.items()}
+        return (
+            summed(scaled),
+            [summed(g) for g in grads],
+            {
+                k: strategy.gather(v, axis=batch_axis) if k in keep else summed(v)
+                for k, v in extras.items()
+            },
+        )
 
     # --- the compiled update's ends -----------------------------------------------
     def _update_outputs(self, metrics: Dict[str, tf.Tensor]):
@@ -308,7 +326,10 @@ def build_optimizer(name: str, learning_rate: float):
 
 
 def run_gradient_steps(
-    count: int, step: Callable[[tf.Tensor], Dict[str, tf.Tensor]], names: Sequence[str]
+    count: int,
+    step: Callable[[tf.Tensor], Dict[str, tf.Tensor]],
+    names: Sequence[str],
+    collect: Sequence[str] = (),
 ) -> Dict[str, tf.Tensor]:
     """Runs ``step(i)`` for i = 0..count-1 in one tf.while_loop; returns the metrics' means.
 
@@ -319,15 +340,24 @@ def run_gradient_steps(
         count: how many steps (a Python int or a scalar tensor).
         step: builds one gradient step from its index; returns scalar metrics.
         names: the metrics to average (keys of ``step``'s result).
+        collect: float32 values of ``step``'s result kept from every step,
+            returned stacked [count, ...] under their names.
     """
     totals = {name: tf.constant(0.0) for name in names}
+    kept = {name: tf.TensorArray(tf.float32, size=count) for name in collect}
 
-    def body(i, totals):
+    def body(i, totals, kept):
         metrics = step(i)
-        return i + 1, {name: totals[name] + metrics[name] for name in names}
+        return (
+            i + 1,
+            {name: totals[name] + metrics[name] for name in names},
+            {name: kept[name].write(i, metrics[name]) for name in collect},
+        )
 
-    _, totals = tf.while_loop(lambda i, _: i < count, body, (tf.constant(0), totals))
-    return {name: total / tf.cast(count, tf.float32) for name, total in totals.items()}
+    _, totals, kept = tf.while_loop(lambda i, *_: i < count, body, (tf.constant(0), totals, kept))
+    results = {name: total / tf.cast(count, tf.float32) for name, total in totals.items()}
+    results.update({name: array.stack() for name, array in kept.items()})
+    return results
 
 
 def clip_gradients(grads, max_norm: Optional[float]):

@@ -15,8 +15,9 @@ import numpy as np
 from rl import seeding
 from rl._tf import tf
 from rl.agents.learner import Learner
+from rl.algos.schedules import linear_schedule
 from rl.envs import atari
-from rl.memory.replay import Replay
+from rl.memory.replay import Replay, importance_weights
 from rl.memory.spec import transition_specs
 
 BATCH_FIELDS = ("obs", "actions", "rewards", "discounts", "next_obs")
@@ -37,7 +38,17 @@ class ReplayLearner(Learner):
             gamma=hp.gamma,
             # Stacked frames (Atari) are stored once each, not once per stack.
             frame_stack=atari.frames_per_observation(hp.env),
+            priority_exponent=self.priority_exponent(hp),
         )
+        # Prioritised: batches carry importance "weights" and the compiled update
+        # returns the sampled transitions' new priorities [G, B] last.
+        self.prioritized = self.replay.tree is not None
+
+    @classmethod
+    def priority_exponent(cls, hp) -> float:
+        """alpha of prioritised replay; 0 (the default) samples uniformly."""
+        del hp
+        return 0.0
 
     def observe(self, **step: np.ndarray) -> None:
         self.replay.add(**step)
@@ -63,17 +74,31 @@ class ReplayLearner(Learner):
         learning_rate = self.learning_rate(steps)
         # Gradient steps so far: updates x gradient_steps (one place for the count).
         done_before = self.counters["updates"] * hp.gradient_steps
+        batch = {name: tf.constant(sample.batch[name]) for name in BATCH_FIELDS}
+        replay_size = len(self.replay)
+        more = {}
+        if self.prioritized:
+            beta = linear_schedule(hp.importance_exponent, 1.0, hp.train_steps, steps)
+            batch["weights"] = tf.constant(
+                importance_weights(sample.probabilities, replay_size, beta)
+            )
+            more["importance_exponent"] = beta
         outputs = self._compiled_update(
-            {name: tf.constant(sample.batch[name]) for name in BATCH_FIELDS},
-            tf.constant(learning_rate, tf.float32),
-            tf.constant(done_before, tf.int64),
+            batch, tf.constant(learning_rate, tf.float32), tf.constant(done_before, tf.int64)
         )
-        return self._finish_update(
+        if self.prioritized:
+            *outputs, priorities = outputs
+        result = self._finish_update(
             outputs,
             learning_rate=learning_rate,
-            replay_size=float(len(self.replay)),
+            replay_size=float(replay_size),
+            **more,
             **self.update_info(steps),
         )
+        if self.prioritized:  # only finite updates reach here
+            # A transition drawn twice in one burst keeps its last step's priority.
+            self.replay.update_priorities(sample.indices, priorities.numpy() + hp.priority_epsilon)
+        return result
 
     def update_info(self, steps: int) -> Dict[str, float]:
         """Values logged with each update beside its metrics (e.g. DQN's epsilon)."""

@@ -141,6 +141,9 @@ class HParams:
     keep_checkpoints: int = bounded(3, 1, 1000)  # how many checkpoints stay on disk
     video_interval: int = bounded(0, 0, MAX_STEPS)  # steps between recorded eval episodes; 0: never
 
+    def check_consistency(self) -> None:
+        """Raises HParamsError when fields that must agree do not (one class's rules)."""
+
     def replace(self, **changes: Any) -> "HParams":
         """A copy with ``changes`` applied; unknown names raise HParamsError."""
         names = field_names(self)

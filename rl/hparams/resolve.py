@@ -46,6 +46,7 @@ def validate_hparams(hp: HParams) -> None:
     reported at once; whether the components fit the agent is checked when the
     agent is built (``check_fits``)."""
     check_ranges(hp)
+    hp.check_consistency()
 
 
 def check_fits(hp: HParams, fitting_components: Dict[str, Tuple[str, ...]]) -> None:

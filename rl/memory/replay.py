@@ -56,6 +56,19 @@ class Sample:
     batch: Dict[str, np.ndarray]
 
 
+def importance_weights(probabilities: np.ndarray, size: int, exponent: float) -> np.ndarray:
+    """(size * P(i))^-exponent, each batch (last axis) divided by its largest, so
+    weights only ever scale updates down (Schaul et al. 2016, section 3.4).
+
+    Args:
+        probabilities: [..., B] the probability each transition was drawn with.
+        size: transitions the replay could draw from.
+        exponent: beta; 0 gives weights of 1, 1 corrects fully for the bias.
+    """
+    weights = (size * np.asarray(probabilities, np.float64)) ** -exponent
+    return (weights / weights.max(axis=-1, keepdims=True)).astype(np.float32)
+
+
 class SumTree:
     """Sums of non-negative leaf values in a binary tree: O(log n) updates and draws."""
 

@@ -10,7 +10,7 @@ on the host never import TensorFlow.
 from __future__ import annotations
 
 import dataclasses
-from typing import Callable, Dict, Sequence, Tuple
+from typing import Callable, Dict, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -50,6 +50,42 @@ def mlp_forward(x: np.ndarray, arrays: Sequence[np.ndarray], activation: str) ->
 
 
 @dataclasses.dataclass(frozen=True)
+class QHeadLayout:
+    """How a Q-network's outputs become Q-values (rl/models/networks.py QNetwork).
+
+    Attributes:
+        num_actions: A.
+        dueling: the first N outputs are the value stream, the next A x N advantages.
+        support: C51's atom values (N of them); empty: one output per action (N = 1).
+    """
+
+    num_actions: int
+    dueling: bool = False
+    support: Tuple[float, ...] = ()
+
+    @property
+    def num_atoms(self) -> int:
+        return max(len(self.support), 1)
+
+    @property
+    def num_outputs(self) -> int:
+        return (self.num_actions + int(self.dueling)) * self.num_atoms
+
+    def q_values(self, outputs: np.ndarray) -> np.ndarray:
+        """[B, A] Q-values from the network's outputs [B, num_outputs], in NumPy."""
+        atoms = self.num_atoms
+        if self.dueling:
+            advantages = outputs[:, atoms:].reshape(len(outputs), self.num_actions, atoms)
+            logits = outputs[:, None, :atoms] + advantages - advantages.mean(1, keepdims=True)
+        else:
+            logits = outputs.reshape(len(outputs), self.num_actions, atoms)
+        if not self.support:
+            return logits[..., 0]
+        shifted = np.exp(logits - logits.max(-1, keepdims=True))
+        return (shifted / shifted.sum(-1, keepdims=True)) @ np.asarray(self.support, logits.dtype)
+
+
+@dataclasses.dataclass(frozen=True)
 class HostPolicy:
     """A model's ``policy(obs)`` on the host, from copies of its ``acting_variables()``.
 
@@ -61,6 +97,7 @@ class HostPolicy:
         log_std_in_outputs: the network's outputs are [means, log stds] (SAC), the
             log stds clipped to ``log_std_bounds``.
         squash_mean: the mean is tanh(outputs) mapped onto the Box's bounds (TD3, DDPG).
+        q_layout: how Q-network outputs become Q-values (dueling, C51); None: as they are.
     """
 
     outputs: str
@@ -70,6 +107,7 @@ class HostPolicy:
     log_std_in_outputs: bool = False
     log_std_bounds: Tuple[float, float] = (-20.0, 2.0)
     squash_mean: bool = False
+    q_layout: Optional[QHeadLayout] = None
 
     def host_network(self) -> "HostPolicy":
         """Itself: an Actor takes a HostPolicy where it takes a model (actor processes)."""
@@ -78,7 +116,8 @@ class HostPolicy:
     def __call__(self, obs: np.ndarray, arrays: Sequence[np.ndarray]):
         """The policy at ``obs`` [B, ...]: a HostDistribution or Q-values [B, A]."""
         if self.outputs == "q_values":
-            return mlp_forward(obs, arrays, self.activation)
+            outputs = mlp_forward(obs, arrays, self.activation)
+            return outputs if self.q_layout is None else self.q_layout.q_values(outputs)
         if self.log_std_in_outputs:
             means, log_stds = np.split(mlp_forward(obs, arrays, self.activation), 2, axis=-1)
             return HostDistribution(self.head, means, np.clip(log_stds, *self.log_std_bounds))

@@ -18,8 +18,8 @@ import numpy as np
 
 from rl._tf import tf
 from rl.models.distributions import ActionHead, action_head
-from rl.models.host import HostPolicy, mlp_forward
-from rl.models.settings import ModelSettings
+from rl.models.host import HostPolicy, QHeadLayout, mlp_forward
+from rl.models.settings import ModelSettings, QHeadSettings
 
 
 class Dense(tf.Module):
@@ -31,8 +31,83 @@ class Dense(tf.Module):
         self.w = tf.Variable(init([input_size, output_size]), name="w")
         self.b = tf.Variable(tf.zeros([output_size]), name="b")
 
-    def __call__(self, x: tf.Tensor) -> tf.Tensor:
+    def __call__(self, x: tf.Tensor, noise_seed=None) -> tf.Tensor:
+        del noise_seed  # no noise
         return tf.matmul(x, self.w) + self.b
+
+
+def _scaled_noise(size: int, seed: tf.Tensor) -> tf.Tensor:
+    """f(e) = sign(e) sqrt(|e|) of standard normal draws: factorised noise's factors."""
+    noise = tf.random.stateless_normal([size], seed)
+    return tf.sign(noise) * tf.sqrt(tf.abs(noise))
+
+
+class NoisyDense(tf.Module):
+    """y = x @ (w_mu + w_sigma * e_w) + b_mu + b_sigma * e_b with factorised Gaussian
+    noise e_w = f(e_in) f(e_out)^T, e_b = f(e_out) (Fortunato et al. 2018).
+
+    ``w`` and ``b`` (not trained) hold one draw of the noisy weights: what acting
+    reads, so a noisy network acts on the host like any MLP. Training calls pass a
+    stateless seed and draw fresh noise; ``resample`` redraws ``w`` and ``b``.
+    """
+
+    def __init__(self, input_size: int, output_size: int, sigma0: float, seed: int, name: str):
+        super().__init__(name=name)
+        bound = float(1.0 / np.sqrt(input_size))
+        init = tf.keras.initializers.RandomUniform(-bound, bound, seed=seed)
+        self.w_mu = tf.Variable(init([input_size, output_size]), name="w_mu")
+        self.b_mu = tf.Variable(init([output_size]), name="b_mu")
+        self.w_sigma = tf.Variable(
+            tf.fill([input_size, output_size], sigma0 * bound), name="w_sigma"
+        )
+        self.b_sigma = tf.Variable(tf.fill([output_size], sigma0 * bound), name="b_sigma")
+        self.w = tf.Variable(self.w_mu, trainable=False, name="w")
+        self.b = tf.Variable(self.b_mu, trainable=False, name="b")
+
+    def _noise(self, seed: tf.Tensor):
+        seed_in, seed_out = tf.unstack(tf.random.experimental.stateless_split(seed, 2))
+        return _scaled_noise(self.w_mu.shape[0], seed_in), _scaled_noise(
+            self.w_mu.shape[1], seed_out
+        )
+
+    def __call__(self, x: tf.Tensor, noise_seed=None) -> tf.Tensor:
+        """With ``noise_seed`` [2], a fresh draw (trainable); without, the acting draw."""
+        if noise_seed is None:
+            return tf.matmul(x, self.w) + self.b
+        noise_in, noise_out = self._noise(noise_seed)
+        mean = tf.matmul(x, self.w_mu) + self.b_mu
+        # x @ (w_sigma * e_in e_out^T) = ((x * e_in) @ w_sigma) * e_out: no [in, out] noise.
+        return mean + (tf.matmul(x * noise_in, self.w_sigma) + self.b_sigma) * noise_out
+
+    def resample(self, seed: tf.Tensor) -> None:
+        """Draws the acting weights ``w``, ``b`` afresh."""
+        noise_in, noise_out = self._noise(seed)
+        self.w.assign(self.w_mu + self.w_sigma * noise_in[:, None] * noise_out[None, :])
+        self.b.assign(self.b_mu + self.b_sigma * noise_out)
+
+
+def fully_connected(
+    input_size: int, output_size: int, gain: float, seed: int, name: str, noisy_sigma0=None
+):
+    """A Dense layer, or a NoisyDense one when ``noisy_sigma0`` is given."""
+    if noisy_sigma0 is None:
+        return Dense(input_size, output_size, gain, seed, name)
+    return NoisyDense(input_size, output_size, noisy_sigma0, seed, name)
+
+
+def layer_noise_seeds(noise_seed, count: int):
+    """One stateless seed per layer from ``noise_seed`` (None stays None)."""
+    if noise_seed is None:
+        return [None] * count
+    return tf.unstack(tf.random.experimental.stateless_split(noise_seed, count))
+
+
+def resample_noise(layers, seed: tf.Tensor) -> tf.Tensor:
+    """Redraws the acting weights of every NoisyDense in ``layers``; returns True."""
+    noisy = [layer for layer in layers if isinstance(layer, NoisyDense)]
+    for layer, layer_seed in zip(noisy, layer_noise_seeds(seed, max(len(noisy), 1))):
+        layer.resample(layer_seed)
+    return tf.constant(True)
 
 
 class Conv(tf.Module):
@@ -68,6 +143,7 @@ class MLP(tf.Module):
         output_gain: float,
         seed: int,
         name: str = "mlp",
+        noisy_sigma0=None,
     ):
         """Builds the layers.
 
@@ -79,24 +155,32 @@ class MLP(tf.Module):
             output_gain: orthogonal gain of the last layer (small for policies).
             seed: initialisation seed.
             name: module name.
+            noisy_sigma0: given: every layer is a NoisyDense with this initial scale.
         """
         super().__init__(name=name)
         self.activation = tf.keras.activations.get(activation)
         self.activation_name = activation
         sizes = [input_size, *hidden_sizes]
         self.hidden = [
-            Dense(n_in, n_out, gain=2**0.5, seed=seed + i, name=f"hidden_{i}")
+            fully_connected(n_in, n_out, 2**0.5, seed + i, f"hidden_{i}", noisy_sigma0)
             for i, (n_in, n_out) in enumerate(zip(sizes[:-1], sizes[1:]))
         ]
-        self.out = Dense(
-            sizes[-1], output_size, gain=output_gain, seed=seed + len(sizes), name="out"
+        self.out = fully_connected(
+            sizes[-1], output_size, output_gain, seed + len(sizes), "out", noisy_sigma0
         )
 
-    def __call__(self, x: tf.Tensor) -> tf.Tensor:
+    def __call__(self, x: tf.Tensor, noise_seed=None) -> tf.Tensor:
+        """Outputs at ``x``; a ``noise_seed`` [2] draws fresh noise in noisy layers."""
         x = tf.reshape(float_observations(x), [tf.shape(x)[0], -1])
-        for layer in self.hidden:
-            x = self.activation(layer(x))
-        return self.out(x)
+        layers = (*self.hidden, self.out)
+        seeds = layer_noise_seeds(noise_seed, len(layers))
+        for layer, seed in zip(self.hidden, seeds):
+            x = self.activation(layer(x, seed))
+        return self.out(x, seeds[-1])
+
+    def resample_noise(self, seed: tf.Tensor) -> tf.Tensor:
+        """Redraws the acting weights of noisy layers; returns True (for tf.cond)."""
+        return resample_noise((*self.hidden, self.out), seed)
 
     def layer_variables(self) -> List[tf.Variable]:
         """[w0, b0, w1, b1, ..., w_out, b_out]: the order ``host_forward`` reads."""
@@ -121,7 +205,14 @@ class NatureCNN(tf.Module):
     is shorter holds the channels. H and W must be at least 36.
     """
 
-    def __init__(self, obs_shape: Tuple[int, ...], output_size: int, output_gain: float, seed: int):
+    def __init__(
+        self,
+        obs_shape: Tuple[int, ...],
+        output_size: int,
+        output_gain: float,
+        seed: int,
+        noisy_sigma0=None,
+    ):
         super().__init__(name="nature_cnn")
         given = tuple(obs_shape)
         self.frames_first = len(given) == 3 and given[0] < given[-1]
@@ -140,22 +231,30 @@ class NatureCNN(tf.Module):
         size = np.array(obs_shape[:2])
         for conv in self.convs:
             size = (size - conv.w.shape[0]) // conv.stride + 1
-        self.hidden = Dense(int(np.prod(size)) * 64, 512, 2**0.5, seed + 3, "hidden")
-        self.out = Dense(512, output_size, output_gain, seed + 4, "out")
+        # With noisy_sigma0 the two fully connected layers are noisy, the convolutions not.
+        self.hidden = fully_connected(
+            int(np.prod(size)) * 64, 512, 2**0.5, seed + 3, "hidden", noisy_sigma0
+        )
+        self.out = fully_connected(512, output_size, output_gain, seed + 4, "out", noisy_sigma0)
 
     def layer_variables(self) -> List[tf.Variable]:
         """Every weight, convolutions first (graph acting loads them in this order)."""
         layers = (*self.convs, self.hidden, self.out)
         return [v for layer in layers for v in (layer.w, layer.b)]
 
-    def __call__(self, x: tf.Tensor) -> tf.Tensor:
+    def __call__(self, x: tf.Tensor, noise_seed=None) -> tf.Tensor:
         if self.frames_first:
             x = tf.transpose(x, [0, 2, 3, 1])  # convolutions read NHWC
         x = float_observations(x)
         for conv in self.convs:
             x = tf.nn.relu(conv(x))
-        x = tf.nn.relu(self.hidden(tf.reshape(x, [tf.shape(x)[0], -1])))
-        return self.out(x)
+        hidden_seed, out_seed = layer_noise_seeds(noise_seed, 2)
+        x = tf.nn.relu(self.hidden(tf.reshape(x, [tf.shape(x)[0], -1]), hidden_seed))
+        return self.out(x, out_seed)
+
+    def resample_noise(self, seed: tf.Tensor) -> tf.Tensor:
+        """Redraws the acting weights of noisy layers; returns True (for tf.cond)."""
+        return resample_noise((self.hidden, self.out), seed)
 
 
 def build_network(
@@ -165,10 +264,12 @@ def build_network(
     output_gain: float,
     seed: int,
     name: str,
+    noisy_sigma0=None,
 ):
-    """The torso the settings name, with a linear output of ``output_size``."""
+    """The torso the settings name, with a linear output of ``output_size``
+    (noisy fully connected layers with ``noisy_sigma0``)."""
     if settings.torso == "nature_cnn":
-        return NatureCNN(obs_shape, output_size, output_gain, seed)
+        return NatureCNN(obs_shape, output_size, output_gain, seed, noisy_sigma0)
     return MLP(
         int(np.prod(obs_shape)),
         settings.hidden_sizes,
@@ -177,6 +278,7 @@ def build_network(
         output_gain,
         seed,
         name=name,
+        noisy_sigma0=noisy_sigma0,
     )
 
 
@@ -226,13 +328,15 @@ class ActorCritic(tf.Module):
 
 
 class QNetwork(tf.Module):
-    """Observations to one Q-value per action: [B, ...] -> [B, A]."""
+    """Observations to Q-values [B, ...] -> [B, A]: one output per action, or (C51)
+    the mean of a return distribution over atoms; with dueling streams and noisy
+    layers as the settings' QHeadSettings fields say."""
 
     outputs = "q_values"
 
     def __init__(
         self,
-        settings: ModelSettings,
+        settings: QHeadSettings,
         observation_space: gym.Space,
         action_space: gym.Space,
         seed: int,
@@ -241,24 +345,63 @@ class QNetwork(tf.Module):
         if not isinstance(action_space, gym.spaces.Discrete):
             raise ValueError(f"a Q-network needs Discrete actions, the env has {action_space}")
         self.head = action_head(action_space)
+        support = ()
+        if settings.num_atoms > 1:
+            support = tuple(
+                float(z) for z in np.linspace(settings.v_min, settings.v_max, settings.num_atoms)
+            )
+        self.layout = QHeadLayout(int(action_space.n), settings.dueling, support)
+        self.support = tf.constant(support, tf.float32) if support else None
+        self.noisy = settings.noisy
         self.q = build_network(
-            settings, tuple(observation_space.shape), int(action_space.n), 1.0, seed, "q"
+            settings,
+            tuple(observation_space.shape),
+            self.layout.num_outputs,
+            1.0,
+            seed,
+            "q",
+            noisy_sigma0=settings.noisy_sigma0 if settings.noisy else None,
         )
 
-    def __call__(self, obs: tf.Tensor) -> tf.Tensor:
-        return self.q(obs)
+    def logits(self, obs: tf.Tensor, noise_seed=None) -> tf.Tensor:
+        """[B, A, N]: per-action outputs (N = 1) or C51's atom logits, dueling combined.
+
+        ``noise_seed`` [2] draws fresh noise in noisy layers; without, the acting draw.
+        """
+        outputs = self.q(obs, noise_seed)
+        num_actions, atoms = self.layout.num_actions, self.layout.num_atoms
+        if not self.layout.dueling:
+            return tf.reshape(outputs, [-1, num_actions, atoms])
+        value = outputs[:, None, :atoms]
+        advantages = tf.reshape(outputs[:, atoms:], [-1, num_actions, atoms])
+        return value + advantages - tf.reduce_mean(advantages, axis=1, keepdims=True)
+
+    def q_values(self, logits: tf.Tensor) -> tf.Tensor:
+        """[B, A] from ``logits(...)``: the outputs, or the return distribution's mean."""
+        if self.support is None:
+            return logits[..., 0]
+        return tf.reduce_sum(tf.nn.softmax(logits, -1) * self.support, -1)
+
+    def __call__(self, obs: tf.Tensor, noise_seed=None) -> tf.Tensor:
+        return self.q_values(self.logits(obs, noise_seed))
 
     def policy(self, obs: tf.Tensor) -> tf.Tensor:
-        """What act_select chooses from: the Q-values [B, A]."""
-        return self.q(obs)
+        """What act_select chooses from: the Q-values [B, A] (noisy: the acting draw)."""
+        return self(obs)
+
+    def resample_noise(self, seed: tf.Tensor) -> tf.Tensor:
+        """Redraws a noisy network's acting weights; returns True (for tf.cond)."""
+        return self.q.resample_noise(seed)
 
     def acting_variables(self) -> List[tf.Variable]:
-        """What acting reads: every weight of the Q-network."""
+        """What acting reads: every weight of the Q-network (noisy: the acting draw)."""
         return self.q.layer_variables()
 
     def host_network(self) -> HostPolicy:
         """``policy`` in NumPy, reading copies of ``acting_variables()`` (MLP torso only)."""
-        return HostPolicy(self.outputs, self.head, _mlp(self.q).activation_name)
+        return HostPolicy(
+            self.outputs, self.head, _mlp(self.q).activation_name, q_layout=self.layout
+        )
 
 
 class QCritics(tf.Module):

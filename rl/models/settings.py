@@ -22,3 +22,17 @@ class ModelSettings:
         "auto", ("auto", "gaussian", "tanh_gaussian")
     )  # Box policies: auto = tanh-squashed if bounded; "gaussian" clips samples to the bounds
     log_std_init: float = bounded(0.0, -20.0, 2.0)  # a Gaussian policy's initial log std
+
+
+@dataclasses.dataclass(frozen=True)
+class QHeadSettings:
+    """What shapes a Q-network's head (DQN's switches towards Rainbow)."""
+
+    dueling: bool = False  # Q = V + A - mean_a A, from one torso (Wang et al. 2016)
+    # Factorised Gaussian noisy layers (Fortunato et al. 2018): acting weights are redrawn
+    # after every update, each gradient step draws its own noise.
+    noisy: bool = False
+    noisy_sigma0: float = bounded(0.5, 0.0, 10.0)  # initial noise scale: sigma0 / sqrt(fan-in)
+    num_atoms: int = bounded(1, 1, 1001)  # 1: expected Q-values; > 1: C51's return distribution
+    v_min: float = bounded(-10.0, -1e6, 1e6)  # C51: the lowest return on the support
+    v_max: float = bounded(10.0, -1e6, 1e6)  # C51: the highest return on the support

@@ -65,31 +65,46 @@ def epsilon_greedy_graph(q_values: tf.Tensor, head, seed: tf.Tensor, epsilon: tf
     return tf.where(explore, random_actions, greedy_graph(q_values, head, seed))
 
 
-# --- uniform-or-sample: Box actions, uniform within the bounds with probability epsilon --
+# --- uniform-or-sample: uniform over the action space with probability epsilon ----------
+def uniform_from_unit(head, unit):
+    """Maps uniforms in [0, 1) (NumPy or TF) onto actions uniform over the head's space:
+    within a bounded Box's bounds, or over each discrete dimension's choices.
+
+    Raises:
+        ValueError: an unbounded Box has no uniform distribution.
+    """
+    if head.continuous:
+        if head.low is None:
+            raise ValueError("uniform actions need a bounded Box action space")
+        low, high = head.low.astype(np.float32), head.high.astype(np.float32)
+        return low + unit * (high - low)
+    choices = np.asarray(head.nvec if head.nvec is not None else head.num_outputs, np.float32)
+    if isinstance(unit, np.ndarray):
+        return np.floor(unit * choices).astype(np.int32)
+    return tf.cast(tf.floor(unit * choices), tf.int32)
+
+
 def uniform_or_sample_host(policy, rng: np.random.Generator, epsilon: float = 0.0):
-    """With probability epsilon a uniform action within the Box's bounds, else a sample.
+    """With probability epsilon a uniform action over the space, else a sample.
 
     Off-policy actor-critics fill their replay with uniform actions before
     learning starts (their exploration schedule gives epsilon 1, then 0).
     """
-    head = policy.head
     samples = policy.sample(rng)
     explore = rng.random(len(samples)) < epsilon
-    uniform = rng.uniform(head.low, head.high, size=samples.shape).astype(np.float32)
+    uniform = uniform_from_unit(policy.head, rng.random(samples.shape, np.float32))
     return np.where(explore.reshape(-1, *[1] * (samples.ndim - 1)), uniform, samples)
 
 
 def uniform_or_sample_graph(policy, head, seed: tf.Tensor, epsilon: tf.Tensor = 0.0):
-    """With probability epsilon a uniform action within the Box's bounds, else a sample."""
+    """With probability epsilon a uniform action over the space, else a sample."""
     explore_seed, uniform_seed, sample_seed = tf.unstack(
         tf.random.experimental.stateless_split(seed, 3)
     )
     samples = head.sample(policy, sample_seed)
     batch = tf.shape(samples)[0]
     explore = tf.random.stateless_uniform([batch], explore_seed) < epsilon
-    unit = tf.random.stateless_uniform(tf.shape(samples), uniform_seed)
-    low, high = head.low.astype(np.float32), head.high.astype(np.float32)
-    uniform = low + unit * (high - low)
+    uniform = uniform_from_unit(head, tf.random.stateless_uniform(tf.shape(samples), uniform_seed))
     explore = tf.reshape(
         explore, tf.concat([[batch], tf.ones([tf.rank(samples) - 1], tf.int32)], 0)
     )

@@ -1,4 +1,5 @@
-"""DQN's TD loss (Mnih et al. 2015), with double-Q (van Hasselt et al. 2016)."""
+"""DQN's TD loss (Mnih et al. 2015) with double-Q (van Hasselt et al. 2016), and C51's
+distributional loss (Bellemare et al. 2017)."""
 
 from typing import Dict, Optional, Tuple
 
@@ -61,3 +62,83 @@ def huber(x: tf.Tensor, delta: float) -> tf.Tensor:
     abs_x = tf.abs(x)
     quadratic = tf.minimum(abs_x, delta)
     return 0.5 * tf.square(quadratic) + delta * (abs_x - quadratic)
+
+
+def categorical_projection(
+    target_values: tf.Tensor, probabilities: tf.Tensor, support: tf.Tensor
+) -> tf.Tensor:
+    """Projects a distribution on ``target_values`` onto the fixed ``support``.
+
+    Each atom's probability is split between the two support points around its
+    value (clipped to the support's range), in proportion to closeness
+    (Bellemare et al. 2017, Algorithm 1): the weight of source atom j on support
+    point i is max(0, 1 - |clip(Tz_j) - z_i| / dz), which keeps mass and mean.
+
+    Args:
+        target_values: [B, N] where each atom lands (r + discount * z).
+        probabilities: [B, N] the atoms' probabilities.
+        support: [N] evenly spaced values z_0 < ... < z_{N-1}.
+
+    Returns:
+        [B, N] probabilities on ``support``.
+    """
+    check_inputs("categorical_projection", 2, {"target_values": target_values})
+    check_leading(
+        "categorical_projection", {"target_values": target_values}, {"probabilities": probabilities}
+    )
+    spacing = support[1] - support[0]
+    landed = tf.clip_by_value(target_values, support[0], support[-1])
+    # [B, target i, source j]
+    closeness = 1.0 - tf.abs(landed[:, None, :] - support[None, :, None]) / spacing
+    return tf.reduce_sum(tf.clip_by_value(closeness, 0.0, 1.0) * probabilities[:, None, :], -1)
+
+
+def categorical_td_loss(
+    logits_tm1: tf.Tensor,
+    a_tm1: tf.Tensor,
+    r_t: tf.Tensor,
+    discount_t: tf.Tensor,
+    logits_t_target: tf.Tensor,
+    support: tf.Tensor,
+    q_t_selector: Optional[tf.Tensor] = None,
+) -> Tuple[tf.Tensor, Dict[str, tf.Tensor]]:
+    """C51's loss (Bellemare et al. 2017): cross-entropy between the return
+    distribution of (s, a) and the projected r + discount * Z_target(s', a*).
+
+    a* = argmax_a of ``q_t_selector`` (double-Q: the online network's expected
+    Q-values at s'), or of the target network's expected Q-values.
+
+    Args:
+        logits_tm1: [B, A, N] online logits at s.
+        a_tm1: [B] int actions taken at s.
+        r_t: [B] rewards (n-step returns).
+        discount_t: [B] gamma^n * (1 - terminated).
+        logits_t_target: [B, A, N] target-network logits at s'.
+        support: [N] the atoms' values.
+        q_t_selector: [B, A] values that choose a*; None: the target's own.
+
+    Returns:
+        The loss [B] and extras, each [B]: td_error (the expected target minus
+        the expected Q(s, a)), q_taken, target.
+
+    Raises:
+        ValueError: ranks or shapes disagree.
+    """
+    check_inputs("categorical_td_loss", 1, {"a_tm1": a_tm1, "r_t": r_t, "discount_t": discount_t})
+    check_inputs(
+        "categorical_td_loss", 3, {"logits_tm1": logits_tm1, "logits_t_target": logits_t_target}
+    )
+    check_leading("categorical_td_loss", {"logits_tm1": logits_tm1}, {"a_tm1": a_tm1})
+    target_probs = tf.nn.softmax(logits_t_target, axis=-1)
+    if q_t_selector is None:
+        q_t_selector = tf.reduce_sum(target_probs * support, -1)
+    best_next = tf.argmax(q_t_selector, axis=-1, output_type=tf.int32)
+    landed = r_t[:, None] + discount_t[:, None] * support[None, :]
+    projected = tf.stop_gradient(
+        categorical_projection(landed, tf.gather(target_probs, best_next, batch_dims=1), support)
+    )
+    logits_taken = tf.gather(logits_tm1, tf.cast(a_tm1, tf.int32), batch_dims=1)
+    loss = -tf.reduce_sum(projected * tf.nn.log_softmax(logits_taken, -1), -1)
+    q_taken = tf.reduce_sum(tf.nn.softmax(logits_taken, -1) * support, -1)
+    target = tf.reduce_sum(projected * support, -1)
+    return loss, {"td_error": target - q_taken, "q_taken": q_taken, "target": target}
