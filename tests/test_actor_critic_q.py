@@ -180,3 +180,43 @@ def test_uniform_or_sample_host_and_graph_agree_on_what_they_do(epsilon):
         mode = model.head.mode(model.policy(tf.constant(obs[:1]))).numpy()[0]
         np.testing.assert_allclose(np.median(host, axis=0), np.median(graph, axis=0), atol=0.15)
         np.testing.assert_allclose(np.median(host, axis=0), mode, atol=0.12)
+
+
+def test_ornstein_uhlenbeck_noise_by_hand_and_restarts_per_env_copy():
+    from rl.algos.noise import OrnsteinUhlenbeckNoise
+
+    noise = OrnsteinUhlenbeckNoise(theta=0.5, sigma=2.0, dt=0.25)
+    draws = np.random.default_rng(7).standard_normal((3, 2, 1))
+    rng = np.random.default_rng(7)
+    x1 = noise(rng, (2, 1))
+    np.testing.assert_allclose(x1, 2.0 * 0.5 * draws[0], rtol=1e-6)  # sigma sqrt(dt) z
+    x2 = noise(rng, (2, 1))
+    np.testing.assert_allclose(x2, x1 - 0.5 * x1 * 0.25 + 1.0 * draws[1], rtol=1e-5)
+    noise.reset(np.array([True, False]))  # copy 0's episode ended
+    x3 = noise(rng, (2, 1))
+    np.testing.assert_allclose(x3[0], 1.0 * draws[2, 0], rtol=1e-5)
+    np.testing.assert_allclose(x3[1], x2[1] - 0.5 * x2[1] * 0.25 + draws[2, 1], rtol=1e-5)
+
+
+def test_ddpg_with_ornstein_uhlenbeck_noise_acts_mu_plus_the_scaled_process():
+    from rl.agents.base import Agent
+    from rl.envs import make_vec_env
+
+    hp = registry.hparams.get("ddpg_tiny")().replace(
+        noise_process="ornstein_uhlenbeck", exploration_noise=0.3, learning_starts=0
+    )
+    envs = make_vec_env(hp.env, 2)
+    agent = Agent(hp, envs.single_observation_space, envs.single_action_space)
+    actor = agent.actor
+    obs, _ = envs.reset(seed=0)
+    mu = agent.model.action(tf.constant(obs)).numpy()
+    state_rng = np.random.default_rng(0)
+    state_rng.bit_generator.state = actor.rng.bit_generator.state
+    actions, _ = actor.act(obs, step=10)
+    # The act_select's own draws come first (its Gaussian has std ~0), then the process.
+    policy = actor.host_policy(obs, actor._arrays)
+    sampled = registry.act_select.get(hp.act_select).host(policy, state_rng, 0.0)
+    np.testing.assert_allclose(sampled, mu, atol=1e-5)
+    process = 0.3 * np.sqrt(1e-2) * state_rng.standard_normal(mu.shape)
+    np.testing.assert_allclose(actions, np.clip(mu + process * 2.0, -2, 2), atol=1e-5)
+    envs.close()

@@ -21,6 +21,7 @@ import numpy as np
 
 from rl._tf import tf
 from rl.algos.act_select.base import ActSelect
+from rl.algos.noise import OrnsteinUhlenbeckNoise
 from rl.envs import true_next_obs
 
 # What an actor can record beside each action, for its learner.
@@ -61,6 +62,7 @@ class Actor:
         exploration: Optional[Callable[[int], float]] = None,
         on_host: bool = True,
         env_ids: Optional[Tuple[int, int]] = None,
+        action_noise: Optional[OrnsteinUhlenbeckNoise] = None,
     ):
         """Builds an actor; call ``load`` before ``act``.
 
@@ -76,6 +78,8 @@ class Actor:
             on_host: act in NumPy (MLP torsos) instead of TensorFlow.
             env_ids: (first, end): the run's env copies this actor acts for, when
                 ``exploration`` gives one epsilon per env copy; None: all of them.
+            action_noise: a noise process added to Box actions (scaled onto the
+                bounds, then clipped to them), restarted by ``episodes_ended``.
         """
         unknown = set(extras) - set(ACTOR_EXTRAS)
         if unknown:
@@ -95,6 +99,7 @@ class Actor:
         self.exploration = exploration or (lambda step: 0.0)
         self.on_host = on_host
         self.env_ids = env_ids
+        self.action_noise = action_noise
         self.version = -1
         self._arrays: Tuple[np.ndarray, ...] = ()
         if not on_host:
@@ -143,12 +148,23 @@ class Actor:
             policy = self.host_policy(obs, self._arrays)
             actions = self.act_select.host(policy, self.rng, epsilon)
             extras = {"log_prob": policy.log_prob(actions)} if self.extras else {}
-            return actions, extras
-        seed = self.rng.integers(0, 2**31 - 1, size=2, dtype=np.int32)
-        actions, log_prob = self._act_in_graph(
-            tf.constant(obs), tf.constant(seed), tf.constant(epsilon, tf.float32)
-        )
-        return actions.numpy(), ({"log_prob": log_prob.numpy()} if self.extras else {})
+        else:
+            seed = self.rng.integers(0, 2**31 - 1, size=2, dtype=np.int32)
+            actions, log_prob = self._act_in_graph(
+                tf.constant(obs), tf.constant(seed), tf.constant(epsilon, tf.float32)
+            )
+            actions = actions.numpy()
+            extras = {"log_prob": log_prob.numpy()} if self.extras else {}
+        if self.action_noise is not None:
+            scale, _ = self.head.scale_and_shift()
+            noisy = actions + self.action_noise(self.rng, actions.shape) * scale.reshape(-1)
+            actions = np.clip(noisy, self.head.low, self.head.high).astype(np.float32)
+        return actions, extras
+
+    def episodes_ended(self, done: np.ndarray) -> None:
+        """Restarts the action noise of the env copies whose episode just ended."""
+        if self.action_noise is not None:
+            self.action_noise.reset(done)
 
     def to_env(self, actions: np.ndarray) -> np.ndarray:
         """Actions as the env takes them (a plain Gaussian's samples clipped to the bounds)."""
@@ -178,6 +194,7 @@ def act_and_observe(actor: Actor, learner, envs, obs: np.ndarray, step: int):
     """
     actions, extras = actor.act(obs, step)
     next_obs, rewards, terminated, truncated, info = envs.step(actor.to_env(actions))
+    actor.episodes_ended(terminated | truncated)
     learner.observe(
         obs=obs,
         actions=actions,

@@ -29,6 +29,7 @@ from rl.agents.actor import (  # noqa: F401  (act_and_observe re-exported)
     act_and_observe,
 )
 from rl.agents.learner import Learner, NonFiniteError  # noqa: F401  (re-exported)
+from rl.algos.noise import action_noise_for
 from rl.hparams.base import HParams
 
 
@@ -78,6 +79,7 @@ class Agent:
             extras=self.learner.actor_extras if explore else (),
             exploration=self.learner_class.exploration_schedule(hp) if explore else None,
             on_host=hp.host_acting,
+            action_noise=action_noise_for(hp) if explore else None,
         )
         actor.load(self.learner.publish())
         return actor

@@ -9,6 +9,7 @@ import dataclasses
 from typing import Optional, Tuple
 
 from rl import registry
+from rl.algos.noise import NOISE_PROCESSES
 from rl.hparams.base import HParams, bounded, one_of, positive
 from rl.hparams.replay import ReplaySettings
 from rl.models.settings import ModelSettings
@@ -40,8 +41,12 @@ class TD3HParams(ActorCriticQHParams):
     agent: str = one_of("td3", ("td3",))  # these fields are TD3's
     model: str = "deterministic_actor_q"
     grad_comp: str = "deterministic_policy_gradient"
-    # Gaussian exploration noise added to mu(s), as a fraction of the action range's half.
+    # Exploration noise added to mu(s), as a fraction of the action range's half: its std
+    # (gaussian), or the sigma of an Ornstein-Uhlenbeck process per env copy and dimension.
     exploration_noise: float = positive(0.1)
+    noise_process: str = one_of("gaussian", NOISE_PROCESSES)
+    ou_theta: float = positive(0.15)  # Ornstein-Uhlenbeck: pull towards 0 per unit time
+    ou_dt: float = positive(1e-2)  # Ornstein-Uhlenbeck: time per env step
     policy_delay: int = bounded(2, 1, 1000)  # critic steps per policy step (and target sync)
     target_noise: float = bounded(0.2, 0)  # smoothing noise on the target action (half-range units)
     target_noise_clip: float = positive(0.5)  # the smoothing noise is clipped to +- this

@@ -107,6 +107,32 @@ def dqn_acrobot() -> DQNHParams:
 
 
 @registry.hparams.register
+def dqn_lunar_lander() -> DQNHParams:
+    # RL-Zoo's LunarLander DQN (100k steps, 256 x 256, lr 6.3e-4, batch 128, 50k replay,
+    # 5k steps before learning, target copy every 250, epsilon to 0.1 over 12% of the
+    # run, one gradient step per env step), the gradient steps taken 16 at a time.
+    # Needs the box2d extra.
+    return dqn_base().replace(
+        env="LunarLander-v3",
+        num_envs=4,
+        hidden_sizes=(256, 256),
+        learning_rate=6.3e-4,
+        gamma=0.99,
+        buffer_size=50_000,
+        batch_size=128,
+        learning_starts=5_000,
+        train_interval=16,
+        gradient_steps=16,
+        target_update_interval=250,
+        epsilon_end=0.1,
+        epsilon_decay_steps=12_000,
+        train_steps=100_000,
+        eval_interval=10_000,
+        checkpoint_interval=10_000,
+    )
+
+
+@registry.hparams.register
 def dqn_atari() -> DQNHParams:
     # RL-Zoo's Atari DQN (Nature CNN, 100k replay, lr 1e-4, batch 32, an update every 4
     # steps, a target copy every 1,000 updates, epsilon to 0.01 over the first 10% of
@@ -192,6 +218,12 @@ def rainbow_cartpole() -> DQNHParams:
     return _rainbow(dqn_cartpole()).replace(
         v_min=0.0, v_max=100.0, train_steps=50_000, eval_interval=5_000, checkpoint_interval=5_000
     )
+
+
+@registry.hparams.register
+def rainbow_lunar_lander() -> DQNHParams:
+    # dqn_lunar_lander with every switch on; returns on [-200, 200] (a crash costs 100).
+    return _rainbow(dqn_lunar_lander()).replace(v_min=-200.0, v_max=200.0)
 
 
 @registry.hparams.register

@@ -513,6 +513,7 @@ class DeterministicActorQ(tf.Module):
     whose samples are clipped to the bounds and whose mode is mu(s)."""
 
     outputs = "distribution"
+    LOG_STD_FLOOR = -20.0  # std 2e-9: "no Gaussian noise" that log-probs still accept
 
     def __init__(self, settings, observation_space: gym.Space, action_space: gym.Space, seed: int):
         super().__init__(name="deterministic_actor_q")
@@ -527,9 +528,13 @@ class DeterministicActorQ(tf.Module):
         scale, shift = self.head.scale_and_shift()
         self._scale = tf.constant(scale.reshape(-1), tf.float32)
         self._shift = tf.constant(shift.reshape(-1), tf.float32)
-        # Not trained: part of the acting weights so actors elsewhere explore alike.
+        # Not trained: part of the acting weights so actors elsewhere explore alike. With
+        # Ornstein-Uhlenbeck noise the actor adds the noise, so the Gaussian's std is ~0.
+        std = settings.exploration_noise * scale.reshape(-1)
+        if settings.noise_process != "gaussian":
+            std = np.full_like(std, np.exp(self.LOG_STD_FLOOR))
         self.log_std = tf.Variable(
-            np.log(settings.exploration_noise * scale.reshape(-1)).astype(np.float32),
+            np.log(std).astype(np.float32),
             trainable=False,
             name="exploration_log_std",
         )

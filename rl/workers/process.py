@@ -24,6 +24,7 @@ import numpy as np
 
 from rl import registry, seeding
 from rl.agents.actor import Actor, act_and_observe
+from rl.algos.noise import action_noise_for
 from rl.envs import make_vec_env
 from rl.workers.messages import STOP, Chunk, ErrorReport, Grant, WorkerSpec
 
@@ -74,6 +75,7 @@ def build_actor(spec: WorkerSpec) -> Actor:
         exploration=spec.exploration,
         on_host=spec.policy is not None,
         env_ids=spec.env_ids,
+        action_noise=action_noise_for(spec.hparams),
     )
     actor.load(spec.snapshot)
     return actor
