@@ -123,6 +123,23 @@ def ddpg_pendulum() -> DDPGHParams:
     return _pendulum(ddpg_base()).replace(learning_starts=1_000)
 
 
+@registry.hparams.register
+def sac_half_cheetah() -> SACHParams:
+    # RL-Zoo's HalfCheetah SAC (1M steps, 10k uniform steps first, SB3's defaults
+    # otherwise) with gradient steps 16 at a time. 1M steps is a GPU run; on 2 CPU cores
+    # use --train_steps 200000 (docs/benchmarks.md). Needs the mujoco extra.
+    return sac_base().replace(
+        env="HalfCheetah-v5",
+        learning_starts=10_000,
+        train_interval=16,
+        gradient_steps=16,
+        train_steps=1_000_000,
+        eval_interval=20_000,
+        eval_episodes=5,
+        checkpoint_interval=20_000,
+    )
+
+
 def _tiny(hp):
     """A few seconds on Pendulum, for tests."""
     return hp.replace(

@@ -107,6 +107,31 @@ def dqn_acrobot() -> DQNHParams:
 
 
 @registry.hparams.register
+def dqn_mountain_car() -> DQNHParams:
+    # RL-Zoo's MountainCar DQN: 120k steps, 256 x 256, lr 4e-3, batch 128, 10k replay,
+    # gamma 0.98, 8 gradient steps every 16 env steps, a target copy every 600, epsilon
+    # to 0.07 over 20% of the run.
+    return dqn_base().replace(
+        env="MountainCar-v0",
+        num_envs=1,
+        hidden_sizes=(256, 256),
+        learning_rate=4e-3,
+        gamma=0.98,
+        buffer_size=10_000,
+        batch_size=128,
+        learning_starts=1_000,
+        train_interval=16,
+        gradient_steps=8,
+        target_update_interval=600,
+        epsilon_end=0.07,
+        epsilon_decay_steps=24_000,
+        train_steps=120_000,
+        eval_interval=10_000,
+        checkpoint_interval=10_000,
+    )
+
+
+@registry.hparams.register
 def dqn_lunar_lander() -> DQNHParams:
     # RL-Zoo's LunarLander DQN (100k steps, 256 x 256, lr 6.3e-4, batch 128, 50k replay,
     # 5k steps before learning, target copy every 250, epsilon to 0.1 over 12% of the
