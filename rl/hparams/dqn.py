@@ -109,8 +109,9 @@ def dqn_acrobot() -> DQNHParams:
 @registry.hparams.register
 def dqn_mountain_car() -> DQNHParams:
     # RL-Zoo's MountainCar DQN: 120k steps, 256 x 256, lr 4e-3, batch 128, 10k replay,
-    # gamma 0.98, 8 gradient steps every 16 env steps, a target copy every 600, epsilon
-    # to 0.07 over 20% of the run.
+    # gamma 0.98, 8 gradient steps every 16 env steps, a target copy every 600 env steps
+    # (300 gradient steps here, where the interval counts those), epsilon to 0.07 over
+    # 20% of the run; SB3's gradient clip at norm 10.
     return dqn_base().replace(
         env="MountainCar-v0",
         num_envs=1,
@@ -122,7 +123,8 @@ def dqn_mountain_car() -> DQNHParams:
         learning_starts=1_000,
         train_interval=16,
         gradient_steps=8,
-        target_update_interval=600,
+        target_update_interval=300,
+        max_grad_norm=10.0,
         epsilon_end=0.07,
         epsilon_decay_steps=24_000,
         train_steps=120_000,
