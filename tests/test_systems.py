@@ -58,20 +58,35 @@ ONE_UPDATE = textwrap.dedent(
 )
 
 
-@pytest.mark.parametrize(
-    "hparams",
-    ["ppo_tiny", "dqn_tiny", "rainbow_tiny", "impala_tiny", "vpg_tiny", "sac_tiny", "td3_tiny"],
-)
-def test_one_update_under_mirrored_matches_local(hparams):
+# One set per learner kind (prioritised replay included), for the update-level tests.
+UPDATE_SETS = [
+    "ppo_tiny",
+    "dqn_tiny",
+    "rainbow_tiny",
+    "impala_tiny",
+    "vpg_tiny",
+    "sac_tiny",
+    "td3_tiny",
+]
+
+
+def run_update_snippet(code: str, hparams: str) -> dict:
+    """Runs ``code`` (one of the snippets above) for ``hparams`` in a fresh Python; the
+    JSON it prints last."""
     proc = subprocess.run(
-        [sys.executable, "-c", ONE_UPDATE, hparams],
+        [sys.executable, "-c", code, hparams],
         capture_output=True,
         text=True,
         timeout=300,
         cwd=ROOT,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
-    result = json.loads(proc.stdout.splitlines()[-1])
+    return json.loads(proc.stdout.splitlines()[-1])
+
+
+@pytest.mark.parametrize("hparams", UPDATE_SETS)
+def test_one_update_under_mirrored_matches_local(hparams):
+    result = run_update_snippet(ONE_UPDATE, hparams)
     assert result["max_move"] > 1e-4  # the update changed the weights
     assert result["max_diff"] < 1e-5, result  # ... the same way on two replicas
     for name, value in result["local"].items():
@@ -151,18 +166,7 @@ XLA_UPDATE = textwrap.dedent(
 )
 
 
-@pytest.mark.parametrize(
-    "hparams",
-    ["ppo_tiny", "dqn_tiny", "rainbow_tiny", "impala_tiny", "vpg_tiny", "sac_tiny", "td3_tiny"],
-)
+@pytest.mark.parametrize("hparams", UPDATE_SETS)
 def test_every_update_compiles_with_xla(hparams):
-    proc = subprocess.run(
-        [sys.executable, "-c", XLA_UPDATE, hparams],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=ROOT,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    metrics = json.loads(proc.stdout.splitlines()[-1])
+    metrics = run_update_snippet(XLA_UPDATE, hparams)
     assert all(value == value for value in metrics.values()), metrics  # finite, no NaN

@@ -100,6 +100,8 @@ class Actor:
         self.on_host = on_host
         self.env_ids = env_ids
         self.action_noise = action_noise
+        if action_noise is not None:  # the noise's units: half the Box's range, per dimension
+            self._noise_scale = self.head.scale_and_shift()[0].reshape(-1)
         self.version = -1
         self._arrays: Tuple[np.ndarray, ...] = ()
         if not on_host:
@@ -156,8 +158,7 @@ class Actor:
             actions = actions.numpy()
             extras = {"log_prob": log_prob.numpy()} if self.extras else {}
         if self.action_noise is not None:
-            scale, _ = self.head.scale_and_shift()
-            noisy = actions + self.action_noise(self.rng, actions.shape) * scale.reshape(-1)
+            noisy = actions + self.action_noise(self.rng, actions.shape) * self._noise_scale
             actions = np.clip(noisy, self.head.low, self.head.high).astype(np.float32)
         return actions, extras
 

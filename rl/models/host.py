@@ -16,6 +16,9 @@ import numpy as np
 
 from rl.models.distributions import ActionHead, HostDistribution
 
+# The smallest log std a policy head takes: std 2e-9, "no noise" that log-probs still accept.
+MIN_LOG_STD = -20.0
+
 
 def _sigmoid(x: np.ndarray) -> np.ndarray:
     return np.exp(-np.logaddexp(0.0, -x))  # 1 / (1 + e^-x) without overflow
@@ -105,7 +108,7 @@ class HostPolicy:
     activation: str
     has_log_std: bool = False
     log_std_in_outputs: bool = False
-    log_std_bounds: Tuple[float, float] = (-20.0, 2.0)
+    log_std_bounds: Tuple[float, float] = (MIN_LOG_STD, 2.0)
     squash_mean: bool = False
     q_layout: Optional[QHeadLayout] = None
 

@@ -18,7 +18,7 @@ import numpy as np
 
 from rl._tf import tf
 from rl.models.distributions import ActionHead, action_head
-from rl.models.host import HostPolicy, QHeadLayout, mlp_forward
+from rl.models.host import MIN_LOG_STD, HostPolicy, QHeadLayout, mlp_forward
 from rl.models.settings import ModelSettings, QHeadSettings
 
 
@@ -449,7 +449,10 @@ class SquashedGaussianActorQ(tf.Module):
     the log std per state, and Q-critics. obs [B, ...] -> distribution; (obs, a) -> [C, B]."""
 
     outputs = "distribution"
-    LOG_STD_BOUNDS = (-20.0, 2.0)  # keeps the std in [2e-9, 7.4], as SAC's reference code does
+    LOG_STD_BOUNDS = (
+        MIN_LOG_STD,
+        2.0,
+    )  # keeps the std in [2e-9, 7.4], as SAC's reference code does
 
     def __init__(self, settings, observation_space: gym.Space, action_space: gym.Space, seed: int):
         super().__init__(name="squashed_gaussian_q")
@@ -513,7 +516,6 @@ class DeterministicActorQ(tf.Module):
     whose samples are clipped to the bounds and whose mode is mu(s)."""
 
     outputs = "distribution"
-    LOG_STD_FLOOR = -20.0  # std 2e-9: "no Gaussian noise" that log-probs still accept
 
     def __init__(self, settings, observation_space: gym.Space, action_space: gym.Space, seed: int):
         super().__init__(name="deterministic_actor_q")
@@ -532,7 +534,7 @@ class DeterministicActorQ(tf.Module):
         # Ornstein-Uhlenbeck noise the actor adds the noise, so the Gaussian's std is ~0.
         std = settings.exploration_noise * scale.reshape(-1)
         if settings.noise_process != "gaussian":
-            std = np.full_like(std, np.exp(self.LOG_STD_FLOOR))
+            std = np.full_like(std, np.exp(MIN_LOG_STD))
         self.log_std = tf.Variable(
             np.log(std).astype(np.float32),
             trainable=False,
