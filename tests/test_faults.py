@@ -184,8 +184,8 @@ def test_tensorboard_wall_times_are_when_records_were_logged(tmp_path):
     # scalar is logged: the spacing of the two must agree.
     logged = [r["wall_time"] - evals[0]["wall_time"] for r in evals]
     stamped = [e.wall_time - events[0].wall_time for e in events]
+    # (test_logbook checks with a fake clock that the commit's time is not used)
     assert stamped == pytest.approx(logged, abs=0.05)
-    assert logged[-1] > 0.2  # spread over the run, not one instant per checkpoint
     assert all(a < b for a, b in zip(stamped, stamped[1:]))
     values = [float(tensor_util.make_ndarray(e.tensor_proto)) for e in events]
     assert values == pytest.approx([r["return_mean"] for r in evals])

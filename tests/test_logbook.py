@@ -35,6 +35,23 @@ def test_commit_after_checkpoint(tmp_path):
     assert eval_steps(tmp_path) == [10] and steps_in_tb(tmp_path) == [10]
 
 
+def test_each_record_keeps_the_time_it_was_logged_not_the_commit_time(tmp_path, monkeypatch):
+    clock = iter([100.0, 105.0, 111.0, 500.0, 500.0, 500.0])
+    monkeypatch.setattr(time, "time", lambda: next(clock))
+    book = Logbook(str(tmp_path))
+    for step in (10, 20, 30):
+        book.scalar("x", 1.0, step)
+    book.stage(30)
+    book.commit(30)  # long after the records: the clock reads 500 from here on
+    acc = event_accumulator.EventAccumulator(str(tmp_path / "tb"), size_guidance={"tensors": 0})
+    acc.Reload()
+    assert [(e.step, e.wall_time) for e in acc.Tensors("x")] == [
+        (10, 100.0),
+        (20, 105.0),
+        (30, 111.0),
+    ]
+
+
 def test_kill_before_checkpoint_drops_the_staged_records(tmp_path):
     book = Logbook(str(tmp_path))
     log(book, 10)
