@@ -46,12 +46,21 @@ setup(
             "kubernetes-validate>=1.33",
             "jsonschema>=4.20",
             "pyyaml>=6",
+            # tests/test_remote_env.py checks env_pb2*.py against env.proto.
+            "grpcio-tools>=1.85,<1.86",
         ],
         # Gymnasium families with their own dependencies (`--list` marks them).
         "box2d": ["gymnasium[box2d]>=1.1,<2"],
         # Atari games (`--env ALE/Breakout-v5`): ale-py 0.12 bundles its ROMs.
         "atari": ["ale-py>=0.12,<0.13"],
         "mujoco": ["gymnasium[mujoco]>=1.1,<2"],
+        # Envs served over gRPC (`--env grpc://host:port/ID`, python -m rl.envs.remote.serve);
+        # protobuf 7 is what TensorFlow 2.21 uses too.
+        "remote": [
+            "grpcio>=1.85,<1.86",
+            "grpcio-health-checking>=1.85,<1.86",
+            "protobuf>=7.35,<8",
+        ],
         # --sys ray: Ray core only (RLlib has dropped TensorFlow; rl does not use it).
         "ray": ["ray[default]>=2.60,<2.61"],
         # Peer for scripts/benchmark.py --peer: Stable-Baselines3 on PyTorch's CPU build.

@@ -20,6 +20,7 @@ FLAGS = flags.FLAGS
 PROG = "train.py"
 EXIT_NON_FINITE = 3  # training produced a non-finite loss or weights
 EXIT_WORKERS = 4  # actor processes failed more often than --worker_restarts allows
+EXIT_ENV_SERVER = 5  # a grpc:// env server went away (or its env raised) during training
 
 
 def define_flags() -> None:
@@ -147,7 +148,12 @@ def parse_flags_or_exit(argv: List[str]) -> List[str]:
 
 def user_errors() -> tuple:
     """Exception types that mean bad input (reported as one line, exit 2)."""
-    from rl.errors import CheckpointError, RunConflictError, SystemUnavailableError
+    from rl.errors import (
+        CheckpointError,
+        EnvServerError,
+        RunConflictError,
+        SystemUnavailableError,
+    )
     from rl.hparams.base import HParamsError
     from rl.registry import UnknownNameError
 
@@ -157,6 +163,7 @@ def user_errors() -> tuple:
         RunConflictError,
         CheckpointError,
         SystemUnavailableError,
+        EnvServerError,  # at start-up: a wrong address or token
     )
 
 
@@ -323,8 +330,16 @@ def run_training(output_dir: str, seed: Optional[int]) -> int:
     experiment = build_experiment(output_dir, seed)
     if experiment.restored_from:
         print(f"rl: resuming from {experiment.restored_from}", file=sys.stderr)
+    from rl.errors import EnvServerError
+
     try:
         result = experiment.train()
+    except EnvServerError as e:
+        print(
+            f"{PROG}: stopped: {e}; the last checkpoint is kept: rerun the same command to resume",
+            file=sys.stderr,
+        )
+        return EXIT_ENV_SERVER
     finally:
         experiment.close()
     print(

@@ -15,3 +15,8 @@ class CheckpointError(RuntimeError):
 
 class SystemUnavailableError(RuntimeError):
     """A --sys target cannot run here (no devices, an unreachable cluster); one line."""
+
+
+class EnvServerError(RuntimeError):
+    """An env server (rl/envs/remote) cannot be used: unreachable, refused the token,
+    lost the session, or its env raised; one line."""

@@ -17,6 +17,7 @@ import numpy as np
 
 from rl import registry
 from rl.envs import atari
+from rl.envs.remote import address as remote_url
 from rl.hparams.base import HParamsError
 
 # Gymnasium families that need more than rl's own requirements: the module
@@ -71,8 +72,17 @@ def gymnasium_listing() -> str:
 
 def check_env_name(name: str) -> None:
     """Raises UnknownNameError (closest of both kinds of name) if ``name`` is neither,
-    and HParamsError if it is a Gymnasium id whose dependencies are not installed."""
+    and HParamsError if it is a Gymnasium id whose dependencies are not installed or a
+    malformed env server URL (whether the server answers is found out when connecting)."""
     if name in registry.envs:
+        return
+    if remote_url.is_remote(name):
+        try:
+            remote_url.parse(name)
+        except ValueError as e:
+            raise HParamsError(str(e)) from None
+        if importlib.util.find_spec("grpc") is None:
+            raise HParamsError(f"env '{name}' needs grpcio: pip install -e '.[remote]'")
         return
     if atari.is_atari(name) and not atari.installed():
         raise HParamsError(
@@ -93,8 +103,8 @@ def check_env_name(name: str) -> None:
     hint = registry.did_you_mean(name, registry.envs.names() + gymnasium_ids())
     raise registry.UnknownNameError(
         f"unknown env {name!r}: {hint}valid: a registered env "
-        f"({', '.join(registry.envs.names())}) or any Gymnasium id "
-        "(list them all with `python train.py --list`)"
+        f"({', '.join(registry.envs.names())}), any Gymnasium id "
+        "(list them all with `python train.py --list`) or grpc://host:port/ID of an env server"
     )
 
 
@@ -108,12 +118,14 @@ def _standard_wrappers(env: gym.Env) -> gym.Env:
     return env
 
 
-def make_env(name: str, render_mode: Optional[str] = None) -> gym.Env:
-    """One environment, with the standard observation wrappers.
+def make_raw_env(name: str, render_mode: Optional[str] = None, **kwargs) -> gym.Env:
+    """One environment as its constructor returns it, without rl's observation wrappers
+    (what an env server serves: the client applies the wrappers on its side).
 
     Args:
         name: a registered env name or a Gymnasium id.
         render_mode: passed to the constructor, e.g. "rgb_array" for video.
+        **kwargs: keyword arguments for ``gymnasium.make`` (Gymnasium ids only).
     """
     check_env_name(name)
     if render_mode == "rgb_array" and not (
@@ -122,16 +134,31 @@ def make_env(name: str, render_mode: Optional[str] = None) -> gym.Env:
         # pygame-based envs draw off-screen; without this SDL probes for a
         # display and prints errors on headless machines.
         os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
+    if kwargs and (name in registry.envs or atari.is_atari(name)):
+        raise HParamsError(f"env '{name}' takes no keyword arguments (only Gymnasium ids do)")
     try:
         if name in registry.envs:
-            env = registry.envs.get(name)(render_mode=render_mode)
-        elif atari.is_atari(name):
-            env = atari.make_atari(name, render_mode)
-        else:
-            env = gym.make(name, render_mode=render_mode)
+            return registry.envs.get(name)(render_mode=render_mode)
+        if atari.is_atari(name):
+            return atari.make_atari(name, render_mode)
+        return gym.make(name, render_mode=render_mode, **kwargs)
     except (gym.error.DependencyNotInstalled, ImportError) as e:
         raise HParamsError(f"env '{name}' cannot be made here: {str(e).splitlines()[0]}") from None
-    return _standard_wrappers(env)
+
+
+def make_env(name: str, render_mode: Optional[str] = None) -> gym.Env:
+    """One environment, with the standard observation wrappers.
+
+    Args:
+        name: a registered env name, a Gymnasium id, or a ``grpc://host:port/ID`` URL
+          of an env server (rl/envs/remote).
+        render_mode: passed to the constructor, e.g. "rgb_array" for video.
+    """
+    if remote_url.is_remote(name):
+        from rl.envs.remote.client import RemoteEnv  # grpcio only when used
+
+        return _standard_wrappers(RemoteEnv(name, render_mode=render_mode))
+    return _standard_wrappers(make_raw_env(name, render_mode))
 
 
 def env_factory(name: str, render_mode: Optional[str] = None) -> Callable[[], gym.Env]:
@@ -151,11 +178,19 @@ def make_vec_env(
     bootstrapped from it.
 
     Args:
-        name: a registered env name or a Gymnasium id.
+        name: a registered env name, a Gymnasium id or a grpc:// env server URL.
         num_envs: how many copies.
         vectorization: "sync" (in this process) or "async" (one process each).
         render_mode: passed to each copy.
     """
+    if remote_url.is_remote(name):
+        # One session of num_envs copies on the server, stepped in one call;
+        # ``vectorization`` is the server's business.
+        check_env_name(name)
+        from rl.envs.remote.client import RemoteVectorEnv  # grpcio only when used
+
+        vec = RemoteVectorEnv(name, num_envs, render_mode=render_mode)
+        return gym.wrappers.vector.RecordEpisodeStatistics(vec)
     factories = [env_factory(name, render_mode)] * num_envs
     mode = gym.vector.AutoresetMode.SAME_STEP
     if vectorization == "sync":

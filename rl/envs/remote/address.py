@@ -1,0 +1,63 @@
+"""``grpc://host:port/ENV_ID?key=value`` URLs naming an env on an env server.
+
+``grpcs://`` asks for TLS. Query parameters become keyword arguments of the
+server's ``gymnasium.make`` (values parsed as JSON where they parse:
+``?continuous=true&gravity=-9.5``). Secrets never go in the URL (it is saved
+in hparams.json): the auth token comes from the ``RL_ENV_SERVER_TOKEN``
+environment variable.
+"""
+
+import json
+import urllib.parse
+from typing import Any, Dict, NamedTuple
+
+SCHEMES = ("grpc", "grpcs")
+TOKEN_VARIABLE = "RL_ENV_SERVER_TOKEN"
+DEFAULT_PORT = 50051
+
+
+class RemoteAddress(NamedTuple):
+    target: str  # host:port as grpc dials it
+    env_id: str
+    tls: bool
+    kwargs: Dict[str, Any]
+
+
+def is_remote(name: str) -> bool:
+    """Whether an env name is an env server URL."""
+    return isinstance(name, str) and name.split("://", 1)[0] in SCHEMES and "://" in name
+
+
+def parse(url: str) -> RemoteAddress:
+    """The parts of ``grpc[s]://host[:port]/ENV_ID[?key=value&...]``.
+
+    Raises:
+      ValueError: with what a valid URL looks like.
+    """
+    form = "grpc://host:port/ENV_ID (or grpcs:// for TLS)"
+    parts = urllib.parse.urlsplit(url)
+    if parts.scheme not in SCHEMES:
+        raise ValueError(f"env URL {url!r} must start with grpc:// or grpcs://: {form}")
+    try:
+        port = parts.port or DEFAULT_PORT
+    except ValueError:
+        raise ValueError(f"env URL {url!r} has an invalid port: {form}") from None
+    if not parts.hostname:
+        raise ValueError(f"env URL {url!r} names no host: {form}")
+    env_id = urllib.parse.unquote(parts.path.lstrip("/"))
+    if not env_id:
+        raise ValueError(f"env URL {url!r} names no env after the address: {form}")
+    if parts.username or parts.password:
+        raise ValueError(
+            f"env URL {url!r} holds credentials: pass the token in ${TOKEN_VARIABLE} instead"
+        )
+    kwargs = {}
+    for key, value in urllib.parse.parse_qsl(
+        parts.query, keep_blank_values=True, strict_parsing=False
+    ):
+        try:
+            kwargs[key] = json.loads(value)
+        except ValueError:
+            kwargs[key] = value
+    host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
+    return RemoteAddress(f"{host}:{port}", env_id, parts.scheme == "grpcs", kwargs)

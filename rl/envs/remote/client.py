@@ -1,0 +1,368 @@
+"""Gymnasium clients of an env server: ``RemoteEnv`` (one env) and ``RemoteVectorEnv``.
+
+``--env grpc://host:port/ID`` builds these (rl/envs/make.py), so every agent,
+``--num_workers``, evaluation and video work on a served env. The vector client
+steps all its copies in one call and follows Gymnasium's SAME_STEP autoreset, as
+``make_vec_env`` does locally. Observations get rl's standard treatment on this
+side (non-Box flattened to float32, other Box dtypes cast to float32).
+
+A call that finds the server unreachable is retried with backoff for
+$RL_ENV_SERVER_RETRY_SECONDS (default 30); steps carry a sequence number, so a
+retried step is never taken twice. After that, or when the server lost the
+session (it restarted), ``EnvServerError`` says so in one line.
+"""
+
+import json
+import os
+import queue
+import threading
+import time
+from typing import Any, Dict, List, Optional, Tuple
+
+import grpc
+import gymnasium as gym
+import numpy as np
+
+from rl.envs.remote import address as remote_url
+from rl.envs.remote import codec, env_pb2, env_pb2_grpc
+from rl.errors import EnvServerError
+
+RETRY_VARIABLE = "RL_ENV_SERVER_RETRY_SECONDS"
+DEFAULT_RETRY_SECONDS = 30.0
+MAKE_TIMEOUT_SECONDS = 120.0  # making envs can be slow (loading a simulator)
+MAX_MESSAGE_BYTES = 256 * 1024 * 1024
+CHANNEL_OPTIONS = [
+    ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
+    ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
+    # A server machine that vanishes without closing the connection is noticed.
+    ("grpc.keepalive_time_ms", 60_000),
+    ("grpc.keepalive_timeout_ms", 10_000),
+]
+
+
+def retry_seconds() -> float:
+    value = os.environ.get(RETRY_VARIABLE, "")
+    try:
+        return float(value) if value else DEFAULT_RETRY_SECONDS
+    except ValueError:
+        raise EnvServerError(
+            f"${RETRY_VARIABLE} must be a number of seconds, got {value!r}"
+        ) from None
+
+
+class Connection:
+    """One channel to an env server, with the token, retries and error lines."""
+
+    def __init__(self, url: str):
+        self.url = url
+        self.address = remote_url.parse(url)
+        if self.address.tls:
+            ca_path = os.environ.get("RL_ENV_SERVER_CA")
+            roots = open(ca_path, "rb").read() if ca_path else None
+            credentials = grpc.ssl_channel_credentials(root_certificates=roots)
+            self.channel = grpc.secure_channel(self.address.target, credentials, CHANNEL_OPTIONS)
+        else:
+            self.channel = grpc.insecure_channel(self.address.target, CHANNEL_OPTIONS)
+        self.stub = env_pb2_grpc.EnvServiceStub(self.channel)
+        token = os.environ.get(remote_url.TOKEN_VARIABLE)
+        self.metadata = (("authorization", f"Bearer {token}"),) if token else None
+        self.retry_seconds = retry_seconds()
+
+    def call(self, method: str, request, timeout: Optional[float] = None):
+        """``stub.method(request)``, retried with backoff while the server is unreachable."""
+        deadline = time.monotonic() + self.retry_seconds
+        wait = 0.05
+        while True:
+            try:
+                return getattr(self.stub, method)(request, timeout=timeout, metadata=self.metadata)
+            except grpc.RpcError as e:
+                if e.code() != grpc.StatusCode.UNAVAILABLE or time.monotonic() + wait > deadline:
+                    raise self.error(e) from None
+            time.sleep(wait)
+            wait = min(wait * 2, 2.0)
+
+    def error(self, e: grpc.RpcError) -> EnvServerError:
+        """One line saying what went wrong with the server."""
+        code, details = e.code(), (e.details() or "").strip()
+        if code == grpc.StatusCode.UNAVAILABLE:
+            return EnvServerError(
+                f"env server {self.url} is unreachable (retried for {self.retry_seconds:g} s, "
+                f"${RETRY_VARIABLE}): {details.splitlines()[0] if details else 'no answer'}"
+            )
+        if code == grpc.StatusCode.UNAUTHENTICATED:
+            return EnvServerError(
+                f"env server {self.url} refused the auth token: set ${remote_url.TOKEN_VARIABLE} "
+                "to the server's token"
+            )
+        if code == grpc.StatusCode.NOT_FOUND and "session" in details:
+            return EnvServerError(f"env server {self.url} lost this client's session: {details}")
+        return EnvServerError(f"env server {self.url}: {code.name}: {details}")
+
+    def close(self) -> None:
+        self.channel.close()
+
+
+class _Session:
+    """A session of ``num_envs`` copies on the server: make, reset, step, render, close."""
+
+    def __init__(
+        self, url: str, num_envs: int, render_mode: Optional[str], autoreset: bool, stream: bool
+    ):
+        self.connection = Connection(url)
+        address = self.connection.address
+        response = self.connection.call(
+            "Make",
+            env_pb2.MakeRequest(
+                env_id=address.env_id,
+                num_envs=num_envs,
+                kwargs_json=json.dumps(address.kwargs) if address.kwargs else "",
+                render_mode=render_mode or "",
+                autoreset=autoreset,
+            ),
+            timeout=MAKE_TIMEOUT_SECONDS,
+        )
+        self.id = response.session_id
+        self.num_envs = num_envs
+        self.observation_space = codec.decode_space(response.observation_space)
+        self.action_space = codec.decode_space(response.action_space)
+        self.max_episode_steps = response.max_episode_steps or None
+        self.metadata = json.loads(response.metadata_json or "{}")
+        self.seq = 0
+        self.stream = stream
+        self._requests: Optional[queue.SimpleQueue] = None
+        self._responses = None
+        self._closed = False
+        self._lock = threading.Lock()
+
+    def reset(self, seed: Optional[int], options: Optional[dict]):
+        request = env_pb2.ResetRequest(
+            session_id=self.id, options_json=json.dumps(options) if options else ""
+        )
+        if seed is not None:
+            request.seed = int(seed)
+        response = self.connection.call("Reset", request)
+        infos = [codec.decode_info(text) for text in response.infos_json]
+        return codec.decode_value(response.observations), infos
+
+    def step(self, actions: Any) -> env_pb2.StepResponse:
+        self.seq += 1
+        request = env_pb2.StepRequest(
+            session_id=self.id, actions=codec.encode_value(actions), seq=self.seq
+        )
+        if not self.stream:
+            return self.connection.call("Step", request)
+        return self._stream_step(request)
+
+    def _stream_step(self, request: env_pb2.StepRequest) -> env_pb2.StepResponse:
+        deadline = time.monotonic() + self.connection.retry_seconds
+        wait = 0.05
+        while True:
+            if self._responses is None:
+                self._requests = queue.SimpleQueue()
+                requests = self._requests
+
+                def send():
+                    while True:
+                        item = requests.get()
+                        if item is None:
+                            return
+                        yield item
+
+                self._responses = self.connection.stub.StepStream(
+                    send(), metadata=self.connection.metadata
+                )
+            self._requests.put(request)
+            try:
+                return next(self._responses)
+            except grpc.RpcError as e:
+                self._end_stream()
+                if e.code() != grpc.StatusCode.UNAVAILABLE or time.monotonic() + wait > deadline:
+                    raise self.connection.error(e) from None
+            time.sleep(wait)  # then resend the same seq on a new stream
+            wait = min(wait * 2, 2.0)
+
+    def _end_stream(self) -> None:
+        if self._requests is not None:
+            self._requests.put(None)
+        if self._responses is not None:
+            self._responses.cancel()
+        self._requests, self._responses = None, None
+
+    def render(self, index: int) -> np.ndarray:
+        response = self.connection.call(
+            "Render", env_pb2.RenderRequest(session_id=self.id, index=index)
+        )
+        return codec.decode_tensor(response.frame)
+
+    def close(self) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+        self._end_stream()
+        try:  # best effort: an unreachable server expires the session itself
+            self.connection.stub.Close(
+                env_pb2.CloseRequest(session_id=self.id),
+                timeout=2.0,
+                metadata=self.connection.metadata,
+            )
+        except grpc.RpcError:
+            pass
+        self.connection.close()
+
+
+def _observation_treatment(space: gym.Space):
+    """rl's standard observation treatment (make.py): (space the agent sees, per-copy map)."""
+    if not isinstance(space, gym.spaces.Box):
+        flat = gym.spaces.flatten_space(space)
+        flat = gym.spaces.Box(flat.low, flat.high, dtype=np.float32)
+        return flat, lambda obs: gym.spaces.flatten(space, obs).astype(np.float32)
+    if space.dtype not in (np.float32, np.uint8):
+        cast = gym.spaces.Box(space.low, space.high, dtype=np.float32)
+        return cast, lambda obs: np.asarray(obs, dtype=np.float32)
+    return space, None
+
+
+def _unbatch(space: gym.Space, batched: Any, n: int) -> List[Any]:
+    if isinstance(space, gym.spaces.Tuple):
+        parts = [_unbatch(s, batched[i], n) for i, s in enumerate(space.spaces)]
+        return [tuple(p[j] for p in parts) for j in range(n)]
+    if isinstance(space, gym.spaces.Dict):
+        parts = {k: _unbatch(s, batched[k], n) for k, s in space.spaces.items()}
+        return [{k: p[j] for k, p in parts.items()} for j in range(n)]
+    return list(batched)
+
+
+def _to_wire(space: gym.Space, actions: Any) -> Any:
+    """Batched actions in the dtypes of ``space``'s leaves."""
+    if isinstance(space, gym.spaces.Tuple):
+        return tuple(_to_wire(s, a) for s, a in zip(space.spaces, actions))
+    if isinstance(space, gym.spaces.Dict):
+        return {k: _to_wire(s, actions[k]) for k, s in space.spaces.items()}
+    return np.asarray(actions, dtype=space.dtype)
+
+
+class RemoteVectorEnv(gym.vector.VectorEnv):
+    """``num_envs`` copies of a served env, stepped in one call per step (SAME_STEP autoreset)."""
+
+    def __init__(
+        self, url: str, num_envs: int, render_mode: Optional[str] = None, stream: bool = False
+    ):
+        """Opens a session on the server.
+
+        Args:
+          url: grpc[s]://host:port/ENV_ID[?kwargs].
+          num_envs: copies.
+          render_mode: None or "rgb_array" (frames travel over the wire).
+          stream: step over one bidirectional stream instead of one call per step.
+        """
+        self._session = _Session(url, num_envs, render_mode, autoreset=True, stream=stream)
+        self.url = url
+        self.num_envs = num_envs
+        self.render_mode = render_mode
+        self._served_space = self._session.observation_space
+        self.single_observation_space, self._treat = _observation_treatment(self._served_space)
+        self.single_action_space = self._session.action_space
+        self.observation_space = gym.vector.utils.batch_space(
+            self.single_observation_space, num_envs
+        )
+        self.action_space = gym.vector.utils.batch_space(self.single_action_space, num_envs)
+        self.metadata = dict(self._session.metadata)
+        self.metadata["autoreset_mode"] = gym.vector.AutoresetMode.SAME_STEP
+        self.max_episode_steps = self._session.max_episode_steps
+
+    def _observations(self, batched: Any) -> np.ndarray:
+        if self._treat is None:
+            return batched
+        copies = _unbatch(self._served_space, batched, self.num_envs)
+        return np.stack([self._treat(obs) for obs in copies])
+
+    def reset(self, *, seed: Optional[int] = None, options: Optional[dict] = None):
+        """Resets every copy; copy i is seeded with seed + i."""
+        if seed is not None and not isinstance(seed, (int, np.integer)):
+            raise ValueError(
+                f"a remote vector env takes one int seed (copy i gets seed + i), got {seed!r}"
+            )
+        obs, infos = self._session.reset(seed, options)
+        info: Dict[str, Any] = {}
+        for i, copy_info in enumerate(infos):
+            info = self._add_info(info, copy_info, i)
+        return self._observations(obs), info
+
+    def step(self, actions):
+        response = self._session.step(_to_wire(self.single_action_space, actions))
+        obs = self._observations(codec.decode_value(response.observations))
+        rewards = codec.decode_tensor(response.rewards)
+        terminated = codec.decode_tensor(response.terminated)
+        truncated = codec.decode_tensor(response.truncated)
+        info: Dict[str, Any] = {}
+        ended = terminated | truncated
+        finals = None
+        if response.HasField("final_observations"):
+            finals = self._observations(codec.decode_value(response.final_observations))
+        for i, text in enumerate(response.infos_json):
+            copy_info = codec.decode_info(text)
+            if ended[i] and finals is not None:
+                copy_info["final_obs"] = finals[i]
+                copy_info["final_info"] = codec.decode_info(response.final_infos_json[i])
+            info = self._add_info(info, copy_info, i)
+        return obs, rewards, terminated, truncated, info
+
+    def render(self) -> Optional[Tuple[np.ndarray, ...]]:
+        """One frame per copy (rgb_array sessions), fetched from the server."""
+        if self.render_mode != "rgb_array":
+            return None
+        return tuple(self._session.render(i) for i in range(self.num_envs))
+
+    def close_extras(self, **kwargs) -> None:
+        self._session.close()
+
+
+class RemoteEnv(gym.Env):
+    """One served env: the client calls reset when an episode ends (no autoreset)."""
+
+    def __init__(self, url: str, render_mode: Optional[str] = None):
+        """Opens a one-copy session on the server.
+
+        Args:
+          url: grpc[s]://host:port/ENV_ID[?kwargs].
+          render_mode: None or "rgb_array".
+        """
+        self._session = _Session(url, 1, render_mode, autoreset=False, stream=False)
+        self.url = url
+        self.render_mode = render_mode
+        self.observation_space = self._session.observation_space
+        self.action_space = self._session.action_space
+        self.metadata = dict(self._session.metadata)
+        self.metadata["render_modes"] = ["rgb_array"]
+        self.spec = None
+
+    def reset(self, *, seed: Optional[int] = None, options: Optional[dict] = None):
+        super().reset(seed=seed)
+        obs, infos = self._session.reset(seed, options)
+        return _unbatch(self.observation_space, obs, 1)[0], infos[0]
+
+    def step(self, action):
+        batched = _to_wire(self.action_space, _batch_one(self.action_space, action))
+        response = self._session.step(batched)
+        obs = _unbatch(self.observation_space, codec.decode_value(response.observations), 1)[0]
+        reward = float(codec.decode_tensor(response.rewards)[0])
+        terminated = bool(codec.decode_tensor(response.terminated)[0])
+        truncated = bool(codec.decode_tensor(response.truncated)[0])
+        return obs, reward, terminated, truncated, codec.decode_info(response.infos_json[0])
+
+    def render(self) -> Optional[np.ndarray]:
+        if self.render_mode != "rgb_array":
+            return None
+        return self._session.render(0)
+
+    def close(self) -> None:
+        self._session.close()
+
+
+def _batch_one(space: gym.Space, action: Any) -> Any:
+    if isinstance(space, gym.spaces.Tuple):
+        return tuple(_batch_one(s, a) for s, a in zip(space.spaces, action))
+    if isinstance(space, gym.spaces.Dict):
+        return {k: _batch_one(s, action[k]) for k, s in space.spaces.items()}
+    return np.asarray(action)[None]

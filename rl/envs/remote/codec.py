@@ -1,0 +1,313 @@
+"""Arrays, observation trees, spaces and infos to and from env.proto's messages.
+
+Both ends use these functions, so what one encodes the other decodes exactly.
+Decoding checks everything a hostile peer could get wrong (unknown dtypes, a
+shape that does not match the bytes, nesting deeper than any space) and raises
+``CodecError`` with a message the server returns as INVALID_ARGUMENT.
+
+Only NumPy, Gymnasium and protobuf are imported: an env server runs in a
+virtualenv without TensorFlow, possibly with an older Gymnasium (0.29).
+"""
+
+import json
+from typing import Any, Dict, List, Optional
+
+import gymnasium as gym
+import numpy as np
+
+from rl.envs.remote import env_pb2
+
+# The dtypes that cross the wire; anything else (object, strings, datetimes) is refused.
+DTYPES = frozenset(
+    ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"]
+    + ["float16", "float32", "float64"]
+)
+MAX_DEPTH = 16  # nesting of Tuple/Dict spaces and values
+MAX_RANK = 32
+
+
+class CodecError(ValueError):
+    """A message that does not decode into what it claims to be."""
+
+
+# --- tensors ---------------------------------------------------------------------
+def encode_tensor(array: Any) -> env_pb2.Tensor:
+    """A NumPy array (or scalar) as {dtype, shape, little-endian bytes}."""
+    array = np.asarray(array)
+    if array.dtype.name not in DTYPES:
+        raise CodecError(f"dtype {array.dtype} cannot be sent: valid: {', '.join(sorted(DTYPES))}")
+    if array.dtype.byteorder == ">":
+        array = array.astype(array.dtype.newbyteorder("<"))
+    return env_pb2.Tensor(
+        dtype=array.dtype.name, shape=array.shape, data=np.ascontiguousarray(array).tobytes()
+    )
+
+
+def decode_tensor(tensor: env_pb2.Tensor) -> np.ndarray:
+    """The array a Tensor message holds (a writable copy).
+
+    Raises:
+      CodecError: unknown dtype, negative or too many dimensions, or a byte count
+        that does not match the shape.
+    """
+    if tensor.dtype not in DTYPES:
+        raise CodecError(
+            f"unknown tensor dtype {tensor.dtype!r}: valid: {', '.join(sorted(DTYPES))}"
+        )
+    shape = tuple(tensor.shape)
+    if len(shape) > MAX_RANK or any(d < 0 for d in shape):
+        raise CodecError(f"invalid tensor shape {list(shape)}")
+    dtype = np.dtype(tensor.dtype).newbyteorder("<")
+    expected = int(np.prod(shape, dtype=np.float64)) * dtype.itemsize
+    if expected != len(tensor.data):
+        raise CodecError(
+            f"tensor of shape {list(shape)} and dtype {tensor.dtype} needs {expected} bytes, "
+            f"got {len(tensor.data)}"
+        )
+    return np.frombuffer(tensor.data, dtype=dtype).reshape(shape).astype(dtype.newbyteorder("="))
+
+
+# --- values: arrays, tuples and dicts of them --------------------------------------
+def encode_value(value: Any, depth: int = 0) -> env_pb2.Value:
+    """An array, or a tuple or dict of them (a Tuple or Dict space's sample), as a Value."""
+    if depth > MAX_DEPTH:
+        raise CodecError(f"value nested deeper than {MAX_DEPTH}")
+    if isinstance(value, dict):
+        keys = list(value)
+        return env_pb2.Value(
+            dict=env_pb2.ValueDict(
+                keys=keys, values=[encode_value(value[k], depth + 1) for k in keys]
+            )
+        )
+    if isinstance(value, (tuple, list)) and not _is_numeric_sequence(value):
+        return env_pb2.Value(
+            tuple=env_pb2.ValueList(items=[encode_value(v, depth + 1) for v in value])
+        )
+    return env_pb2.Value(tensor=encode_tensor(value))
+
+
+def _is_numeric_sequence(value) -> bool:
+    return all(isinstance(v, (int, float, bool, np.number, np.bool_)) for v in value)
+
+
+def decode_value(value: env_pb2.Value, depth: int = 0) -> Any:
+    """The array, tuple or dict a Value holds.
+
+    Raises:
+      CodecError: an empty Value, a dict with mismatched keys and values, or too deep.
+    """
+    if depth > MAX_DEPTH:
+        raise CodecError(f"value nested deeper than {MAX_DEPTH}")
+    kind = value.WhichOneof("kind")
+    if kind == "tensor":
+        return decode_tensor(value.tensor)
+    if kind == "tuple":
+        return tuple(decode_value(v, depth + 1) for v in value.tuple.items)
+    if kind == "dict":
+        if len(value.dict.keys) != len(value.dict.values):
+            raise CodecError("a dict value needs as many values as keys")
+        if len(set(value.dict.keys)) != len(value.dict.keys):
+            raise CodecError("a dict value has a repeated key")
+        return {k: decode_value(v, depth + 1) for k, v in zip(value.dict.keys, value.dict.values)}
+    raise CodecError("empty value: set one of tensor, tuple, dict")
+
+
+# --- spaces ----------------------------------------------------------------------
+def encode_space(space: gym.Space, depth: int = 0) -> env_pb2.Space:
+    """A Box, Discrete, MultiDiscrete, MultiBinary, Tuple or Dict space as a message.
+
+    Raises:
+      CodecError: for any other space (Text, Graph, Sequence, ...).
+    """
+    if depth > MAX_DEPTH:
+        raise CodecError(f"space nested deeper than {MAX_DEPTH}")
+    if isinstance(space, gym.spaces.Box):
+        return env_pb2.Space(
+            box=env_pb2.BoxSpace(low=encode_tensor(space.low), high=encode_tensor(space.high))
+        )
+    if isinstance(space, gym.spaces.Discrete):
+        return env_pb2.Space(discrete=env_pb2.DiscreteSpace(n=int(space.n), start=int(space.start)))
+    if isinstance(space, gym.spaces.MultiDiscrete):
+        start = getattr(space, "start", np.zeros_like(space.nvec))  # Gymnasium >= 1.0
+        return env_pb2.Space(
+            multi_discrete=env_pb2.MultiDiscreteSpace(
+                nvec=encode_tensor(space.nvec), start=encode_tensor(np.asarray(start))
+            )
+        )
+    if isinstance(space, gym.spaces.MultiBinary):
+        return env_pb2.Space(multi_binary=env_pb2.MultiBinarySpace(shape=space.shape))
+    if isinstance(space, gym.spaces.Tuple):
+        return env_pb2.Space(
+            tuple=env_pb2.TupleSpace(spaces=[encode_space(s, depth + 1) for s in space.spaces])
+        )
+    if isinstance(space, gym.spaces.Dict):
+        keys = list(space.spaces)
+        return env_pb2.Space(
+            dict=env_pb2.DictSpace(
+                keys=keys, spaces=[encode_space(space.spaces[k], depth + 1) for k in keys]
+            )
+        )
+    raise CodecError(
+        f"{type(space).__name__} spaces cannot be served: valid: Box, Discrete, MultiDiscrete, "
+        "MultiBinary, Tuple, Dict"
+    )
+
+
+def decode_space(message: env_pb2.Space, depth: int = 0) -> gym.Space:
+    """The Gymnasium space a Space message describes."""
+    if depth > MAX_DEPTH:
+        raise CodecError(f"space nested deeper than {MAX_DEPTH}")
+    kind = message.WhichOneof("kind")
+    try:
+        if kind == "box":
+            low, high = decode_tensor(message.box.low), decode_tensor(message.box.high)
+            return gym.spaces.Box(low=low, high=high, dtype=low.dtype)
+        if kind == "discrete":
+            return gym.spaces.Discrete(message.discrete.n, start=message.discrete.start)
+        if kind == "multi_discrete":
+            nvec = decode_tensor(message.multi_discrete.nvec)
+            start = decode_tensor(message.multi_discrete.start)
+            return gym.spaces.MultiDiscrete(nvec, start=start)
+        if kind == "multi_binary":
+            return gym.spaces.MultiBinary(list(message.multi_binary.shape))
+        if kind == "tuple":
+            return gym.spaces.Tuple([decode_space(s, depth + 1) for s in message.tuple.spaces])
+        if kind == "dict":
+            if len(message.dict.keys) != len(message.dict.spaces):
+                raise CodecError("a dict space needs as many spaces as keys")
+            return gym.spaces.Dict(
+                {
+                    k: decode_space(s, depth + 1)
+                    for k, s in zip(message.dict.keys, message.dict.spaces)
+                }
+            )
+    except CodecError:
+        raise
+    except (ValueError, TypeError, AssertionError) as e:
+        raise CodecError(f"invalid {kind} space: {e}") from None
+    raise CodecError(
+        "empty space: set one of box, discrete, multi_discrete, multi_binary, tuple, dict"
+    )
+
+
+# --- checking values against spaces -------------------------------------------------
+def mismatch(space: gym.Space, value: Any, batch: Optional[int] = None, path: str = "") -> str:
+    """Why ``value`` is not ``batch`` samples of ``space`` stacked on axis 0 (or one sample
+    if ``batch`` is None), or "" if it is. Checks structure, shape, dtype kind, NaN and bounds."""
+    where = path or "value"
+    if isinstance(space, gym.spaces.Tuple):
+        if not isinstance(value, tuple) or len(value) != len(space.spaces):
+            return f"{where} must be a tuple of {len(space.spaces)}"
+        for i, (s, v) in enumerate(zip(space.spaces, value)):
+            found = mismatch(s, v, batch, f"{where}[{i}]")
+            if found:
+                return found
+        return ""
+    if isinstance(space, gym.spaces.Dict):
+        if not isinstance(value, dict) or set(value) != set(space.spaces):
+            return f"{where} must be a dict with keys {sorted(space.spaces)}"
+        for key, s in space.spaces.items():
+            found = mismatch(s, value[key], batch, f"{where}[{key!r}]")
+            if found:
+                return found
+        return ""
+    if not isinstance(value, np.ndarray):
+        return f"{where} must be a tensor"
+    shape = (() if batch is None else (batch,)) + tuple(space.shape or ())
+    if value.shape != shape:
+        return f"{where} has shape {list(value.shape)}, expected {list(shape)}"
+    expected = np.dtype(space.dtype)
+    if expected.kind in "iub" and value.dtype.kind not in "iub":
+        return f"{where} has dtype {value.dtype}, expected {expected} (integers)"
+    if expected.kind == "f" and value.dtype.kind not in "fiub":
+        return f"{where} has dtype {value.dtype}, expected {expected}"
+    if value.dtype.kind == "f" and not np.all(np.isfinite(value)):
+        return f"{where} holds NaN or infinite values"
+    rows = [value] if batch is None else list(value)
+    for i, row in enumerate(rows):
+        if not space.contains(row.astype(expected)):
+            at = "" if batch is None else f" (copy {i})"
+            return f"{where}{at} is outside {space}"
+    return ""
+
+
+# --- infos -----------------------------------------------------------------------
+def jsonable(value: Any) -> Any:
+    """``value`` with arrays and NumPy scalars as JSON types (anything else as its repr)."""
+    if isinstance(value, np.ndarray):
+        return value.tolist() if value.dtype.kind in "biuf" else repr(value)
+    if isinstance(value, (np.generic,)):
+        return value.item()
+    if isinstance(value, dict):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [jsonable(v) for v in value]
+    if isinstance(value, (str, int, float, bool)) or value is None:
+        return value
+    return repr(value)
+
+
+def encode_info(info: Dict[str, Any]) -> str:
+    """An env's info dict as JSON ("" when empty; arrays become lists, the rest repr)."""
+    if not info:
+        return ""
+    return json.dumps(jsonable(info), allow_nan=True)
+
+
+def decode_info(text: str) -> Dict[str, Any]:
+    """An info dict from ``encode_info``'s JSON (lists of numbers become arrays)."""
+    if not text:
+        return {}
+    try:
+        info = json.loads(text)
+    except ValueError as e:
+        raise CodecError(f"info is not JSON: {e}") from None
+    if not isinstance(info, dict):
+        raise CodecError("info must be a JSON object")
+    return {k: _arrays(v) for k, v in info.items()}
+
+
+def _arrays(value: Any) -> Any:
+    if isinstance(value, list) and value and all(isinstance(v, (int, float)) for v in value):
+        return np.asarray(value)
+    if isinstance(value, dict):
+        return {k: _arrays(v) for k, v in value.items()}
+    return value
+
+
+def decode_json_object(text: str, what: str) -> Dict[str, Any]:
+    """A JSON object from a request field ("" = {}), or CodecError naming ``what``."""
+    if not text:
+        return {}
+    try:
+        value = json.loads(text)
+    except ValueError as e:
+        raise CodecError(f"{what} is not JSON: {e}") from None
+    if not isinstance(value, dict):
+        raise CodecError(f"{what} must be a JSON object, got {type(value).__name__}")
+    return value
+
+
+def batch_infos(infos: List[Dict[str, Any]]) -> Dict[str, Any]:
+    """Per-copy info dicts in Gymnasium's vector form: key -> [N] values plus "_key" masks."""
+    n = len(infos)
+    batched: Dict[str, Any] = {}
+    for i, info in enumerate(infos):
+        for key, value in info.items():
+            if key not in batched:
+                if isinstance(value, (bool, np.bool_)):
+                    batched[key] = np.zeros(n, dtype=bool)
+                elif isinstance(value, (int, np.integer)):
+                    batched[key] = np.zeros(n, dtype=np.int64)
+                elif isinstance(value, (float, np.floating)):
+                    batched[key] = np.zeros(n, dtype=np.float64)
+                else:
+                    batched[key] = np.full(n, None, dtype=object)
+                batched["_" + key] = np.zeros(n, dtype=bool)
+            try:
+                batched[key][i] = value
+            except (TypeError, ValueError):
+                batched[key] = batched[key].astype(object)
+                batched[key][i] = value
+            batched["_" + key][i] = True
+    return batched

@@ -1,0 +1,675 @@
+"""The env server: serves registered rl envs and Gymnasium ids over gRPC.
+
+    python -m rl.envs.remote.serve --env CartPole-v1 --port 50051
+
+Each client session holds ``num_envs`` copies of one env, stepped together on one
+call. The server binds 127.0.0.1 unless ``--host`` says otherwise, and refuses a
+non-loopback host without an auth token (``--token`` or $RL_ENV_SERVER_TOKEN),
+which clients send as ``authorization: Bearer <token>`` metadata. Every request
+is checked before it reaches an env: a malformed or hostile one gets a gRPC
+status (INVALID_ARGUMENT, NOT_FOUND, RESOURCE_EXHAUSTED, ...) and the server
+goes on serving everyone else. An env that raises is reported to its client
+and that session must be reset. Idle sessions expire.
+
+Imports NumPy, Gymnasium, grpcio and rl's light modules only (no TensorFlow),
+so it runs in a virtualenv of its own, with the env's own dependencies.
+"""
+
+import argparse
+import contextlib
+import hmac
+import ipaddress
+import itertools
+import json
+import logging
+import os
+import secrets
+import signal
+import sys
+import threading
+import time
+from concurrent import futures
+from typing import Any, Dict, List, NamedTuple, Optional, Sequence
+
+import grpc
+import gymnasium as gym
+import numpy as np
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+
+import rl
+from rl.envs.remote import codec, env_pb2, env_pb2_grpc
+from rl.envs.remote.address import TOKEN_VARIABLE
+
+LOG = logging.getLogger("rl.envs.remote.serve")
+ANY_ENV = "*"
+HEALTH_PREFIX = "/grpc.health.v1.Health/"
+BUSY_WAIT_SECONDS = 5.0  # a second call on a session waits this long for the first
+
+
+class Limits(NamedTuple):
+    max_sessions: int = 64
+    max_envs_per_session: int = 256
+    max_total_envs: int = 1024
+    idle_timeout: float = 600.0  # seconds without a call before a session is closed
+    max_message_bytes: int = 64 * 1024 * 1024
+
+
+class Refusal(Exception):
+    """A request the server answers with a status instead of serving."""
+
+    def __init__(self, code: grpc.StatusCode, message: str):
+        super().__init__(message)
+        self.code = code
+
+
+def invalid(message: str) -> Refusal:
+    return Refusal(grpc.StatusCode.INVALID_ARGUMENT, message)
+
+
+class Session:
+    """``num_envs`` copies of one env, with what a correct step sequence needs."""
+
+    def __init__(self, session_id: str, env_id: str, envs: List[gym.Env], autoreset: bool, seed):
+        self.id = session_id
+        self.env_id = env_id
+        self.envs = envs
+        self.autoreset = autoreset
+        self.observation_space = envs[0].observation_space
+        self.action_space = envs[0].action_space
+        self.seed = seed  # used by the first reset that names none
+        self.lock = threading.Lock()
+        self.last_used = time.monotonic()
+        self.needs_reset = True  # before the first Reset, and after an env raised
+        self.ended = np.zeros(len(envs), dtype=bool)  # without autoreset: copies to reset
+        self.last_seq = 0
+        self.last_response: Optional[env_pb2.StepResponse] = None
+
+    def close(self) -> None:
+        for env in self.envs:
+            try:
+                env.close()
+            except Exception:  # an env's close failing must not keep the others open
+                LOG.exception("closing a copy of %s raised", self.env_id)
+
+
+class SessionTable:
+    """Sessions by id, within the limits; idle ones are closed."""
+
+    def __init__(self, limits: Limits):
+        self.limits = limits
+        self._sessions: Dict[str, Session] = {}
+        self._lock = threading.Lock()
+
+    def reserve(self, num_envs: int) -> None:
+        """Raises RESOURCE_EXHAUSTED if a session of ``num_envs`` would break a limit."""
+        self.expire_idle()
+        with self._lock:
+            if num_envs > self.limits.max_envs_per_session:
+                raise Refusal(
+                    grpc.StatusCode.RESOURCE_EXHAUSTED,
+                    f"num_envs {num_envs} is over this server's limit of "
+                    f"{self.limits.max_envs_per_session} per session",
+                )
+            if len(self._sessions) >= self.limits.max_sessions:
+                raise Refusal(
+                    grpc.StatusCode.RESOURCE_EXHAUSTED,
+                    f"this server holds its limit of {self.limits.max_sessions} sessions: "
+                    "close one or wait for idle ones to expire",
+                )
+            total = sum(len(s.envs) for s in self._sessions.values())
+            if total + num_envs > self.limits.max_total_envs:
+                raise Refusal(
+                    grpc.StatusCode.RESOURCE_EXHAUSTED,
+                    f"{num_envs} more envs would put this server over its limit of "
+                    f"{self.limits.max_total_envs} ({total} in use)",
+                )
+
+    def add(self, session: Session) -> None:
+        with self._lock:
+            self._sessions[session.id] = session
+
+    def get(self, session_id: str) -> Session:
+        with self._lock:
+            session = self._sessions.get(session_id)
+        if session is None:
+            raise Refusal(
+                grpc.StatusCode.NOT_FOUND,
+                f"no session {session_id!r} (closed, expired after "
+                f"{self.limits.idle_timeout:g} s idle, or from a server that restarted)",
+            )
+        session.last_used = time.monotonic()
+        return session
+
+    def pop(self, session_id: str) -> Optional[Session]:
+        with self._lock:
+            return self._sessions.pop(session_id, None)
+
+    def expire_idle(self) -> None:
+        now = time.monotonic()
+        with self._lock:
+            idle = [
+                s for s in self._sessions.values() if now - s.last_used > self.limits.idle_timeout
+            ]
+            for session in idle:
+                del self._sessions[session.id]
+        for session in idle:
+            LOG.info(
+                "session %s (%s) expired after %.0f s idle",
+                session.id,
+                session.env_id,
+                now - session.last_used,
+            )
+            session.close()
+
+    def close_all(self) -> None:
+        with self._lock:
+            sessions, self._sessions = list(self._sessions.values()), {}
+        for session in sessions:
+            session.close()
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._sessions)
+
+
+def env_maker(env_ids: Sequence[str]):
+    """A function (env_id, render_mode, kwargs) -> gym.Env for the ids this server serves."""
+    from rl.envs.make import make_raw_env  # Gymnasium-version-tolerant; no TensorFlow
+
+    allowed = None if ANY_ENV in env_ids else set(env_ids)
+
+    def make(env_id: str, render_mode: Optional[str], kwargs: Dict[str, Any]) -> gym.Env:
+        if allowed is not None and env_id not in allowed:
+            raise Refusal(
+                grpc.StatusCode.NOT_FOUND,
+                f"this server does not serve {env_id!r}: it serves {', '.join(sorted(allowed))}",
+            )
+        return make_raw_env(env_id, render_mode, **kwargs)
+
+    return make
+
+
+class EnvService(env_pb2_grpc.EnvServiceServicer):
+    """The EnvService of env.proto over a SessionTable."""
+
+    def __init__(self, make_env, limits: Limits):
+        self.make_env = make_env
+        self.sessions = SessionTable(limits)
+        self._ids = itertools.count(1)
+
+    # --- plumbing: every handler turns refusals and surprises into statuses ------
+    def _serve(self, context, handler, *args):
+        try:
+            return handler(*args)
+        except Refusal as refusal:
+            context.abort(refusal.code, str(refusal))
+        except codec.CodecError as e:
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(e))
+        except Exception as e:  # a bug of ours: report it, keep serving
+            LOG.exception("unexpected error")
+            context.abort(grpc.StatusCode.INTERNAL, f"server error: {type(e).__name__}: {e}")
+
+    @contextlib.contextmanager
+    def _locked(self, session: Session):
+        """Holds the session for one call; a second caller waits a moment, then is refused."""
+        if not session.lock.acquire(timeout=BUSY_WAIT_SECONDS):
+            raise Refusal(
+                grpc.StatusCode.ABORTED,
+                f"session {session.id} is busy with another call: a session takes one call at a time",
+            )
+        try:
+            yield
+        finally:
+            session.lock.release()
+
+    # --- Make --------------------------------------------------------------------
+    def Make(self, request, context):
+        return self._serve(context, self._make, request)
+
+    def _make(self, request: env_pb2.MakeRequest) -> env_pb2.MakeResponse:
+        if request.num_envs < 1:
+            raise invalid(f"num_envs must be at least 1, got {request.num_envs}")
+        if request.render_mode not in ("", "rgb_array"):
+            raise invalid(f"render_mode {request.render_mode!r}: valid: '' or 'rgb_array'")
+        kwargs = codec.decode_json_object(request.kwargs_json, "kwargs_json")
+        self.sessions.reserve(request.num_envs)
+        envs: List[gym.Env] = []
+        try:
+            for _ in range(request.num_envs):
+                envs.append(self.make_env(request.env_id, request.render_mode or None, kwargs))
+            observation_space = codec.encode_space(envs[0].observation_space)
+            action_space = codec.encode_space(envs[0].action_space)
+        except Refusal:
+            _close_all(envs)
+            raise
+        except codec.CodecError as e:
+            _close_all(envs)
+            raise invalid(f"env {request.env_id!r} cannot be served: {e}") from None
+        except Exception as e:
+            _close_all(envs)
+            raise invalid(f"env {request.env_id!r} could not be made: {_one_line(e)}") from None
+        session_id = f"{next(self._ids)}-{secrets.token_hex(8)}"
+        seed = request.seed if request.HasField("seed") else None
+        session = Session(session_id, request.env_id, envs, request.autoreset, seed)
+        self.sessions.add(session)
+        spec = envs[0].spec
+        LOG.info("session %s: %d x %s", session_id, len(envs), request.env_id)
+        return env_pb2.MakeResponse(
+            session_id=session_id,
+            observation_space=observation_space,
+            action_space=action_space,
+            max_episode_steps=(spec.max_episode_steps or 0) if spec is not None else 0,
+            metadata_json=json.dumps(codec.jsonable(dict(envs[0].metadata))),
+            server_version=rl.__version__,
+        )
+
+    # --- Reset -------------------------------------------------------------------
+    def Reset(self, request, context):
+        return self._serve(context, self._reset, request)
+
+    def _reset(self, request: env_pb2.ResetRequest) -> env_pb2.ResetResponse:
+        session = self.sessions.get(request.session_id)
+        options = codec.decode_json_object(request.options_json, "options_json")
+        with self._locked(session):
+            seed = request.seed if request.HasField("seed") else session.seed
+            session.seed = None  # Make's seed seeds only the first reset
+            observations, infos = [], []
+            for i, env in enumerate(session.envs):
+                copy_seed = None if seed is None else seed + i
+                try:
+                    obs, info = env.reset(seed=copy_seed, options=options or None)
+                except Exception as e:
+                    session.needs_reset = True
+                    raise _env_raised(session, "reset", e) from None
+                observations.append(obs)
+                infos.append(codec.encode_info(info))
+            session.needs_reset = False
+            session.ended[:] = False
+            session.last_response = None
+            return env_pb2.ResetResponse(
+                observations=codec.encode_value(_stack(session.observation_space, observations)),
+                infos_json=infos,
+            )
+
+    # --- Step --------------------------------------------------------------------
+    def Step(self, request, context):
+        return self._serve(context, self._step, request)
+
+    def StepStream(self, request_iterator, context):
+        for request in request_iterator:
+            yield self._serve(context, self._step, request)
+
+    def _step(self, request: env_pb2.StepRequest) -> env_pb2.StepResponse:
+        session = self.sessions.get(request.session_id)
+        with self._locked(session):
+            if request.seq and request.seq == session.last_seq and session.last_response:
+                return session.last_response  # a retry of a step already taken
+            if request.seq and request.seq != session.last_seq + 1:
+                raise Refusal(
+                    grpc.StatusCode.FAILED_PRECONDITION,
+                    f"step seq {request.seq} is out of order: the last step was {session.last_seq}",
+                )
+            if session.needs_reset:
+                raise Refusal(
+                    grpc.StatusCode.FAILED_PRECONDITION,
+                    f"session {session.id} needs Reset (before the first step and after its env raised)",
+                )
+            n = len(session.envs)
+            actions = codec.decode_value(request.actions)
+            why = codec.mismatch(session.action_space, actions, batch=n, path="actions")
+            if why:
+                raise invalid(f"{why} (action space {session.action_space}, {n} envs)")
+            if not session.autoreset and session.ended.any():
+                raise Refusal(
+                    grpc.StatusCode.FAILED_PRECONDITION,
+                    f"env copies {np.flatnonzero(session.ended).tolist()} ended: call Reset",
+                )
+            response = self._step_envs(session, _unstack(session.action_space, actions, n))
+            if request.seq:
+                session.last_seq = request.seq
+            session.last_response = response
+            return response
+
+    def _step_envs(self, session: Session, actions: List[Any]) -> env_pb2.StepResponse:
+        n = len(session.envs)
+        observations, infos, final_infos = [], [""] * n, [""] * n
+        rewards = np.zeros(n, dtype=np.float64)
+        terminated = np.zeros(n, dtype=bool)
+        truncated = np.zeros(n, dtype=bool)
+        finals = {}
+        for i, (env, action) in enumerate(zip(session.envs, actions)):
+            try:
+                obs, rewards[i], terminated[i], truncated[i], info = env.step(action)
+                if session.autoreset and (terminated[i] or truncated[i]):
+                    finals[i] = obs
+                    final_infos[i] = codec.encode_info(info)
+                    obs, info = env.reset()
+            except Exception as e:
+                session.needs_reset = True
+                raise _env_raised(session, "step", e) from None
+            observations.append(obs)
+            infos[i] = codec.encode_info(info)
+        if not session.autoreset:
+            session.ended |= terminated | truncated
+        space = session.observation_space
+        response = env_pb2.StepResponse(
+            observations=codec.encode_value(_stack(space, observations)),
+            rewards=codec.encode_tensor(rewards),
+            terminated=codec.encode_tensor(terminated),
+            truncated=codec.encode_tensor(truncated),
+            infos_json=infos,
+            final_infos_json=final_infos,
+        )
+        if finals:
+            final = [finals.get(i, obs) for i, obs in enumerate(observations)]
+            response.final_observations.CopyFrom(codec.encode_value(_stack(space, final)))
+        return response
+
+    # --- Render and Close ---------------------------------------------------------
+    def Render(self, request, context):
+        return self._serve(context, self._render, request)
+
+    def _render(self, request: env_pb2.RenderRequest) -> env_pb2.RenderResponse:
+        session = self.sessions.get(request.session_id)
+        if not 0 <= request.index < len(session.envs):
+            raise invalid(f"index {request.index} is not a copy: valid: 0..{len(session.envs) - 1}")
+        with self._locked(session):
+            env = session.envs[request.index]
+            if env.render_mode != "rgb_array":
+                raise Refusal(
+                    grpc.StatusCode.FAILED_PRECONDITION,
+                    "this session renders nothing: make it with render_mode 'rgb_array'",
+                )
+            try:
+                frame = env.render()
+            except Exception as e:
+                raise _env_raised(session, "render", e) from None
+        frame = np.asarray(frame)
+        if frame.dtype != np.uint8 or frame.ndim != 3:
+            raise Refusal(
+                grpc.StatusCode.INTERNAL,
+                f"{session.env_id} rendered a {frame.dtype} array of shape {frame.shape}, "
+                "not uint8 [height, width, channels]",
+            )
+        return env_pb2.RenderResponse(frame=codec.encode_tensor(frame))
+
+    def Close(self, request, context):
+        return self._serve(context, self._close, request)
+
+    def _close(self, request: env_pb2.CloseRequest) -> env_pb2.CloseResponse:
+        session = self.sessions.pop(request.session_id)
+        if session is None:
+            raise Refusal(grpc.StatusCode.NOT_FOUND, f"no session {request.session_id!r}")
+        with self._locked(session):
+            session.close()
+        LOG.info("session %s closed", session.id)
+        return env_pb2.CloseResponse()
+
+
+def _close_all(envs: List[gym.Env]) -> None:
+    for env in envs:
+        try:
+            env.close()
+        except Exception:
+            pass
+
+
+def _one_line(error: Exception) -> str:
+    text = str(error).strip().splitlines()
+    return f"{type(error).__name__}: {text[0] if text else ''}"
+
+
+def _env_raised(session: Session, during: str, error: Exception) -> Refusal:
+    LOG.warning("session %s: %s raised during %s: %s", session.id, session.env_id, during, error)
+    return Refusal(
+        grpc.StatusCode.INTERNAL,
+        f"env {session.env_id} raised during {during}: {_one_line(error)}; "
+        "Reset the session to go on",
+    )
+
+
+def _stack(space: gym.Space, items: List[Any]) -> Any:
+    """Per-copy samples of ``space`` stacked on a new first axis (tuples and dicts per leaf)."""
+    if isinstance(space, gym.spaces.Tuple):
+        return tuple(_stack(s, [item[i] for item in items]) for i, s in enumerate(space.spaces))
+    if isinstance(space, gym.spaces.Dict):
+        return {k: _stack(s, [item[k] for item in items]) for k, s in space.spaces.items()}
+    return np.stack([np.asarray(item, dtype=space.dtype) for item in items])
+
+
+def _unstack(space: gym.Space, batched: Any, n: int) -> List[Any]:
+    """The inverse of ``_stack``: one sample per copy, in the space's dtype; a Discrete
+    action becomes a Python int."""
+    if isinstance(space, gym.spaces.Tuple):
+        parts = [_unstack(s, batched[i], n) for i, s in enumerate(space.spaces)]
+        return [tuple(part[j] for part in parts) for j in range(n)]
+    if isinstance(space, gym.spaces.Dict):
+        parts = {k: _unstack(s, batched[k], n) for k, s in space.spaces.items()}
+        return [{k: part[j] for k, part in parts.items()} for j in range(n)]
+    array = batched.astype(space.dtype, copy=False)
+    if isinstance(space, gym.spaces.Discrete):
+        return [int(a) for a in array]
+    return list(array)
+
+
+# --- authentication -----------------------------------------------------------------
+class TokenCheck(grpc.ServerInterceptor):
+    """Refuses calls without ``authorization: Bearer <token>`` (health checks excepted,
+    so that Kubernetes' gRPC probes work)."""
+
+    def __init__(self, token: str):
+        self._expected = f"Bearer {token}".encode()
+
+        def refuse(request, context):
+            context.abort(grpc.StatusCode.UNAUTHENTICATED, "missing or wrong auth token")
+
+        self._refusal = grpc.unary_unary_rpc_method_handler(refuse)
+        self._stream_refusal = grpc.stream_stream_rpc_method_handler(
+            lambda requests, context: refuse(None, context)
+        )
+
+    def intercept_service(self, continuation, handler_call_details):
+        if handler_call_details.method.startswith(HEALTH_PREFIX):
+            return continuation(handler_call_details)
+        sent = dict(handler_call_details.invocation_metadata).get("authorization", "")
+        if hmac.compare_digest(sent.encode(), self._expected):
+            return continuation(handler_call_details)
+        if handler_call_details.method.endswith("/StepStream"):
+            return self._stream_refusal
+        return self._refusal
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+# --- the command ---------------------------------------------------------------------
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m rl.envs.remote.serve",
+        allow_abbrev=False,
+        description="Serves rl and Gymnasium envs over gRPC (rl/envs/remote/env.proto).",
+    )
+    parser.add_argument(
+        "--env",
+        required=True,
+        help="comma-separated env ids to serve: registered rl envs or Gymnasium ids; * serves any",
+    )
+    parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=50051, help="0 picks a free port")
+    parser.add_argument(
+        "--token",
+        default=None,
+        help=f"auth token clients must send (default: ${TOKEN_VARIABLE}); required off loopback",
+    )
+    parser.add_argument("--tls_cert", default=None, help="PEM certificate chain: serve TLS")
+    parser.add_argument("--tls_key", default=None, help="PEM private key for --tls_cert")
+    defaults = Limits()
+    parser.add_argument("--max_sessions", type=int, default=defaults.max_sessions)
+    parser.add_argument("--max_envs_per_session", type=int, default=defaults.max_envs_per_session)
+    parser.add_argument("--max_total_envs", type=int, default=defaults.max_total_envs)
+    parser.add_argument(
+        "--idle_timeout",
+        type=float,
+        default=defaults.idle_timeout,
+        help="seconds without a call before a session is closed",
+    )
+    parser.add_argument(
+        "--max_message_bytes",
+        type=int,
+        default=defaults.max_message_bytes,
+        help="largest request or response; bigger ones get RESOURCE_EXHAUSTED",
+    )
+    parser.add_argument("--threads", type=int, default=16, help="calls served at once")
+    return parser
+
+
+class ServeError(ValueError):
+    """Bad flags for the server: one line, exit code 2."""
+
+
+def check_args(args: argparse.Namespace) -> None:
+    from rl.envs.make import check_env_name
+
+    for name, value, low in [
+        ("--max_sessions", args.max_sessions, 1),
+        ("--max_envs_per_session", args.max_envs_per_session, 1),
+        ("--max_total_envs", args.max_total_envs, 1),
+        ("--max_message_bytes", args.max_message_bytes, 1024),
+        ("--threads", args.threads, 1),
+        ("--port", args.port, 0),
+    ]:
+        if value < low:
+            raise ServeError(f"{name} must be at least {low}, got {value}")
+    if args.port > 65535:
+        raise ServeError(f"--port must be at most 65535, got {args.port}")
+    if args.idle_timeout <= 0:
+        raise ServeError(f"--idle_timeout must be positive, got {args.idle_timeout:g}")
+    if (args.tls_cert is None) != (args.tls_key is None):
+        raise ServeError("--tls_cert and --tls_key go together")
+    for path in (args.tls_cert, args.tls_key):
+        if path is not None and not os.path.isfile(path):
+            raise ServeError(f"no such file: {path}")
+    ids = [e.strip() for e in args.env.split(",") if e.strip()]
+    if not ids:
+        raise ServeError("--env names no env: give ids separated by commas, or *")
+    for env_id in ids:
+        if env_id != ANY_ENV:
+            try:
+                check_env_name(env_id)
+            except Exception as e:  # UnknownNameError, HParamsError: both one line
+                raise ServeError(str(e).splitlines()[0]) from None
+    if not is_loopback(args.host) and not args.token:
+        raise ServeError(
+            f"--host {args.host} is reachable from other machines: give an auth token "
+            f"with --token or ${TOKEN_VARIABLE} (or bind 127.0.0.1)"
+        )
+
+
+def start_server(
+    env_ids: Sequence[str],
+    host: str = "127.0.0.1",
+    port: int = 0,
+    token: Optional[str] = None,
+    limits: Limits = Limits(),
+    threads: int = 16,
+    tls: Optional[tuple] = None,
+):
+    """Starts serving in background threads; returns (grpc server, port, EnvService).
+
+    Args:
+      env_ids: ids it serves ("*" = any).
+      host: address to bind.
+      port: 0 picks a free one.
+      token: auth token clients must send, or None for none.
+      limits: session, env and message limits.
+      threads: calls served at once.
+      tls: (private key PEM bytes, certificate chain PEM bytes), or None for plaintext.
+    """
+    service = EnvService(env_maker(env_ids), limits)
+    options = [
+        ("grpc.max_receive_message_length", limits.max_message_bytes),
+        ("grpc.max_send_message_length", limits.max_message_bytes),
+        ("grpc.so_reuseport", 0),  # a second server on a taken port fails instead of sharing
+        # Clients ping every minute to notice a vanished server; tolerate that.
+        ("grpc.http2.min_recv_ping_interval_without_data_ms", 30_000),
+        ("grpc.http2.max_ping_strikes", 0),
+    ]
+    interceptors = [TokenCheck(token)] if token else []
+    server = grpc.server(
+        futures.ThreadPoolExecutor(max_workers=threads, thread_name_prefix="env-server"),
+        interceptors=interceptors,
+        options=options,
+        maximum_concurrent_rpcs=threads * 4,
+    )
+    env_pb2_grpc.add_EnvServiceServicer_to_server(service, server)
+    health_servicer = health.HealthServicer()
+    health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
+    address = f"[{host}]:{port}" if ":" in host and not host.startswith("[") else f"{host}:{port}"
+    if tls is None:
+        bound = server.add_insecure_port(address)
+    else:
+        bound = server.add_secure_port(address, grpc.ssl_server_credentials([tls]))
+    if bound == 0:
+        raise ServeError(f"cannot bind {address}: is the port taken?")
+    server.start()
+    health_servicer.set("", health_pb2.HealthCheckResponse.SERVING)
+    health_servicer.set("rl.envs.remote.EnvService", health_pb2.HealthCheckResponse.SERVING)
+
+    def expire_forever():
+        while True:
+            time.sleep(max(limits.idle_timeout / 4, 0.05))
+            service.sessions.expire_idle()
+
+    threading.Thread(target=expire_forever, daemon=True, name="expire-idle").start()
+    return server, bound, service
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)  # bad flags: argparse prints usage, exit code 2
+    args.token = args.token or os.environ.get(TOKEN_VARIABLE) or None
+    try:
+        check_args(args)
+        tls = None
+        if args.tls_cert:
+            with open(args.tls_cert, "rb") as cert, open(args.tls_key, "rb") as key:
+                tls = (key.read(), cert.read())
+        limits = Limits(
+            args.max_sessions,
+            args.max_envs_per_session,
+            args.max_total_envs,
+            args.idle_timeout,
+            args.max_message_bytes,
+        )
+        env_ids = [e.strip() for e in args.env.split(",") if e.strip()]
+        server, port, service = start_server(
+            env_ids, args.host, args.port, args.token, limits, args.threads, tls
+        )
+    except ServeError as e:
+        print(f"serve: error: {e}", file=sys.stderr)
+        return 2
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+    scheme = "grpcs" if tls else "grpc"
+    # Tests and scripts read this line to learn the port (with --port 0).
+    print(
+        f"serving {', '.join(env_ids)} on {scheme}://{args.host}:{port} "
+        f"({'token required' if args.token else 'no token'})",
+        flush=True,
+    )
+    stopped = threading.Event()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, lambda *_: stopped.set())
+    stopped.wait()
+    server.stop(grace=2.0).wait()
+    service.sessions.close_all()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
