@@ -4,6 +4,7 @@
     python scripts/benchmark.py --hparams ppo_cartpole --seeds 0 1 2
     python scripts/benchmark.py --peer --pairs 3     # side by side with Stable-Baselines3
     python scripts/benchmark.py --suite classic      # every classic set, 3 seeds, beside RL-Zoo
+    python scripts/benchmark.py --remote             # envs over gRPC against in-process
 
 Each run is a fresh `python train.py` process, so wall time includes Python
 and TensorFlow start-up, tracing and compilation, as a user sees it. The
@@ -759,6 +760,98 @@ def run_workers_table(train_steps: int, ray: bool) -> List[dict]:
     return rows
 
 
+REMOTE_ENV = "CartPole-v1"
+REMOTE_BATCHES = (1, 8, 64)  # env copies stepped per call
+REMOTE_TRAIN_SET, REMOTE_TRAIN_ENVS = "ppo_cartpole", 16
+
+
+def vector_steps_per_second(envs, calls: int, seed: int = 0) -> Tuple[float, float]:
+    """(env steps/s, median ms per call) of ``envs.step`` with uniformly random actions.
+
+    Args:
+      envs: a vector env (local or remote).
+      calls: timed step calls (after 20 untimed ones).
+      seed: for the env and the actions.
+    """
+    import numpy as np
+
+    envs.reset(seed=seed)
+    rng = np.random.default_rng(seed)
+    actions = rng.integers(0, 2, size=(calls + 20, envs.num_envs))
+    step = iter(actions)
+    start = time.perf_counter()
+    ms = per_call_ms(lambda: envs.step(next(step)), calls)
+    elapsed = time.perf_counter() - start
+    return envs.num_envs * (calls + 20) / elapsed, ms
+
+
+def run_remote_table(calls: int) -> List[dict]:
+    """CartPole env steps/s per call size, in-process against gRPC (unary and streaming) to
+    a server process on loopback; then PPO training throughput both ways."""
+    from rl.envs import make_vec_env
+    from rl.envs.remote.client import RemoteVectorEnv
+    from rl.envs.remote.serve import launch
+
+    server, port = launch(REMOTE_ENV)
+    url = f"grpc://127.0.0.1:{port}/{REMOTE_ENV}"
+    rows = []
+    try:
+        header = (
+            f"{'envs/call':>9} {'transport':<12} {'env steps/s':>11} {'ms/call':>8} {'x local':>8}"
+        )
+        print(header)
+        print("-" * len(header))
+        for n in REMOTE_BATCHES:
+            local = None
+            for transport in ("in-process", "grpc unary", "grpc stream"):
+                if transport == "in-process":
+                    envs = make_vec_env(REMOTE_ENV, n)
+                else:
+                    envs = RemoteVectorEnv(url, n, stream=transport == "grpc stream")
+                try:
+                    rate, ms = vector_steps_per_second(envs, calls)
+                finally:
+                    envs.close()
+                local = rate if local is None else local
+                rows.append(
+                    {
+                        "envs_per_call": n,
+                        "transport": transport,
+                        "steps_per_s": rate,
+                        "ms_per_call": ms,
+                    }
+                )
+                print(
+                    f"{n:>9} {transport:<12} {rate:>11.0f} {ms:>8.3f} {rate / local:>8.2f}",
+                    flush=True,
+                )
+        print()
+        header = f"{'training':<40} {'env':<8} {'wall s':>7} {'steps/s':>8} {'x local':>8}"
+        print(header)
+        print("-" * len(header))
+        local = None
+        with tempfile.TemporaryDirectory(prefix="rl-bench-") as tmp:
+            for where, env in (("in-process", REMOTE_ENV), ("grpc", url)):
+                command = [
+                    sys.executable, TRAIN, "--hparams", REMOTE_TRAIN_SET, "--env", env,
+                    "--hparam_override", f"num_envs={REMOTE_TRAIN_ENVS}",
+                    "--output_dir", os.path.join(tmp, where),
+                ]  # fmt: skip
+                wall, stdout = timed_run(command)
+                rate = float(last_json_line(stdout)["steps_per_second"])
+                local = rate if local is None else local
+                name = f"{REMOTE_TRAIN_SET} num_envs={REMOTE_TRAIN_ENVS}"
+                rows.append({"training": name, "env": where, "wall_s": wall, "steps_per_s": rate})
+                print(
+                    f"{name:<40} {where:<8} {wall:>7.1f} {rate:>8.0f} {rate / local:>8.2f}",
+                    flush=True,
+                )
+    finally:
+        server.terminate()
+        server.wait()
+    return rows
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--hparams", nargs="+", default=["ppo_cartpole", "dqn_cartpole"])
@@ -795,6 +888,12 @@ def main(argv: Optional[List[str]] = None) -> int:
         "--output_dir", default="runs/suite", help="with --suite: where runs and plots go"
     )
     parser.add_argument("--only", nargs="*", default=[], help="with --suite: just these sets")
+    parser.add_argument(
+        "--remote",
+        action="store_true",
+        help="env steps/s over gRPC (unary, streaming) against in-process, and PPO throughput",
+    )
+    parser.add_argument("--calls", type=int, default=3000, help="with --remote: steps per row")
     # The processes this script starts for the peer and the per-call costs.
     parser.add_argument("--_peer_run", nargs=3, metavar="ALGO_SEED_STEPS", help=argparse.SUPPRESS)
     parser.add_argument("--_costs", action="store_true", help=argparse.SUPPRESS)
@@ -809,6 +908,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     if args.suite:
         print_machine_costs()
         report = run_suite(args.output_dir, args.suite_seeds, args.suite_parallel, args.only)
+    elif args.remote:
+        print_machine_costs()
+        report = run_remote_table(args.calls)
     elif args.workers:
         print_machine_costs()
         report: object = run_workers_table(args.train_steps or 20_000, args.ray)

@@ -254,7 +254,8 @@ class RemoteVectorEnv(gym.vector.VectorEnv):
           url: grpc[s]://host:port/ENV_ID[?kwargs].
           num_envs: copies.
           render_mode: None or "rgb_array" (frames travel over the wire).
-          stream: step over one bidirectional stream instead of one call per step.
+          stream: step over one bidirectional stream (faster: no per-call set-up) instead
+            of one unary call per step.
         """
         self._session = _Session(url, num_envs, render_mode, autoreset=True, stream=stream)
         self.url = url
@@ -301,6 +302,8 @@ class RemoteVectorEnv(gym.vector.VectorEnv):
         if response.HasField("final_observations"):
             finals = self._observations(codec.decode_value(response.final_observations))
         for i, text in enumerate(response.infos_json):
+            if not text and not ended[i]:
+                continue  # nothing to add (most steps of most envs)
             copy_info = codec.decode_info(text)
             if ended[i] and finals is not None:
                 copy_info["final_obs"] = finals[i]

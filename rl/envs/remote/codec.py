@@ -10,6 +10,7 @@ virtualenv without TensorFlow, possibly with an older Gymnasium (0.29).
 """
 
 import json
+import math
 from typing import Any, Dict, List, Optional
 
 import gymnasium as gym
@@ -22,6 +23,8 @@ DTYPES = frozenset(
     ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"]
     + ["float16", "float32", "float64"]
 )
+_NAMES = {np.dtype(name).newbyteorder("<"): name for name in DTYPES}  # little-endian only
+_WIRE_DTYPES = {name: np.dtype(name).newbyteorder("<") for name in DTYPES}
 MAX_DEPTH = 16  # nesting of Tuple/Dict spaces and values
 MAX_RANK = 32
 
@@ -34,13 +37,15 @@ class CodecError(ValueError):
 def encode_tensor(array: Any) -> env_pb2.Tensor:
     """A NumPy array (or scalar) as {dtype, shape, little-endian bytes}."""
     array = np.asarray(array)
-    if array.dtype.name not in DTYPES:
-        raise CodecError(f"dtype {array.dtype} cannot be sent: valid: {', '.join(sorted(DTYPES))}")
-    if array.dtype.byteorder == ">":
+    name = _NAMES.get(array.dtype)  # a dict lookup: dtype.name costs microseconds
+    if name is None:
+        if array.dtype.name not in DTYPES:
+            raise CodecError(
+                f"dtype {array.dtype} cannot be sent: valid: {', '.join(sorted(DTYPES))}"
+            )
+        name = array.dtype.name
         array = array.astype(array.dtype.newbyteorder("<"))
-    return env_pb2.Tensor(
-        dtype=array.dtype.name, shape=array.shape, data=np.ascontiguousarray(array).tobytes()
-    )
+    return env_pb2.Tensor(dtype=name, shape=array.shape, data=array.tobytes())
 
 
 def decode_tensor(tensor: env_pb2.Tensor) -> np.ndarray:
@@ -57,14 +62,15 @@ def decode_tensor(tensor: env_pb2.Tensor) -> np.ndarray:
     shape = tuple(tensor.shape)
     if len(shape) > MAX_RANK or any(d < 0 for d in shape):
         raise CodecError(f"invalid tensor shape {list(shape)}")
-    dtype = np.dtype(tensor.dtype).newbyteorder("<")
-    expected = int(np.prod(shape, dtype=np.float64)) * dtype.itemsize
+    dtype = _WIRE_DTYPES[tensor.dtype]
+    expected = math.prod(shape) * dtype.itemsize
     if expected != len(tensor.data):
         raise CodecError(
             f"tensor of shape {list(shape)} and dtype {tensor.dtype} needs {expected} bytes, "
             f"got {len(tensor.data)}"
         )
-    return np.frombuffer(tensor.data, dtype=dtype).reshape(shape).astype(dtype.newbyteorder("="))
+    array = np.frombuffer(tensor.data, dtype=dtype).reshape(shape)
+    return array.astype(dtype.newbyteorder("=")) if dtype.byteorder == ">" else array.copy()
 
 
 # --- values: arrays, tuples and dicts of them --------------------------------------
@@ -223,12 +229,31 @@ def mismatch(space: gym.Space, value: Any, batch: Optional[int] = None, path: st
         return f"{where} has dtype {value.dtype}, expected {expected}"
     if value.dtype.kind == "f" and not np.all(np.isfinite(value)):
         return f"{where} holds NaN or infinite values"
-    rows = [value] if batch is None else list(value)
-    for i, row in enumerate(rows):
-        if not space.contains(row.astype(expected)):
-            at = "" if batch is None else f" (copy {i})"
-            return f"{where}{at} is outside {space}"
+    outside = _outside(space, value.astype(expected, copy=False))
+    if outside is not None:
+        at = (
+            ""
+            if batch is None or outside.ndim == 0
+            else f" (copy {int(np.flatnonzero(outside.reshape(len(value), -1).any(axis=1))[0])})"
+        )
+        return f"{where}{at} is outside {space}"
     return ""
+
+
+def _outside(space: gym.Space, value: np.ndarray) -> Optional[np.ndarray]:
+    """A mask of the entries of ``value`` (one sample or a batch) outside ``space``, or None."""
+    if isinstance(space, gym.spaces.Box):
+        mask = (value < space.low) | (value > space.high)
+    elif isinstance(space, gym.spaces.Discrete):
+        mask = (value < space.start) | (value >= space.start + space.n)
+    elif isinstance(space, gym.spaces.MultiDiscrete):
+        start = getattr(space, "start", 0)
+        mask = (value < start) | (value >= start + space.nvec)
+    elif isinstance(space, gym.spaces.MultiBinary):
+        mask = (value != 0) & (value != 1)
+    else:
+        return None if space.contains(value) else np.array(True)
+    return mask if mask.any() else None
 
 
 # --- infos -----------------------------------------------------------------------

@@ -23,6 +23,7 @@ import itertools
 import json
 import logging
 import os
+import re
 import secrets
 import signal
 import sys
@@ -630,6 +631,50 @@ def start_server(
     return server, bound, service
 
 
+SERVING_LINE = re.compile(r"^serving .* on grpcs?://(?P<host>\S+):(?P<port>\d+) ")
+
+
+def launch(
+    env_ids: str,
+    *args: str,
+    python: str = sys.executable,
+    env: Optional[Dict[str, str]] = None,
+    timeout: float = 60.0,
+):
+    """Starts ``python -m rl.envs.remote.serve --env env_ids --port 0 *args`` as a child
+    process and waits for its serving line; returns (process, port).
+
+    Args:
+      env_ids: the --env value.
+      *args: more serve flags.
+      python: the interpreter (another virtualenv's, to serve from there).
+      env: the child's environment (default: this one's).
+      timeout: seconds to wait for the serving line.
+
+    Raises:
+      RuntimeError: with the server's output if it exited or said nothing in time.
+    """
+    import subprocess
+    import tempfile
+
+    command = [python, "-m", "rl.envs.remote.serve", "--env", env_ids, "--port", "0", *args]
+    # The log goes to a file: an unread pipe would fill up and block the server.
+    log = tempfile.TemporaryFile(mode="w+")
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=log, text=True, env=env)
+    lines: List[str] = []
+    reader = threading.Thread(target=lambda: lines.append(process.stdout.readline()), daemon=True)
+    reader.start()
+    reader.join(timeout)
+    match = SERVING_LINE.match(lines[0]) if lines else None
+    if match is None:
+        process.kill()
+        process.wait()
+        log.seek(0)
+        said = (lines[0] if lines else "") + log.read()
+        raise RuntimeError(f"env server did not start ({' '.join(command)}): {said.strip()}")
+    return process, int(match.group("port"))
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)  # bad flags: argparse prints usage, exit code 2
@@ -655,6 +700,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print(f"serve: error: {e}", file=sys.stderr)
         return 2
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+    stopped = threading.Event()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, lambda *_: stopped.set())
     scheme = "grpcs" if tls else "grpc"
     # Tests and scripts read this line to learn the port (with --port 0).
     print(
@@ -662,9 +710,6 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         f"({'token required' if args.token else 'no token'})",
         flush=True,
     )
-    stopped = threading.Event()
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(signum, lambda *_: stopped.set())
     stopped.wait()
     server.stop(grace=2.0).wait()
     service.sessions.close_all()
