@@ -17,10 +17,12 @@ SLOW_STEP_SECONDS = 0.002
 FLAKY_FAILURE_RATE = 1 / 10_000  # per step
 
 
-class SlowSteps(gym.Wrapper):
+class SlowSteps(gym.Wrapper, gym.utils.RecordConstructorArgs):
     """Sleeps ``seconds`` in every step."""
 
     def __init__(self, env: gym.Env, seconds: float):
+        # RecordConstructorArgs: ``env.spec`` (and Gymnasium's env checker) needs it.
+        gym.utils.RecordConstructorArgs.__init__(self, seconds=seconds)
         super().__init__(env)
         self.seconds = seconds
 
@@ -33,10 +35,11 @@ class SimulatorCrash(RuntimeError):
     """What ``FlakySteps`` raises."""
 
 
-class FlakySteps(gym.Wrapper):
+class FlakySteps(gym.Wrapper, gym.utils.RecordConstructorArgs):
     """Raises SimulatorCrash in a step with probability ``rate``."""
 
     def __init__(self, env: gym.Env, rate: float):
+        gym.utils.RecordConstructorArgs.__init__(self, rate=rate)
         super().__init__(env)
         self.rate = rate
         self.failures = np.random.default_rng()
