@@ -53,7 +53,16 @@ def define_flags() -> None:
         "hparam_override", "", 'Overrides, e.g. "learning_rate=1e-3,hidden_sizes=[128,128]".'
     )
     flags.DEFINE_string(
-        "env", None, "Registered env name or Gymnasium id (overrides the hparams' env)."
+        "env",
+        None,
+        "Registered env name, Gymnasium id, or grpc://host:port/ID of an env server "
+        "(overrides the hparams' env).",
+    )
+    flags.DEFINE_multi_string(
+        "plugins",
+        [],
+        "Python modules to import first (repeatable), e.g. my_pkg.my_rl: they register "
+        "agents, models, losses, envs or hparam sets. A resumed run reloads its own.",
     )
     flags.DEFINE_string("output_dir", None, "Folder for checkpoints, logs, videos.")
     flags.DEFINE_integer("train_steps", None, "Total env steps (overrides hparams).", lower_bound=1)
@@ -218,6 +227,7 @@ def check_early() -> None:
     )
 
     check_mode_flags()
+    load_plugins()
     try:
         registry.systems.check(FLAGS.sys)
         for flag, target in SYSTEM_FLAGS.items():
@@ -265,6 +275,32 @@ def show_tensorflow_logs() -> bool:
     return FLAGS["verbosity"].present and FLAGS.verbosity >= 0
 
 
+def load_plugins() -> None:
+    """Imports --plugins, or, without the flag, those the run in --output_dir recorded."""
+    from rl import plugins
+    from rl.errors import PluginError
+
+    modules = FLAGS.plugins
+    if not modules and FLAGS.output_dir:
+        modules = recorded_plugins(FLAGS.output_dir)
+    try:
+        plugins.load(modules)
+    except PluginError as e:
+        fail(str(e))
+
+
+def recorded_plugins(output_dir: str) -> List[str]:
+    """The --plugins a run in ``output_dir`` was started with ([] if none or unreadable)."""
+    from rl.snapshot import FLAGS_FILE, SNAPSHOT_DIR
+
+    try:
+        with open(os.path.join(output_dir, SNAPSHOT_DIR, FLAGS_FILE), encoding="utf-8") as f:
+            recorded = json.load(f).get("plugins") or []
+    except (OSError, ValueError, AttributeError):
+        return []  # no run there, or a damaged snapshot: the run's own checks report it
+    return [name for name in recorded if isinstance(name, str)]
+
+
 def our_flags() -> Dict[str, Any]:
     """The values of train.py's own flags (for the snapshot)."""
     return {flag.name: flag.value for flag in FLAGS.get_flags_for_module(__name__)}
@@ -277,6 +313,7 @@ def main(argv: List[str]) -> int:
     if FLAGS.list:
         from rl import catalog
 
+        load_plugins()  # so their names are listed too
         print(catalog.list_all(gymnasium=True))
         return 0
     check_early()

@@ -20,3 +20,7 @@ class SystemUnavailableError(RuntimeError):
 class EnvServerError(RuntimeError):
     """An env server (rl/envs/remote) cannot be used: unreachable, refused the token,
     lost the session, or its env raised; one line."""
+
+
+class PluginError(ImportError):
+    """A --plugins module that cannot be imported or fails while registering; one line."""

@@ -22,7 +22,7 @@ from typing import Deque, Dict, Optional
 
 import numpy as np
 
-from rl import registry, seeding
+from rl import plugins, registry, seeding
 from rl.agents.actor import Actor, act_and_observe
 from rl.algos.noise import action_noise_for
 from rl.envs import make_vec_env
@@ -154,6 +154,7 @@ def main(argv: Optional[list] = None) -> int:
     except (EOFError, OSError):
         return 0
     try:
+        plugins.load_from_environment()  # the learner's --plugins register envs, models, ...
         play(spec, conn)
     except (EOFError, BrokenPipeError, ConnectionResetError):
         return 0  # the learner closed the connection: nothing to report to
