@@ -28,7 +28,9 @@ import gymnasium as gym
 import numpy as np
 from gymnasium.utils.env_checker import check_env
 
+from rl import plugins
 from rl.envs.make import env_factory
+from rl.errors import PluginError
 
 PROG = "python -m rl.envs.check"
 PASS, WARN, FAIL = "PASS", "WARN", "FAIL"
@@ -737,6 +739,12 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
         default=10_000,
         help="stop an episode that has not ended after this many steps (default 10000)",
     )
+    parser.add_argument(
+        "--plugins",
+        action="append",
+        default=[],
+        help="module to import first that registers your env (repeatable), as in train.py",
+    )
     return parser.parse_args(list(argv))
 
 
@@ -751,8 +759,9 @@ def main(argv: Sequence[str]) -> int:
     """
     args = parse_args(argv)
     try:
+        plugins.load(args.plugins)
         results = run_checks(args.env, args.episodes, args.seed, args.max_steps)
-    except user_errors() as error:
+    except user_errors() + (PluginError,) as error:
         fail(str(error))
     print(format_report(args.env, results), flush=True)
     return exit_code(results)

@@ -527,6 +527,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="largest request or response; bigger ones get RESOURCE_EXHAUSTED",
     )
     parser.add_argument("--threads", type=int, default=16, help="calls served at once")
+    parser.add_argument(
+        "--plugins",
+        action="append",
+        default=[],
+        help="module to import first that registers your envs (repeatable), as in train.py",
+    )
     return parser
 
 
@@ -535,8 +541,14 @@ class ServeError(ValueError):
 
 
 def check_args(args: argparse.Namespace) -> None:
+    from rl import plugins
     from rl.envs.make import check_env_name
+    from rl.errors import PluginError
 
+    try:
+        plugins.load(args.plugins)
+    except PluginError as e:
+        raise ServeError(str(e)) from None
     for name, value, low in [
         ("--max_sessions", args.max_sessions, 1),
         ("--max_envs_per_session", args.max_envs_per_session, 1),
