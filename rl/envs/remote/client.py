@@ -176,6 +176,11 @@ class _Session:
                 return next(self._responses)
             except grpc.RpcError as e:
                 self._end_stream()
+                if e.code() == grpc.StatusCode.RESOURCE_EXHAUSTED and "stream" in (
+                    e.details() or ""
+                ):
+                    self.stream = False  # the server's streams are all taken: unary calls
+                    return self.connection.call("Step", request)
                 if e.code() != grpc.StatusCode.UNAVAILABLE or time.monotonic() + wait > deadline:
                     raise self.connection.error(e) from None
             time.sleep(wait)  # then resend the same seq on a new stream
@@ -246,7 +251,7 @@ class RemoteVectorEnv(gym.vector.VectorEnv):
     """``num_envs`` copies of a served env, stepped in one call per step (SAME_STEP autoreset)."""
 
     def __init__(
-        self, url: str, num_envs: int, render_mode: Optional[str] = None, stream: bool = False
+        self, url: str, num_envs: int, render_mode: Optional[str] = None, stream: bool = True
     ):
         """Opens a session on the server.
 

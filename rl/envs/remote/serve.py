@@ -45,6 +45,7 @@ LOG = logging.getLogger("rl.envs.remote.serve")
 ANY_ENV = "*"
 HEALTH_PREFIX = "/grpc.health.v1.Health/"
 BUSY_WAIT_SECONDS = 5.0  # a second call on a session waits this long for the first
+RESERVED_THREADS = 4  # server threads kept from step streams, for unary calls and health
 
 
 class Limits(NamedTuple):
@@ -175,7 +176,8 @@ class SessionTable:
 
 def env_maker(env_ids: Sequence[str]):
     """A function (env_id, render_mode, kwargs) -> gym.Env for the ids this server serves."""
-    from rl.envs.make import make_raw_env  # Gymnasium-version-tolerant; no TensorFlow
+    from rl.envs.make import check_env_name, make_raw_env  # no TensorFlow
+    from rl.registry import UnknownNameError
 
     allowed = None if ANY_ENV in env_ids else set(env_ids)
 
@@ -185,6 +187,10 @@ def env_maker(env_ids: Sequence[str]):
                 grpc.StatusCode.NOT_FOUND,
                 f"this server does not serve {env_id!r}: it serves {', '.join(sorted(allowed))}",
             )
+        try:
+            check_env_name(env_id)
+        except UnknownNameError as e:
+            raise Refusal(grpc.StatusCode.NOT_FOUND, str(e)) from None
         return make_raw_env(env_id, render_mode, **kwargs)
 
     return make
@@ -193,9 +199,17 @@ def env_maker(env_ids: Sequence[str]):
 class EnvService(env_pb2_grpc.EnvServiceServicer):
     """The EnvService of env.proto over a SessionTable."""
 
-    def __init__(self, make_env, limits: Limits):
+    def __init__(self, make_env, limits: Limits, max_streams: int = 16):
+        """Args:
+        make_env: (env_id, render_mode, kwargs) -> gym.Env.
+        limits: sessions, envs and message sizes.
+        max_streams: StepStreams open at once (each holds a server thread).
+        """
         self.make_env = make_env
         self.sessions = SessionTable(limits)
+        self.max_streams = max_streams
+        self._open_streams = 0
+        self._streams_lock = threading.Lock()
         self._ids = itertools.count(1)
 
     # --- plumbing: every handler turns refusals and surprises into statuses ------
@@ -297,8 +311,22 @@ class EnvService(env_pb2_grpc.EnvServiceServicer):
         return self._serve(context, self._step, request)
 
     def StepStream(self, request_iterator, context):
-        for request in request_iterator:
-            yield self._serve(context, self._step, request)
+        # An open stream holds one of the server's threads for its whole life: beyond
+        # max_streams, clients are told to use unary Step (the Python client falls back).
+        with self._streams_lock:
+            if self._open_streams >= self.max_streams:
+                context.abort(
+                    grpc.StatusCode.RESOURCE_EXHAUSTED,
+                    f"this server holds its limit of {self.max_streams} open step streams: "
+                    "use unary Step calls",
+                )
+            self._open_streams += 1
+        try:
+            for request in request_iterator:
+                yield self._serve(context, self._step, request)
+        finally:
+            with self._streams_lock:
+                self._open_streams -= 1
 
     def _step(self, request: env_pb2.StepRequest) -> env_pb2.StepResponse:
         session = self.sessions.get(request.session_id)
@@ -326,6 +354,7 @@ class EnvService(env_pb2_grpc.EnvServiceServicer):
                     f"env copies {np.flatnonzero(session.ended).tolist()} ended: call Reset",
                 )
             response = self._step_envs(session, _unstack(session.action_space, actions, n))
+            response.seq = request.seq
             if request.seq:
                 session.last_seq = request.seq
             session.last_response = response
@@ -526,7 +555,13 @@ def build_parser() -> argparse.ArgumentParser:
         default=defaults.max_message_bytes,
         help="largest request or response; bigger ones get RESOURCE_EXHAUSTED",
     )
-    parser.add_argument("--threads", type=int, default=16, help="calls served at once")
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        help=f"calls served at once (default --max_sessions + {RESERVED_THREADS}: an open step "
+        "stream holds a thread)",
+    )
     parser.add_argument(
         "--plugins",
         action="append",
@@ -554,7 +589,11 @@ def check_args(args: argparse.Namespace) -> None:
         ("--max_envs_per_session", args.max_envs_per_session, 1),
         ("--max_total_envs", args.max_total_envs, 1),
         ("--max_message_bytes", args.max_message_bytes, 1024),
-        ("--threads", args.threads, 1),
+        (
+            "--threads",
+            args.threads if args.threads is not None else RESERVED_THREADS + 1,
+            RESERVED_THREADS + 1,
+        ),
         ("--port", args.port, 0),
     ]:
         if value < low:
@@ -590,7 +629,7 @@ def start_server(
     port: int = 0,
     token: Optional[str] = None,
     limits: Limits = Limits(),
-    threads: int = 16,
+    threads: Optional[int] = None,
     tls: Optional[tuple] = None,
 ):
     """Starts serving in background threads; returns (grpc server, port, EnvService).
@@ -601,10 +640,13 @@ def start_server(
       port: 0 picks a free one.
       token: auth token clients must send, or None for none.
       limits: session, env and message limits.
-      threads: calls served at once.
+      threads: calls served at once (default: max_sessions + RESERVED_THREADS, so every
+        session can hold a step stream).
       tls: (private key PEM bytes, certificate chain PEM bytes), or None for plaintext.
     """
-    service = EnvService(env_maker(env_ids), limits)
+    # Threads: one per open stream, plus RESERVED_THREADS for unary calls and health checks.
+    threads = threads or limits.max_sessions + RESERVED_THREADS
+    service = EnvService(env_maker(env_ids), limits, max_streams=max(threads - RESERVED_THREADS, 1))
     options = [
         ("grpc.max_receive_message_length", limits.max_message_bytes),
         ("grpc.max_send_message_length", limits.max_message_bytes),
