@@ -40,8 +40,12 @@ def gymnasium_ids() -> List[str]:
 def env_family(env_id: str) -> str:
     """The Gymnasium family of an id from its entry point: "classic_control", "box2d", ..."""
     entry = gym.envs.registry[env_id].entry_point
-    if not isinstance(entry, str):  # a function that raises "install mujoco-py/shimmy"
-        return LEGACY
+    if not isinstance(entry, str):
+        # Gymnasium's own non-string entries are functions that raise "install
+        # mujoco-py/shimmy"; a class or function of a user's is a custom env.
+        module = getattr(entry, "__module__", "") or ""
+        from_gymnasium = module.split(".")[0] == "gymnasium" and not isinstance(entry, type)
+        return LEGACY if from_gymnasium else "custom"
     parts = entry.split(":")[0].split(".")
     return parts[2] if parts[:2] == ["gymnasium", "envs"] and len(parts) > 2 else parts[0]
 

@@ -67,6 +67,7 @@ class Connection:
         token = os.environ.get(remote_url.TOKEN_VARIABLE)
         self.metadata = (("authorization", f"Bearer {token}"),) if token else None
         self.retry_seconds = retry_seconds()
+        self.was_unreachable = False  # set once a call had to wait for the server
 
     def call(self, method: str, request, timeout: Optional[float] = None):
         """``stub.method(request)``, retried with backoff while the server is unreachable."""
@@ -78,6 +79,7 @@ class Connection:
             except grpc.RpcError as e:
                 if e.code() != grpc.StatusCode.UNAVAILABLE or time.monotonic() + wait > deadline:
                     raise self.error(e) from None
+                self.was_unreachable = True
             time.sleep(wait)
             wait = min(wait * 2, 2.0)
 
@@ -95,6 +97,11 @@ class Connection:
                 "to the server's token"
             )
         if code == grpc.StatusCode.NOT_FOUND and "session" in details:
+            if self.was_unreachable:
+                return EnvServerError(
+                    f"env server {self.url} restarted and lost this client's session "
+                    "(it was unreachable, then answered without it)"
+                )
             return EnvServerError(f"env server {self.url} lost this client's session: {details}")
         return EnvServerError(f"env server {self.url}: {code.name}: {details}")
 
@@ -183,6 +190,7 @@ class _Session:
                     return self.connection.call("Step", request)
                 if e.code() != grpc.StatusCode.UNAVAILABLE or time.monotonic() + wait > deadline:
                     raise self.connection.error(e) from None
+                self.connection.was_unreachable = True
             time.sleep(wait)  # then resend the same seq on a new stream
             wait = min(wait * 2, 2.0)
 

@@ -181,11 +181,13 @@ def decode_space(message: env_pb2.Space, depth: int = 0) -> gym.Space:
         if kind == "dict":
             if len(message.dict.keys) != len(message.dict.spaces):
                 raise CodecError("a dict space needs as many spaces as keys")
+            # Pairs, not a dict: Gymnasium sorts a dict's keys, and the server's order is
+            # what flattening follows on both ends.
             return gym.spaces.Dict(
-                {
-                    k: decode_space(s, depth + 1)
+                [
+                    (k, decode_space(s, depth + 1))
                     for k, s in zip(message.dict.keys, message.dict.spaces)
-                }
+                ]
             )
     except CodecError:
         raise
