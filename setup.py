@@ -63,6 +63,10 @@ setup(
         ],
         # --sys ray: Ray core only (RLlib has dropped TensorFlow; rl does not use it).
         "ray": ["ray[default]>=2.60,<2.61"],
+        # Two-player games (rl/games) and tournaments (python -m rl.tournament): Nash by linprog.
+        "games": ["pettingzoo>=1.27,<1.28", "scipy>=1.11"],
+        # python -m rl.search: hyperparameter search (docs/search.md).
+        "search": ["optuna>=5.0,<6"],
         # Peer for scripts/benchmark.py --peer: Stable-Baselines3 on PyTorch's CPU build.
         "bench": ["torch==2.13.0", "stable-baselines3==2.9.2"],
     },

@@ -4,7 +4,7 @@ Import this module (the experiment and train.py do) before looking names up,
 so every registry is complete; nothing else registers by side effect.
 """
 
-from rl import agents, algos, envs, hparams, models, systems  # noqa: F401
+from rl import agents, algos, envs, games, hparams, models, systems  # noqa: F401
 from rl.registry import ALL
 from rl.registry import list_all as list_registered
 

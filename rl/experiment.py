@@ -39,7 +39,7 @@ from rl.evaluation import Evaluator
 from rl.hparams.base import HParams, HParamsError
 from rl.hparams.resolve import HPARAMS_FILE, check_fits, load_run_hparams, resolve_hparams
 from rl.logbook import recent_scalars
-from rl.policy import tidy_policies, write_policy_artefact
+from rl.policy import RUN_DIR_VARIABLE, tidy_policies, write_policy_artefact
 from rl.run_folder import (  # noqa: F401  (re-exported: older callers import them from here)
     CHECKPOINT_DIR,
     CHECKPOINT_INDEX,
@@ -179,6 +179,8 @@ class Experiment:
             self._say("no display: episodes are rendered to rgb_array only")
         self.device_info = self.system.setup()
         self.output_dir = output_dir or tempfile.mkdtemp(prefix="rl-run-")
+        # Envs that play against this run's own policy artefacts (self-play) find them here.
+        os.environ[RUN_DIR_VARIABLE] = os.path.abspath(self.output_dir)
         with self.system.scope():
             self.envs, self.agent = build_envs_and_agent(hp, 1 if num_workers else None)
         self.counters = Counters(episodes=0)

@@ -22,6 +22,10 @@ import numpy as np
 
 from rl.files import fsync_dir, write_bytes_atomic, write_text_atomic
 
+# The run folder, set by Experiment before it makes envs: envs that play against the run's
+# own policy artefacts (self-play, rl/games/selfplay.py) find them there. Worker
+# processes inherit it.
+RUN_DIR_VARIABLE = "RL_RUN_DIR"
 POLICIES_DIR = "policies"
 POLICY_FILE = "policy.json"
 WEIGHTS_FILE = "weights.npz"
@@ -168,3 +172,50 @@ def load_policy(path: str, explore: bool = False, seed: Optional[int] = None):
         )
     actor.load(PolicySnapshot(int(meta.get("version", 0)), meta["arrays"]))
     return actor
+
+
+def load_host_policy(path: str, observation_space, action_space):
+    """An artefact's greedy-or-sampling policy in NumPy, without TensorFlow: (HostPolicy, arrays).
+
+    For MLP actor-critic (categorical) and Q-network models, the kinds self-play pools
+    hold; ``tests/test_games.py`` checks it acts as ``load_policy``'s actor does.
+
+    Args:
+        path: a ``policies/ckpt-<step>`` folder.
+        observation_space: one env copy's (flat) observation space.
+        action_space: its Discrete action space.
+
+    Raises:
+        PolicyArtefactError: another kind of model, or weights that do not fit.
+    """
+    from rl.hparams.base import from_dict
+    from rl.hparams.resolve import hparams_class
+    from rl.models.distributions import action_head
+    from rl.models.host import HostPolicy, QHeadLayout
+
+    meta = read_artefact(path)
+    values = meta["hparams"]
+    hp = from_dict(hparams_class(values.get("agent", "")), values)
+    head = action_head(action_space)
+    masked = int(action_space.n) if getattr(hp, "action_mask", False) else 0
+    if getattr(hp, "torso", "mlp") != "mlp" or getattr(hp, "noisy", False):
+        raise PolicyArtefactError(f"{path}: only MLP, non-noisy models act in NumPy here")
+    if hp.model == "actor_critic" and head.kind == "categorical":
+        policy = HostPolicy("distribution", head, hp.activation, masked_actions=masked)
+    elif hp.model == "q_network":
+        support = ()
+        if hp.num_atoms > 1:
+            support = tuple(float(z) for z in np.linspace(hp.v_min, hp.v_max, hp.num_atoms))
+        layout = QHeadLayout(int(action_space.n), hp.dueling, support)
+        policy = HostPolicy("q_values", head, hp.activation, q_layout=layout, masked_actions=masked)
+    else:
+        raise PolicyArtefactError(
+            f"{path}: a {hp.model} model cannot act in NumPy here (actor_critic with "
+            "discrete actions or q_network only)"
+        )
+    arrays = meta["arrays"]
+    try:  # one forward pass on a zero observation proves the shapes fit
+        policy(np.zeros((1, *observation_space.shape), np.float32), arrays)
+    except (ValueError, IndexError) as e:
+        raise PolicyArtefactError(f"{path}: weights do not fit the env ({e})") from None
+    return policy, arrays

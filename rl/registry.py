@@ -151,6 +151,7 @@ grad_comp = Registry("grad_comp")
 hparams = Registry("hparams")
 envs = Registry("env")
 systems = Registry("sys")
+players = Registry("player")
 
 ALL = {
     "agents": agents,
@@ -160,6 +161,7 @@ ALL = {
     "hparams": hparams,
     "envs": envs,
     "systems": systems,
+    "players": players,
 }
 
 

@@ -111,6 +111,9 @@ class DQNLearner(ReplayLearner):
         online_seed, target_seed = noise_seeds
         model, target_model = self.model, self.target_model
         next_online = model(data["next_obs"], online_seed) if hp.double_q else None
+        if hp.num_atoms > 1 and next_online is None and model.masked_actions:
+            # C51 picks a* from the target's expected values: legal moves only (games).
+            next_online = target_model(data["next_obs"], target_seed)
         if hp.num_atoms > 1:
             loss, extras = self.grad_comp(
                 logits_tm1=model.logits(data["obs"], online_seed),

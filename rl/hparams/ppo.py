@@ -192,3 +192,39 @@ def ppo_atari() -> PPOHParams:
         eval_episodes=5,
         checkpoint_interval=102_400,
     )
+
+
+@registry.hparams.register
+def ppo_tictactoe_selfplay() -> PPOHParams:
+    # Tic-tac-toe against its own past policies (a new pool member every checkpoint),
+    # the random and the one-step look-ahead players (rl/games/selfplay.py); the
+    # observation's legal-move mask keeps illegal moves at probability 0.
+    return ppo_base().replace(
+        env="tictactoe_selfplay",
+        action_mask=True,
+        num_envs=8,
+        rollout_steps=64,
+        num_epochs=4,
+        num_minibatches=4,
+        hidden_sizes=(128, 128),
+        learning_rate=3e-4,
+        entropy_coef=0.01,
+        gamma=0.99,
+        gae_lambda=0.95,
+        train_steps=300_000,
+        eval_interval=20_000,
+        eval_episodes=50,
+        checkpoint_interval=10_000,
+    )
+
+
+@registry.hparams.register
+def ppo_connect_four_selfplay() -> PPOHParams:
+    # Connect four the same way, with wider layers and a longer budget.
+    return ppo_tictactoe_selfplay().replace(
+        env="connect_four_selfplay",
+        hidden_sizes=(256, 256),
+        train_steps=1_000_000,
+        checkpoint_interval=25_000,
+        eval_interval=50_000,
+    )

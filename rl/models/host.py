@@ -52,6 +52,17 @@ def mlp_forward(x: np.ndarray, arrays: Sequence[np.ndarray], activation: str) ->
     return x @ arrays[-2] + arrays[-1]
 
 
+# The logit or Q-value of an illegal move (settings.action_mask): finite, so softmax gives it
+# probability 0 without NaNs in log-probs or entropies.
+ILLEGAL_SCORE = -1e9
+
+
+def illegal_penalty(obs: np.ndarray, num_actions: int) -> np.ndarray:
+    """[B, A]: 0 for legal moves, ILLEGAL_SCORE for illegal ones, read from the last
+    ``num_actions`` entries of flat observations [B, D] (1 = legal)."""
+    return (1.0 - obs[:, -num_actions:].astype(np.float32)) * np.float32(ILLEGAL_SCORE)
+
+
 @dataclasses.dataclass(frozen=True)
 class QHeadLayout:
     """How a Q-network's outputs become Q-values (rl/models/networks.py QNetwork).
@@ -101,6 +112,7 @@ class HostPolicy:
             log stds clipped to ``log_std_bounds``.
         squash_mean: the mean is tanh(outputs) mapped onto the Box's bounds (TD3, DDPG).
         q_layout: how Q-network outputs become Q-values (dueling, C51); None: as they are.
+        masked_actions: A when the observations end with a legal-move mask (games), else 0.
     """
 
     outputs: str
@@ -111,6 +123,7 @@ class HostPolicy:
     log_std_bounds: Tuple[float, float] = (MIN_LOG_STD, 2.0)
     squash_mean: bool = False
     q_layout: Optional[QHeadLayout] = None
+    masked_actions: int = 0
 
     def host_network(self) -> "HostPolicy":
         """Itself: an Actor takes a HostPolicy where it takes a model (actor processes)."""
@@ -120,7 +133,8 @@ class HostPolicy:
         """The policy at ``obs`` [B, ...]: a HostDistribution or Q-values [B, A]."""
         if self.outputs == "q_values":
             outputs = mlp_forward(obs, arrays, self.activation)
-            return outputs if self.q_layout is None else self.q_layout.q_values(outputs)
+            q = outputs if self.q_layout is None else self.q_layout.q_values(outputs)
+            return q + illegal_penalty(obs, self.masked_actions) if self.masked_actions else q
         if self.log_std_in_outputs:
             means, log_stds = np.split(mlp_forward(obs, arrays, self.activation), 2, axis=-1)
             return HostDistribution(self.head, means, np.clip(log_stds, *self.log_std_bounds))
@@ -130,4 +144,7 @@ class HostPolicy:
                 scale, shift = self.head.scale_and_shift()
                 outputs = np.tanh(outputs) * scale.reshape(-1) + shift.reshape(-1)
             return HostDistribution(self.head, outputs, arrays[-1])
-        return HostDistribution(self.head, mlp_forward(obs, arrays, self.activation), None)
+        logits = mlp_forward(obs, arrays, self.activation)
+        if self.masked_actions:
+            logits = logits + illegal_penalty(obs, self.masked_actions)
+        return HostDistribution(self.head, logits, None)

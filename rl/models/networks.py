@@ -18,7 +18,13 @@ import numpy as np
 
 from rl._tf import tf
 from rl.models.distributions import ActionHead, action_head
-from rl.models.host import MIN_LOG_STD, HostPolicy, QHeadLayout, mlp_forward
+from rl.models.host import (
+    ILLEGAL_SCORE,
+    MIN_LOG_STD,
+    HostPolicy,
+    QHeadLayout,
+    mlp_forward,
+)
 from rl.models.settings import ModelSettings, QHeadSettings
 
 
@@ -282,6 +288,31 @@ def build_network(
     )
 
 
+def masked_actions(settings, head: ActionHead, observation_space: gym.Space) -> int:
+    """A when ``settings.action_mask`` says the observations end with a legal-move mask, else 0.
+
+    Raises:
+      ValueError: a mask asked for with other than Discrete actions or flat observations.
+    """
+    if not getattr(settings, "action_mask", False):
+        return 0
+    if head.kind != "categorical":
+        raise ValueError(f"action_mask needs Discrete actions, the env's head is {head.kind}")
+    num_actions = head.num_outputs
+    if len(observation_space.shape) != 1 or observation_space.shape[0] <= num_actions:
+        raise ValueError(
+            f"action_mask needs flat observations ending with {num_actions} mask entries, "
+            f"got shape {observation_space.shape}"
+        )
+    return num_actions
+
+
+def illegal_penalty(obs: tf.Tensor, num_actions: int) -> tf.Tensor:
+    """[B, A]: 0 for legal moves, ILLEGAL_SCORE for illegal ones (the observations' last
+    ``num_actions`` entries, 1 = legal)."""
+    return (1.0 - tf.cast(obs[:, -num_actions:], tf.float32)) * ILLEGAL_SCORE
+
+
 class ActorCritic(tf.Module):
     """Separate policy and value networks: obs [B, ...] -> action distribution, value [B]."""
 
@@ -296,6 +327,7 @@ class ActorCritic(tf.Module):
     ):
         super().__init__(name="actor_critic")
         self.head: ActionHead = action_head(action_space, settings.action_distribution)
+        self.masked_actions = masked_actions(settings, self.head, observation_space)
         obs_shape = tuple(observation_space.shape)
         self.policy_net = build_network(
             settings, obs_shape, self.head.num_outputs, 0.01, seed, "policy"
@@ -308,8 +340,12 @@ class ActorCritic(tf.Module):
             )
 
     def policy(self, obs: tf.Tensor):
-        """The action distribution at ``obs`` (a tfp Distribution)."""
-        return self.head.distribution(self.policy_net(obs), self.log_std)
+        """The action distribution at ``obs`` (a tfp Distribution); illegal moves (games)
+        have probability 0."""
+        outputs = self.policy_net(obs)
+        if self.masked_actions:
+            outputs = outputs + illegal_penalty(obs, self.masked_actions)
+        return self.head.distribution(outputs, self.log_std)
 
     def value(self, obs: tf.Tensor) -> tf.Tensor:
         """V(obs) [B]."""
@@ -323,7 +359,11 @@ class ActorCritic(tf.Module):
     def host_network(self) -> HostPolicy:
         """``policy`` in NumPy, reading copies of ``acting_variables()`` (MLP torso only)."""
         return HostPolicy(
-            self.outputs, self.head, _mlp(self.policy_net).activation_name, self.log_std is not None
+            self.outputs,
+            self.head,
+            _mlp(self.policy_net).activation_name,
+            self.log_std is not None,
+            masked_actions=self.masked_actions,
         )
 
 
@@ -345,6 +385,7 @@ class QNetwork(tf.Module):
         if not isinstance(action_space, gym.spaces.Discrete):
             raise ValueError(f"a Q-network needs Discrete actions, the env has {action_space}")
         self.head = action_head(action_space)
+        self.masked_actions = masked_actions(settings, self.head, observation_space)
         support = ()
         if settings.num_atoms > 1:
             support = tuple(
@@ -383,7 +424,9 @@ class QNetwork(tf.Module):
         return tf.reduce_sum(tf.nn.softmax(logits, -1) * self.support, -1)
 
     def __call__(self, obs: tf.Tensor, noise_seed=None) -> tf.Tensor:
-        return self.q_values(self.logits(obs, noise_seed))
+        """Q-values [B, A]; illegal moves (games) get ILLEGAL_SCORE."""
+        q = self.q_values(self.logits(obs, noise_seed))
+        return q + illegal_penalty(obs, self.masked_actions) if self.masked_actions else q
 
     def policy(self, obs: tf.Tensor) -> tf.Tensor:
         """What act_select chooses from: the Q-values [B, A] (noisy: the acting draw)."""
@@ -400,7 +443,11 @@ class QNetwork(tf.Module):
     def host_network(self) -> HostPolicy:
         """``policy`` in NumPy, reading copies of ``acting_variables()`` (MLP torso only)."""
         return HostPolicy(
-            self.outputs, self.head, _mlp(self.q).activation_name, q_layout=self.layout
+            self.outputs,
+            self.head,
+            _mlp(self.q).activation_name,
+            q_layout=self.layout,
+            masked_actions=self.masked_actions,
         )
 
 

@@ -22,6 +22,9 @@ class ModelSettings:
         "auto", ("auto", "gaussian", "tanh_gaussian")
     )  # Box policies: auto = tanh-squashed if bounded; "gaussian" clips samples to the bounds
     log_std_init: float = bounded(0.0, -20.0, 2.0)  # a Gaussian policy's initial log std
+    # Games: the observation's last A entries mark the legal moves (rl/games/versus.py);
+    # illegal ones get logits or Q-values of ILLEGAL_SCORE, so they are never chosen.
+    action_mask: bool = False
 
 
 @dataclasses.dataclass(frozen=True)

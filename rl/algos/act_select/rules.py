@@ -12,6 +12,7 @@ import numpy as np
 
 from rl._tf import tf
 from rl.algos.act_select.base import DISTRIBUTION, Q_VALUES, ActSelect
+from rl.models.host import ILLEGAL_SCORE
 
 
 # --- sample: a ~ pi(.|s) ------------------------------------------------------------
@@ -45,16 +46,28 @@ def greedy_graph(policy, head, seed: tf.Tensor, epsilon: tf.Tensor = 0.0) -> tf.
 
 
 # --- epsilon-greedy over Q-values ------------------------------------------------------
+# Q-values below this mark illegal moves (a model's action_mask, rl/models/host.py).
+ILLEGAL_BELOW = ILLEGAL_SCORE / 2
+
+
 def epsilon_greedy_host(q_values: np.ndarray, rng: np.random.Generator, epsilon: float = 0.0):
-    """With probability epsilon a uniform random action, else the argmax."""
+    """With probability epsilon a uniform random legal action, else the argmax.
+
+    Legal: every action, unless the model masks moves (games), whose Q-values then sit
+    at ILLEGAL_SCORE; a random draw that lands on one is redrawn among the legal.
+    """
     batch, num_actions = q_values.shape
     explore = rng.random(batch) < epsilon
     random_actions = rng.integers(0, num_actions, batch, dtype=np.int32)
+    legal = q_values > ILLEGAL_BELOW
+    for i in np.flatnonzero(explore & ~legal[np.arange(batch), random_actions]):
+        if legal[i].any():
+            random_actions[i] = rng.choice(np.flatnonzero(legal[i]))
     return np.where(explore, random_actions, greedy_host(q_values, rng))
 
 
 def epsilon_greedy_graph(q_values: tf.Tensor, head, seed: tf.Tensor, epsilon: tf.Tensor = 0.0):
-    """With probability epsilon a uniform random action, else the argmax."""
+    """With probability epsilon a uniform random legal action, else the argmax."""
     explore_seed, action_seed = tf.unstack(tf.random.experimental.stateless_split(seed, 2))
     batch = tf.shape(q_values)[0]
     num_actions = tf.shape(q_values)[-1]
@@ -62,6 +75,16 @@ def epsilon_greedy_graph(q_values: tf.Tensor, head, seed: tf.Tensor, epsilon: tf
     random_actions = tf.random.stateless_uniform(
         [batch], action_seed, minval=0, maxval=num_actions, dtype=tf.int32
     )
+    legal = q_values > ILLEGAL_BELOW
+    # Where the draw is illegal (masked games only): one uniform over the legal moves.
+    legal_draw = tf.random.stateless_categorical(
+        tf.where(legal, 0.0, ILLEGAL_SCORE),
+        1,
+        tf.random.experimental.stateless_fold_in(action_seed, 1),
+        dtype=tf.int32,
+    )[:, 0]
+    drawn_legal = tf.gather(legal, random_actions, axis=1, batch_dims=1)
+    random_actions = tf.where(drawn_legal, random_actions, legal_draw)
     return tf.where(explore, random_actions, greedy_graph(q_values, head, seed))
 
 

@@ -1,0 +1,196 @@
+"""One trial: a ``train.py`` subprocess training into its own run folder.
+
+``TrialProcess`` starts ``train.py`` and reads the evaluations its ``eval.jsonl`` holds so
+far. With ``--sys ray`` the same class runs inside a Ray actor (``RayTrialProcess`` is
+its stand-in here), so the subprocess and its run folder live on the node Ray chose.
+
+The subprocess gets its own session, so Ctrl-C in a terminal reaches the search alone,
+which then stops each trial with one SIGTERM (train.py saves a checkpoint and exits).
+On Linux it also gets SIGTERM when the process that started it dies, so a search killed
+with kill -9 leaves no training behind.
+"""
+
+import ctypes
+import os
+import signal
+import subprocess
+import sys
+from typing import List, Optional, Tuple
+
+import rl
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(rl.__file__)))
+TRAIN_PY = os.path.join(ROOT, "train.py")
+EVAL_FILE = "eval.jsonl"
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
+
+# (step, return_mean) of one evaluation.
+Evaluation = Tuple[int, float]
+
+
+def train_command(
+    hparams: str,
+    run_dir: str,
+    overrides: str,
+    train_steps: Optional[int] = None,
+    seed: Optional[int] = None,
+) -> List[str]:
+    """The ``train.py`` command of one trial.
+
+    Args:
+        hparams: the registered hparams set.
+        run_dir: the trial's run folder.
+        overrides: ``--hparam_override`` text (fixed and sampled values).
+        train_steps: ``--train_steps``, or None for the set's.
+        seed: ``--seed``, or None for the set's.
+    """
+    command = [sys.executable, TRAIN_PY, f"--hparams={hparams}", f"--output_dir={run_dir}"]
+    if overrides:
+        command.append(f"--hparam_override={overrides}")
+    if train_steps is not None:
+        command.append(f"--train_steps={train_steps}")
+    if seed is not None:
+        command.append(f"--seed={seed}")
+    return command
+
+
+def _die_with_parent_hook():
+    """A ``preexec_fn`` that has Linux send SIGTERM to the child when this process dies."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl  # looked up before the fork
+    except (OSError, AttributeError):
+        return None
+    parent = os.getpid()
+
+    def hook() -> None:
+        prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+        if os.getppid() != parent:  # the parent died before the call
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    return hook
+
+
+def read_evaluations(run_dir: str, after_step: int) -> List[Evaluation]:
+    """The (step, return_mean) of every complete evaluation in the run past ``after_step``.
+
+    Args:
+        run_dir: the run folder.
+        after_step: the last step already read (-1: none).
+    """
+    from rl.logbook import read_eval_records
+
+    records = read_eval_records(os.path.join(run_dir, EVAL_FILE))
+    return [
+        (int(r["step"]), float(r["return_mean"]))
+        for r in records
+        if r["step"] > after_step and "return_mean" in r
+    ]
+
+
+class TrialProcess:
+    """A running ``train.py`` and the run folder it writes."""
+
+    def __init__(self, command: List[str], run_dir: str, log_path: str):
+        """Starts the command; its stdout and stderr go to ``log_path``.
+
+        Args:
+            command: from ``train_command``.
+            run_dir: the run folder the command trains into.
+            log_path: the file the subprocess's output is appended to.
+        """
+        self.run_dir = run_dir
+        self.log_path = log_path
+        os.makedirs(os.path.dirname(log_path), exist_ok=True)
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [ROOT, env.get("PYTHONPATH")]))
+        with open(log_path, "ab") as log:
+            self.process = subprocess.Popen(
+                command,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env=env,
+                cwd=ROOT,
+                start_new_session=True,
+                preexec_fn=_die_with_parent_hook(),
+            )
+
+    def poll(self, after_step: int) -> Tuple[List[Evaluation], Optional[int]]:
+        """The new evaluations and the exit code (None while it runs).
+
+        The exit code is read first, so once it is set every evaluation is in the list.
+
+        Args:
+            after_step: the last step already read (-1: none).
+        """
+        code = self.process.poll()
+        return read_evaluations(self.run_dir, after_step), code
+
+    def terminate(self) -> None:
+        """Asks train.py to stop (SIGTERM: it saves a checkpoint and exits)."""
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+
+    def kill(self) -> None:
+        """Stops it at once (SIGKILL)."""
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+
+    def last_line(self) -> str:
+        """The last line of its output, e.g. train.py's reason for stopping."""
+        try:
+            with open(self.log_path, "rb") as f:
+                f.seek(max(0, os.path.getsize(self.log_path) - 4096))
+                tail = f.read().decode("utf-8", "replace")
+        except OSError:
+            return ""
+        lines = [line.strip() for line in tail.replace("\r", "\n").splitlines() if line.strip()]
+        return lines[-1] if lines else ""
+
+    def close(self) -> None:
+        """Kills the subprocess if it still runs."""
+        self.kill()
+
+
+class RayTrialProcess:
+    """A TrialProcess inside a Ray actor (one CPU), driven from here with the same methods.
+
+    An actor that dies counts as a trial whose train.py failed (exit code 1), with Ray's
+    reason as its last line.
+    """
+
+    def __init__(self, command: List[str], run_dir: str, log_path: str):
+        import ray
+
+        self._ray = ray
+        self._error = ""
+        actor_class = ray.remote(num_cpus=1, max_restarts=0)(TrialProcess)
+        self.actor = actor_class.remote(command, run_dir, log_path)
+
+    def _call(self, method: str, *args):
+        try:
+            return self._ray.get(getattr(self.actor, method).remote(*args))
+        except self._ray.exceptions.RayError as e:
+            self._error = self._error or f"the Ray actor failed: {' '.join(str(e).split())[:300]}"
+            return None
+
+    def poll(self, after_step: int) -> Tuple[List[Evaluation], Optional[int]]:
+        result = self._call("poll", after_step)
+        return result if result is not None else ([], 1)
+
+    def terminate(self) -> None:
+        self._call("terminate")
+
+    def kill(self) -> None:
+        self._call("kill")
+
+    def last_line(self) -> str:
+        return self._error or self._call("last_line") or ""
+
+    def close(self) -> None:
+        """Kills the subprocess, then the actor."""
+        self.kill()
+        self._ray.kill(self.actor, no_restart=True)

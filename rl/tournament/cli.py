@@ -1,0 +1,294 @@
+"""``python -m rl.tournament``: the command line, its checks, and running the games.
+
+    python -m rl.tournament RUN_DIR... [--players NAME...] --game GAME --games N
+        --output_dir T [--every K | --latest] [--num_workers W] [--sys local|ray] [--seed S]
+
+Bad input (an unknown game or player, a run folder without artefacts, fewer than
+two players, N < 1, a folder holding another tournament) is one line on stderr
+and exit code 2, before anything is written. A game that raises stops the
+tournament with one line and exit code 1; Ctrl-C stops it with code 130. Either
+way the finished games stay in games.jsonl and the same command resumes.
+"""
+
+import argparse
+import contextlib
+import dataclasses
+import fcntl
+import math
+import multiprocessing
+import os
+import sys
+from typing import Dict, Iterator, List, NoReturn, Optional, Sequence
+
+from rl.errors import SystemUnavailableError
+from rl.games.spec import GameSpec, check_game_name, make_game
+from rl.registry import UnknownNameError
+from rl.tournament import play, records, report, schedule
+from rl.tournament.schedule import Entrant, GameKey, TournamentError
+
+PROG = "python -m rl.tournament"
+SYSTEMS = ("local", "ray")
+LOCK_FILE = ".lock"
+MAX_CHUNK = 25  # games of one pair sent to a worker at once
+EXIT_GAME_FAILED = 1
+EXIT_INTERRUPTED = 130
+
+
+def fail(message: str) -> NoReturn:
+    """One line on stderr, exit code 2."""
+    print(f"{PROG}: error: {message}", file=sys.stderr, flush=True)
+    sys.exit(2)
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """argparse whose errors are one line on stderr (no usage block), exit code 2."""
+
+    def error(self, message: str) -> NoReturn:
+        fail(message)
+
+
+def positive_int(text: str) -> int:
+    """An integer of at least 1, for argparse."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def parse_args(argv: Sequence[str]) -> argparse.Namespace:
+    """The command line's run folders and flags; bad ones end the process (exit 2)."""
+    parser = OneLineParser(
+        prog=PROG,
+        description="Plays every pair of players (policy artefacts of runs, scripted players) "
+        "and writes payoff.csv, payoff.png, ratings.json (Elo, bootstrap intervals, Nash "
+        "mixture) and tb/. Rerun the same command to resume.",
+    )
+    parser.add_argument("run_dirs", nargs="*", metavar="RUN_DIR", help="run folders")
+    parser.add_argument(
+        "--players", nargs="+", default=[], metavar="NAME", help="registered scripted players"
+    )
+    parser.add_argument("--game", required=True, help="tictactoe, connect_four or rps")
+    parser.add_argument(
+        "--games", type=positive_int, required=True, help="games per pair of players"
+    )
+    parser.add_argument("--output_dir", required=True, help="the tournament folder")
+    selection = parser.add_mutually_exclusive_group()
+    selection.add_argument(
+        "--every",
+        type=positive_int,
+        default=None,
+        metavar="K",
+        help="each run's every K-th artefact from its oldest (default: all)",
+    )
+    selection.add_argument("--latest", action="store_true", help="only each run's newest artefact")
+    parser.add_argument(
+        "--num_workers",
+        type=positive_int,
+        default=1,
+        help="processes (or Ray tasks at once) playing games; 1: this process (default)",
+    )
+    parser.add_argument("--sys", choices=SYSTEMS, default="local", help="local (default) or ray")
+    parser.add_argument("--seed", type=int, default=0, help="seeds every game (default 0)")
+    return parser.parse_args(list(argv))
+
+
+@dataclasses.dataclass(frozen=True)
+class Plan:
+    """A checked tournament, ready to play.
+
+    Attributes:
+        folder: the tournament folder.
+        spec: the game.
+        entrants: the players.
+        config: tournament.json's contents.
+    """
+
+    folder: str
+    spec: GameSpec
+    entrants: List[Entrant]
+    config: Dict[str, object]
+
+    @property
+    def names(self) -> List[str]:
+        return [e.name for e in self.entrants]
+
+    @property
+    def games_per_pair(self) -> int:
+        return int(self.config["games_per_pair"])
+
+    @property
+    def seed(self) -> int:
+        return int(self.config["seed"])
+
+
+def prepare(args: argparse.Namespace) -> Plan:
+    """Checks the command line against the disk without writing anything.
+
+    Raises:
+        TournamentError, UnknownNameError, ImportError: one readable line each.
+    """
+    spec = check_game_name(args.game)
+    make_game(spec.name).close()  # PettingZoo is installed (the games extra)
+    entrants = []
+    for run_dir in args.run_dirs:
+        entrants.extend(schedule.run_entrants(run_dir, spec, args.every, args.latest))
+    entrants.extend(schedule.scripted_entrant(name, spec) for name in args.players)
+    schedule.check_entrants(entrants)
+    config = schedule.config_record(spec.name, args.games, args.seed, entrants)
+    folder = args.output_dir
+    if os.path.exists(folder) and not os.path.isdir(folder):
+        raise TournamentError(f"--output_dir {folder} is a file")
+    old = records.read_config(folder) if os.path.isdir(folder) else None
+    if old is None and os.path.isdir(folder) and set(os.listdir(folder)) - {LOCK_FILE}:
+        raise TournamentError(
+            f"--output_dir {folder} is not empty and holds no {records.CONFIG_FILE}: give an "
+            "empty or new folder"
+        )
+    if old is not None:
+        conflict = schedule.config_conflict(old, config)
+        if conflict:
+            raise TournamentError(f"--output_dir {folder}: {conflict}; use another --output_dir")
+    records.read_games(os.path.join(folder, records.GAMES_FILE))  # refuses a damaged file
+    return Plan(folder, spec, entrants, config)
+
+
+def chunks(plan: Plan, missing: Sequence[GameKey], workers: int) -> List[play.Chunk]:
+    """The missing games in chunks of one pair, small enough to keep ``workers`` busy."""
+    size = max(1, min(MAX_CHUNK, math.ceil(len(missing) / (4 * workers))))
+    by_name = {e.name: e for e in plan.entrants}
+    by_pair: Dict[tuple, List[int]] = {}
+    for key in missing:
+        by_pair.setdefault((key.a, key.b), []).append(key.index)
+    out = []
+    for (a, b), indices in by_pair.items():
+        for start in range(0, len(indices), size):
+            part = tuple(indices[start : start + size])
+            out.append(play.Chunk(plan.spec.name, by_name[a], by_name[b], part, plan.seed))
+    return out
+
+
+def play_here(work: Sequence[play.Chunk]) -> Iterator[List[dict]]:
+    """Plays the chunks in this process; yields each chunk's records."""
+    cache = play.PlayerCache()
+    for chunk in work:
+        yield play.play_chunk(chunk, cache)
+
+
+def play_in_processes(work: Sequence[play.Chunk], workers: int) -> Iterator[List[dict]]:
+    """Plays the chunks in ``workers`` processes; yields each chunk's records as it ends."""
+    # 'spawn': workers may load TensorFlow (policy artefacts), which does not survive fork.
+    context = multiprocessing.get_context("spawn")
+    with context.Pool(workers, initializer=play.ignore_interrupts) as pool:
+        yield from pool.imap_unordered(play.play_chunk_here, work)
+
+
+def play_on_ray(work: Sequence[play.Chunk]) -> Iterator[List[dict]]:
+    """Plays the chunks as Ray tasks (Ray connected); yields each chunk's records as it ends."""
+    import ray
+
+    task = ray.remote(num_cpus=1, max_retries=0)(play.play_chunk_here)
+    pending = [task.remote(chunk) for chunk in work]
+    try:
+        while pending:
+            done, pending = ray.wait(pending, num_returns=1)
+            yield ray.get(done[0])
+    finally:
+        for ref in pending:
+            ray.cancel(ref, force=True)
+
+
+@contextlib.contextmanager
+def locked(folder: str):
+    """Holds the folder's lock: two tournaments never append to one games.jsonl."""
+    with open(os.path.join(folder, LOCK_FILE), "a") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise TournamentError(f"another tournament is running in {folder}") from None
+        yield
+
+
+def run(plan: Plan, workers: int, system: str) -> int:
+    """Plays the missing games, then writes the outputs; returns the exit code."""
+    os.makedirs(plan.folder, exist_ok=True)
+    with locked(plan.folder):
+        records.write_config(plan.folder, plan.config)
+        path = os.path.join(plan.folder, records.GAMES_FILE)
+        games_file = records.GamesFile(path)
+        done = {records.record_key(r) for r in records.read_games(path)}
+        planned = schedule.all_games(plan.names, plan.games_per_pair)
+        missing = [key for key in planned if key not in done]
+        print(
+            f"{PROG}: {len(plan.names)} players, {len(planned)} games, "
+            f"{len(planned) - len(missing)} already played",
+            file=sys.stderr,
+            flush=True,
+        )
+        work = chunks(plan, missing, workers)
+        if system == "ray":
+            results = play_on_ray(work)
+        elif workers > 1:
+            results = play_in_processes(work, workers)
+        else:
+            results = play_here(work)
+        try:
+            for finished in results:
+                games_file.append(finished)
+        except KeyboardInterrupt:
+            print(f"{PROG}: stopped; rerun the same command to resume", file=sys.stderr)
+            return EXIT_INTERRUPTED
+        except Exception as error:  # a player or game failed, in whichever process
+            first_line = (str(error).strip().splitlines() or [""])[0]
+            print(f"{PROG}: a game failed: {type(error).__name__}: {first_line}", file=sys.stderr)
+            return EXIT_GAME_FAILED
+        planned_keys = set(planned)
+        played = [r for r in records.read_games(path) if records.record_key(r) in planned_keys]
+        wins, draws = records.score_tables(played, plan.names)
+        table = report.standings(plan.names, wins, draws, plan.seed)
+        report.write_outputs(plan.folder, table, plan.spec.name, plan.games_per_pair, plan.seed)
+    print(report.summary(table), flush=True)
+    print(
+        f"{PROG}: {len(played)} games ({len(missing)} played now); outputs in {plan.folder}",
+        file=sys.stderr,
+    )
+    return 0
+
+
+def connect_ray(workers: int) -> Optional[str]:
+    """Attaches to RAY_ADDRESS's cluster, or starts a local Ray with ``workers`` CPUs."""
+    from rl.workers.ray_actors import connect
+
+    return connect(os.environ.get("RAY_ADDRESS"), workers)
+
+
+def main(argv: Sequence[str]) -> int:
+    """Runs the tournament the command line describes.
+
+    Args:
+        argv: the arguments after the program name.
+
+    Returns:
+        0 done, 1 a game failed, 130 interrupted (bad input exits with 2).
+    """
+    args = parse_args(argv)
+    try:
+        plan = prepare(args)
+        if args.sys == "ray":
+            connect_ray(args.num_workers)
+    except (TournamentError, UnknownNameError, ImportError, SystemUnavailableError) as error:
+        fail(str(error))
+    try:
+        return run(plan, args.num_workers, args.sys)
+    except TournamentError as error:  # the lock is held by another tournament
+        fail(str(error))
+    except KeyboardInterrupt:
+        print(f"{PROG}: stopped; rerun the same command to resume", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    finally:
+        if args.sys == "ray":
+            from rl.workers.ray_actors import disconnect
+
+            disconnect()
