@@ -276,25 +276,27 @@ def rainbow_tiny() -> DQNHParams:
 def dqn_tictactoe_selfplay() -> DQNHParams:
     # Tic-tac-toe against its own past policies and the scripted players
     # (rl/games/selfplay.py); illegal moves get Q-values of -1e9 from the observation's
-    # legal-move mask, so neither acting nor the targets' max ever picks one.
+    # legal-move mask, so neither acting nor the targets' max ever picks one. The
+    # learning rate decays to 0, so the policy settles (docs/benchmarks.md, "Self-play").
     return dqn_base().replace(
         env="tictactoe_selfplay",
         action_mask=True,
         num_envs=4,
         hidden_sizes=(128, 128),
         learning_rate=5e-4,
+        anneal_learning_rate=True,
         gamma=0.99,
-        buffer_size=100_000,
-        batch_size=128,
+        buffer_size=200_000,
+        batch_size=256,
         learning_starts=2_000,
         train_interval=64,
         gradient_steps=16,
         target_update_interval=1_000,
         epsilon_start=1.0,
         epsilon_end=0.05,
-        epsilon_decay_steps=50_000,
-        train_steps=300_000,
-        eval_interval=20_000,
+        epsilon_decay_steps=200_000,
+        train_steps=1_000_000,
+        eval_interval=100_000,
         eval_episodes=50,
-        checkpoint_interval=10_000,
+        checkpoint_interval=50_000,
     )
