@@ -3,6 +3,7 @@
 import importlib.util
 import json
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -382,6 +383,11 @@ def test_set_flag_forms() -> None:
     assert reproduce.set_flag(["--seed=1"], "seed", "2") == ["--seed=1", "--seed=2"]
 
 
+def names_the_project(line: str) -> bool:
+    """Whether a packages.txt line pins a distribution named exactly rl (not rlcard, rlax)."""
+    return re.match(r"^[#\s]*rl\s*(==|@|$)", line, re.IGNORECASE) is not None
+
+
 def test_packages_never_pin_the_project(tmp_path: Path, monkeypatch) -> None:
     # Run from a checkout's root, setup.py's rl.egg-info is the first `rl` metadata found.
     egg_info = tmp_path / "checkout" / "rl.egg-info"
@@ -394,7 +400,7 @@ def test_packages_never_pin_the_project(tmp_path: Path, monkeypatch) -> None:
     lines = snapshot.packages_text("/src/of/rl").splitlines()
 
     assert lines[0].startswith("# rl (this project) is not pinned: its code is /src/of/rl ")
-    assert [line for line in lines[1:] if line.lstrip("# ").lower().startswith("rl")] == []
+    assert [line for line in lines[1:] if names_the_project(line)] == []
     assert any(line.startswith("pytest==") for line in lines)
 
 
@@ -515,7 +521,7 @@ def test_real_copies_folder_reproduces_with_its_copies_command(
     # Whatever rl the venv's metadata names, the snapshot names the code that ran.
     packages = (copies_runs / "seq" / "run_0" / "snapshot" / "packages.txt").read_text()
     assert packages.startswith(f"# rl (this project) is not pinned: its code is {REPO_ROOT} ")
-    assert "\nrl" not in packages.lower()
+    assert [line for line in packages.splitlines()[1:] if names_the_project(line)] == []
 
 
 def test_real_copy_is_retrained_alone_with_its_seed(
