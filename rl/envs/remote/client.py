@@ -152,13 +152,17 @@ class _Session:
         return codec.decode_value(response.observations), infos
 
     def step(self, actions: Any) -> env_pb2.StepResponse:
-        self.seq += 1
+        # The seq advances only with a step the server took: a refused one (bad actions,
+        # an env that raised) is not counted, so the session goes on after a Reset.
         request = env_pb2.StepRequest(
-            session_id=self.id, actions=codec.encode_value(actions), seq=self.seq
+            session_id=self.id, actions=codec.encode_value(actions), seq=self.seq + 1
         )
-        if not self.stream:
-            return self.connection.call("Step", request)
-        return self._stream_step(request)
+        if self.stream:
+            response = self._stream_step(request)
+        else:
+            response = self.connection.call("Step", request)
+        self.seq += 1
+        return response
 
     def _stream_step(self, request: env_pb2.StepRequest) -> env_pb2.StepResponse:
         deadline = time.monotonic() + self.connection.retry_seconds

@@ -69,7 +69,10 @@ def decode_tensor(tensor: env_pb2.Tensor) -> np.ndarray:
             f"tensor of shape {list(shape)} and dtype {tensor.dtype} needs {expected} bytes, "
             f"got {len(tensor.data)}"
         )
-    array = np.frombuffer(tensor.data, dtype=dtype).reshape(shape)
+    try:
+        array = np.frombuffer(tensor.data, dtype=dtype).reshape(shape)
+    except ValueError as e:  # e.g. an empty shape with dimensions NumPy cannot hold
+        raise CodecError(f"invalid tensor shape {list(shape)}: {e}") from None
     return array.astype(dtype.newbyteorder("=")) if dtype.byteorder == ">" else array.copy()
 
 
@@ -85,7 +88,8 @@ def encode_value(value: Any, depth: int = 0) -> env_pb2.Value:
                 keys=keys, values=[encode_value(value[k], depth + 1) for k in keys]
             )
         )
-    if isinstance(value, (tuple, list)) and not _is_numeric_sequence(value):
+    # A tuple is always a Tuple space's value (even empty); a list of numbers is an array.
+    if isinstance(value, tuple) or (isinstance(value, list) and not _is_numeric_sequence(value)):
         return env_pb2.Value(
             tuple=env_pb2.ValueList(items=[encode_value(v, depth + 1) for v in value])
         )
@@ -175,7 +179,9 @@ def decode_space(message: env_pb2.Space, depth: int = 0) -> gym.Space:
             start = decode_tensor(message.multi_discrete.start)
             return gym.spaces.MultiDiscrete(nvec, start=start)
         if kind == "multi_binary":
-            return gym.spaces.MultiBinary(list(message.multi_binary.shape))
+            shape = list(message.multi_binary.shape)
+            # Gymnasium's == tells MultiBinary(4) from MultiBinary([4]): 1-D goes back as an int.
+            return gym.spaces.MultiBinary(shape[0] if len(shape) == 1 else shape)
         if kind == "tuple":
             return gym.spaces.Tuple([decode_space(s, depth + 1) for s in message.tuple.spaces])
         if kind == "dict":

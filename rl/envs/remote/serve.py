@@ -100,10 +100,13 @@ class SessionTable:
     def __init__(self, limits: Limits):
         self.limits = limits
         self._sessions: Dict[str, Session] = {}
+        self._reserved: List[int] = []  # env counts of sessions being made
         self._lock = threading.Lock()
 
     def reserve(self, num_envs: int) -> None:
-        """Raises RESOURCE_EXHAUSTED if a session of ``num_envs`` would break a limit."""
+        """Holds room for a session of ``num_envs`` while it is made (``add`` or ``release``
+        ends the hold); raises RESOURCE_EXHAUSTED if it would break a limit. Sessions being
+        made count, so concurrent Makes cannot pass a limit together."""
         self.expire_idle()
         with self._lock:
             if num_envs > self.limits.max_envs_per_session:
@@ -112,22 +115,30 @@ class SessionTable:
                     f"num_envs {num_envs} is over this server's limit of "
                     f"{self.limits.max_envs_per_session} per session",
                 )
-            if len(self._sessions) >= self.limits.max_sessions:
+            if len(self._sessions) + len(self._reserved) >= self.limits.max_sessions:
                 raise Refusal(
                     grpc.StatusCode.RESOURCE_EXHAUSTED,
                     f"this server holds its limit of {self.limits.max_sessions} sessions: "
                     "close one or wait for idle ones to expire",
                 )
-            total = sum(len(s.envs) for s in self._sessions.values())
+            total = sum(len(s.envs) for s in self._sessions.values()) + sum(self._reserved)
             if total + num_envs > self.limits.max_total_envs:
                 raise Refusal(
                     grpc.StatusCode.RESOURCE_EXHAUSTED,
                     f"{num_envs} more envs would put this server over its limit of "
                     f"{self.limits.max_total_envs} ({total} in use)",
                 )
+            self._reserved.append(num_envs)
+
+    def release(self, num_envs: int) -> None:
+        """Ends the hold of a ``reserve`` whose session was not made."""
+        with self._lock:
+            self._reserved.remove(num_envs)
 
     def add(self, session: Session) -> None:
+        """Turns the hold of ``reserve`` into the session."""
         with self._lock:
+            self._reserved.remove(len(session.envs))
             self._sessions[session.id] = session
 
     def get(self, session_id: str) -> Session:
@@ -150,7 +161,9 @@ class SessionTable:
         now = time.monotonic()
         with self._lock:
             idle = [
-                s for s in self._sessions.values() if now - s.last_used > self.limits.idle_timeout
+                s
+                for s in self._sessions.values()
+                if now - s.last_used > self.limits.idle_timeout and not s.lock.locked()
             ]
             for session in idle:
                 del self._sessions[session.id]
@@ -235,6 +248,7 @@ class EnvService(env_pb2_grpc.EnvServiceServicer):
         try:
             yield
         finally:
+            session.last_used = time.monotonic()  # idle counts from the end of a call
             session.lock.release()
 
     # --- Make --------------------------------------------------------------------
@@ -247,36 +261,39 @@ class EnvService(env_pb2_grpc.EnvServiceServicer):
         if request.render_mode not in ("", "rgb_array"):
             raise invalid(f"render_mode {request.render_mode!r}: valid: '' or 'rgb_array'")
         kwargs = codec.decode_json_object(request.kwargs_json, "kwargs_json")
+        seed = request.seed if request.HasField("seed") else None
+        check_seed(seed)
         self.sessions.reserve(request.num_envs)
         envs: List[gym.Env] = []
+        session_id = f"{next(self._ids)}-{secrets.token_hex(8)}"
         try:
             for _ in range(request.num_envs):
                 envs.append(self.make_env(request.env_id, request.render_mode or None, kwargs))
-            observation_space = codec.encode_space(envs[0].observation_space)
-            action_space = codec.encode_space(envs[0].action_space)
-        except Refusal:
+            spec = envs[0].spec
+            limit = (spec.max_episode_steps or 0) if spec is not None else 0
+            # The whole answer is built before the session exists: a refusal leaves nothing.
+            response = env_pb2.MakeResponse(
+                session_id=session_id,
+                observation_space=codec.encode_space(envs[0].observation_space),
+                action_space=codec.encode_space(envs[0].action_space),
+                max_episode_steps=limit if 0 <= limit < 2**31 else 0,  # 0: none to report
+                metadata_json=json.dumps(codec.jsonable(dict(envs[0].metadata))),
+                server_version=rl.__version__,
+            )
+        except BaseException as e:
             _close_all(envs)
+            self.sessions.release(request.num_envs)
+            if isinstance(e, Refusal):
+                raise
+            if isinstance(e, codec.CodecError):
+                raise invalid(f"env {request.env_id!r} cannot be served: {e}") from None
+            if isinstance(e, Exception):
+                raise invalid(f"env {request.env_id!r} could not be made: {_one_line(e)}") from None
             raise
-        except codec.CodecError as e:
-            _close_all(envs)
-            raise invalid(f"env {request.env_id!r} cannot be served: {e}") from None
-        except Exception as e:
-            _close_all(envs)
-            raise invalid(f"env {request.env_id!r} could not be made: {_one_line(e)}") from None
-        session_id = f"{next(self._ids)}-{secrets.token_hex(8)}"
-        seed = request.seed if request.HasField("seed") else None
         session = Session(session_id, request.env_id, envs, request.autoreset, seed)
         self.sessions.add(session)
-        spec = envs[0].spec
         LOG.info("session %s: %d x %s", session_id, len(envs), request.env_id)
-        return env_pb2.MakeResponse(
-            session_id=session_id,
-            observation_space=observation_space,
-            action_space=action_space,
-            max_episode_steps=(spec.max_episode_steps or 0) if spec is not None else 0,
-            metadata_json=json.dumps(codec.jsonable(dict(envs[0].metadata))),
-            server_version=rl.__version__,
-        )
+        return response
 
     # --- Reset -------------------------------------------------------------------
     def Reset(self, request, context):
@@ -285,6 +302,8 @@ class EnvService(env_pb2_grpc.EnvServiceServicer):
     def _reset(self, request: env_pb2.ResetRequest) -> env_pb2.ResetResponse:
         session = self.sessions.get(request.session_id)
         options = codec.decode_json_object(request.options_json, "options_json")
+        if request.HasField("seed"):
+            check_seed(request.seed)
         with self._locked(session):
             seed = request.seed if request.HasField("seed") else session.seed
             session.seed = None  # Make's seed seeds only the first reset
@@ -357,7 +376,8 @@ class EnvService(env_pb2_grpc.EnvServiceServicer):
             response.seq = request.seq
             if request.seq:
                 session.last_seq = request.seq
-            session.last_response = response
+            # Only a numbered step can be retried; an unnumbered one forgets the last answer.
+            session.last_response = response if request.seq else None
             return response
 
     def _step_envs(self, session: Session, actions: List[Any]) -> env_pb2.StepResponse:
@@ -427,13 +447,19 @@ class EnvService(env_pb2_grpc.EnvServiceServicer):
         return self._serve(context, self._close, request)
 
     def _close(self, request: env_pb2.CloseRequest) -> env_pb2.CloseResponse:
-        session = self.sessions.pop(request.session_id)
-        if session is None:
-            raise Refusal(grpc.StatusCode.NOT_FOUND, f"no session {request.session_id!r}")
-        with self._locked(session):
+        session = self.sessions.get(request.session_id)
+        with self._locked(session):  # a busy session closes after its call, not during it
+            if self.sessions.pop(request.session_id) is None:
+                raise Refusal(grpc.StatusCode.NOT_FOUND, f"no session {request.session_id!r}")
             session.close()
         LOG.info("session %s closed", session.id)
         return env_pb2.CloseResponse()
+
+
+def check_seed(seed: Optional[int]) -> None:
+    """Gymnasium seeds are non-negative: INVALID_ARGUMENT otherwise."""
+    if seed is not None and seed < 0:
+        raise invalid(f"seed must be non-negative, got {seed}")
 
 
 def _close_all(envs: List[gym.Env]) -> None:
@@ -765,7 +791,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         flush=True,
     )
     stopped.wait()
-    server.stop(grace=2.0).wait()
+    # Bounded: grpcio can leave a call that failed to parse unfinished, and an unbounded
+    # wait would then ignore SIGTERM for ever.
+    server.stop(grace=2.0).wait(timeout=5.0)
     service.sessions.close_all()
     return 0
 
