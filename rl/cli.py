@@ -132,6 +132,25 @@ def define_flags() -> None:
         False,
         "Show evaluation/test episodes on screen; without a display, says so once and carries on.",
     )
+    # Experiment tracking besides TensorBoard (rl/tracking.py; make_tracker refuses others).
+    flags.DEFINE_enum(
+        "tracking",
+        "none",
+        ["none", "mlflow"],
+        "Also copy the run to an experiment tracker: mlflow (one MLflow run per run, "
+        "continued on resume; the tracking extra). TensorBoard is always written.",
+    )
+    flags.DEFINE_string(
+        "tracking_uri",
+        None,
+        "With --tracking mlflow: any MLflow tracking URI (default: the run's own, else "
+        "sqlite:///<parent of --output_dir>/mlruns.db).",
+    )
+    flags.DEFINE_string(
+        "tracking_experiment",
+        None,
+        "With --tracking mlflow: the MLflow experiment of a new run (default: the --hparams name).",
+    )
 
 
 HELP_FLAGS = {"--help", "-h", "-?", "--helpshort", "--helpfull", "--helpxml"}
@@ -191,6 +210,9 @@ TRAINING_ONLY = (
     "num_workers",
     "worker_restarts",
     "worker_restart_window",
+    "tracking",
+    "tracking_uri",
+    "tracking_experiment",
 )
 TEST_ONLY = ("test_episodes",)
 
@@ -247,6 +269,28 @@ def check_early() -> None:
                 hparams_from_flags(saved)
     except user_errors() as e:
         fail(str(e))
+    check_tracking()  # last: importing MLflow takes about a second
+
+
+# Flags that only --tracking mlflow reads.
+TRACKING_FLAGS = ("tracking_uri", "tracking_experiment")
+TRACKING_INSTALL = "pip install -e '.[tracking]' (or pip install 'mlflow-skinny>=3.17,<4')"
+
+
+def check_tracking() -> None:
+    """--tracking's flags agree, and MLflow imports when it is asked for (else exit 2)."""
+    given = [name for name in TRACKING_FLAGS if FLAGS[name].present]
+    if FLAGS.tracking == "none":
+        if given:
+            fail(f"--{given[0]} is for --tracking mlflow; remove it or add --tracking mlflow")
+        return
+    for name in given:
+        if not FLAGS[name].value.strip():
+            fail(f"--{name} is empty; name one or leave the flag out for the default")
+    try:
+        import mlflow.tracking  # noqa: F401
+    except ImportError as e:
+        fail(f"--tracking mlflow needs MLflow, which cannot be imported ({e}): {TRACKING_INSTALL}")
 
 
 def hparams_from_flags(base=None):
@@ -333,6 +377,7 @@ def build_experiment(output_dir: str, seed: Optional[int]):
     """An Experiment from the flags; bad input ends the process (exit 2)."""
     from rl.experiment import Experiment
     from rl.hparams.resolve import load_run_hparams
+    from rl.tracking import make_tracker
 
     try:
         if FLAGS.hparams is None and load_run_hparams(output_dir) is None:
@@ -358,6 +403,7 @@ def build_experiment(output_dir: str, seed: Optional[int]):
             num_workers=FLAGS.num_workers,
             worker_restarts=FLAGS.worker_restarts,
             worker_restart_window=FLAGS.worker_restart_window,
+            tracker=make_tracker(FLAGS.tracking, FLAGS.tracking_uri, FLAGS.tracking_experiment),
         )
     except user_errors() as e:
         fail(str(e))
@@ -525,6 +571,8 @@ def run_copies_in_processes(run_dirs: List[str], seeds: List[int]) -> int:
             "num_workers",
             "worker_restarts",
             "worker_restart_window",
+            "tracking",
+            *TRACKING_FLAGS,
             *SYSTEM_FLAGS,
         )
         if FLAGS[name].value is not None

@@ -56,6 +56,7 @@ from rl.run_folder import (  # noqa: F401  (re-exported: older callers import th
     say,
     write_checkpoint_index,
 )
+from rl.tracking import FAILED, FINISHED, KILLED, NoTracking, Tracker
 from rl.workers.messages import WorkerSpec
 from rl.workers.pool import ActorPool, WorkerFailure
 
@@ -108,6 +109,7 @@ class Experiment:
         num_workers: int = 0,
         worker_restarts: int = 5,
         worker_restart_window: float = 300.0,
+        tracker: Optional[Tracker] = None,
     ):
         """Checks everything, then creates output_dir and builds the agent.
 
@@ -138,6 +140,8 @@ class Experiment:
             worker_restarts: failed workers restarted within
                 ``worker_restart_window`` seconds before training stops.
             worker_restart_window: seconds.
+            tracker: where committed records are copied besides TensorBoard
+                (rl/tracking.py, e.g. ``MLflowTracking()``); None: nowhere.
         """
         self.system = registry.systems.get(sys_name)(
             {**(sys_options or {}), "num_workers": num_workers}
@@ -212,6 +216,10 @@ class Experiment:
                 self._say(f"dropped the records past step {self.step}: they are redone")
             for moved in tidy_policies(self.output_dir, self.step if self.restored_from else 0):
                 self._say(f"moved the policy {moved} aside: its training is redone")
+        # Tracking (rl/tracking.py) copies only committed records: it starts once
+        # recover() has settled what is committed, and never stops training.
+        self.tracker = tracker if tracker is not None and not read_only else NoTracking()
+        self.tracker.start(self.output_dir, self.step if self.restored_from else 0)
         self._recent_returns: collections.deque = collections.deque(maxlen=100)
         self._last_metrics: Dict[str, float] = {}
         # eval.jsonl was read (and checked) above; records past the restored step are redone.
@@ -248,6 +256,7 @@ class Experiment:
         then its policy artefact (rl/policy.py)."""
         path = self.folder.save(self.step)
         write_policy_artefact(self.agent, self.output_dir, self.step)
+        self.tracker.committed(self.step)  # after the commit: records a kill cannot redo
         return path
 
     # --- evaluation ---------------------------------------------------------
@@ -323,6 +332,7 @@ class Experiment:
                     f"{self.output_dir} is finished at step {self.step} of {target}; "
                     "pass a larger --train_steps to train further"
                 )
+            self.tracker.finish(FINISHED)  # a run tracked only now gets its files too
             return self._finished_result()
         self._install_signal_handlers()
         try:
@@ -390,6 +400,8 @@ class Experiment:
         finally:
             self._stop_workers()
             self._restore_signal_handlers()
+        # Tracking: the run's files and how training ended.
+        self.tracker.finish(FAILED if self.failure else KILLED if self._stop_signal else FINISHED)
         elapsed = max(time.time() - start_time, 1e-9)
         return self._result((self.step - start_step) / elapsed)
 
