@@ -237,15 +237,28 @@ def recent_scalars(tb_dir: str, limit: int = 100) -> Dict[str, List[float]]:
     """
     values: Dict[str, List[float]] = {}
     for _, path in committed_event_files(tb_dir):
-        for event in event_file_loader.EventFileLoader(path).Load():
-            for value in event.summary.value:
-                if not value.HasField("tensor"):
-                    continue
-                array = tensor_util.make_ndarray(value.tensor)
-                if array.ndim == 0 and array.dtype.kind == "f":
-                    # str: the float32 as written (0.000125, not 0.00012500000593)
-                    values.setdefault(value.tag, []).append(float(str(array)))
+        for tag, _, value, _ in scalar_events(path):
+            values.setdefault(tag, []).append(value)
     return {tag: vals[-limit:] for tag, vals in values.items()}
+
+
+def scalar_events(path: str) -> List[Tuple[str, int, float, int]]:
+    """(tag, step, value, wall time in ms) of each float scalar in an event file.
+
+    Args:
+      path: an event file (a committed one: rl/logbook.py writes only whole files).
+    """
+    found = []
+    for event in event_file_loader.EventFileLoader(path).Load():
+        for value in event.summary.value:
+            if not value.HasField("tensor"):
+                continue
+            array = tensor_util.make_ndarray(value.tensor)
+            if array.ndim == 0 and array.dtype.kind == "f":
+                # str: the float32 as written (0.000125, not 0.00012500000593)
+                number = float(str(array))
+                found.append((value.tag, event.step, number, int(event.wall_time * 1000)))
+    return found
 
 
 def drop_cut_last_line(path: str) -> None:

@@ -36,12 +36,12 @@ import logging
 import os
 import time
 import warnings
-from typing import Any, Callable, Dict, Iterator, List, Optional, Protocol, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Optional, Protocol
 
 import rl
 from rl.files import write_text_atomic
 from rl.hparams.resolve import HPARAMS_FILE
-from rl.logbook import EVAL_FILE, committed_event_files, read_eval_records
+from rl.logbook import EVAL_FILE, committed_event_files, read_eval_records, scalar_events
 from rl.policy import artefact_dir, policy_steps
 from rl.run_folder import first_line, say
 from rl.snapshot import SNAPSHOT_DIR, read_snapshot
@@ -424,21 +424,3 @@ def run_tags(output_dir: str, snapshot: Dict[str, Any]) -> Dict[str, str]:
 def clip(text: str, limit: int) -> str:
     """``text``, or its start and ``...`` within ``limit`` characters."""
     return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-def scalar_events(path: str) -> List[Tuple[str, int, float, int]]:
-    """(tag, step, value, wall time in ms) of each float scalar in a committed event file."""
-    from tensorboard.backend.event_processing import event_file_loader
-    from tensorboard.util import tensor_util
-
-    found = []
-    for event in event_file_loader.EventFileLoader(path).Load():
-        for value in event.summary.value:
-            if not value.HasField("tensor"):
-                continue
-            array = tensor_util.make_ndarray(value.tensor)
-            if array.ndim == 0 and array.dtype.kind == "f":
-                # str: the float32 as written (0.000125, not 0.00012500000593)
-                number = float(str(array))
-                found.append((value.tag, event.step, number, int(event.wall_time * 1000)))
-    return found
