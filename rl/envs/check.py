@@ -28,7 +28,8 @@ import gymnasium as gym
 import numpy as np
 from gymnasium.utils.env_checker import check_env
 
-from rl import plugins
+from rl import command_line, plugins
+from rl.command_line import int_at_least
 from rl.envs.make import env_factory
 from rl.errors import PluginError
 
@@ -686,35 +687,8 @@ def exit_code(results: Sequence[CheckResult]) -> int:
 
 
 def fail(message: str) -> NoReturn:
-    """One line on stderr, exit code 2.
-
-    Args:
-        message: what was wrong with the input.
-    """
-    print(f"{PROG}: error: {message}", file=sys.stderr, flush=True)
-    sys.exit(2)
-
-
-class OneLineParser(argparse.ArgumentParser):
-    """argparse whose errors are one line on stderr (no usage block), exit code 2."""
-
-    def error(self, message: str) -> NoReturn:
-        fail(message)
-
-
-def positive_int(text: str) -> int:
-    """An integer of at least 1, for argparse.
-
-    Args:
-        text: the flag's value.
-    """
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
+    """One line on stderr, exit code 2 (rl/command_line.py)."""
+    command_line.fail(PROG, message)
 
 
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:
@@ -723,19 +697,19 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     Args:
         argv: the arguments after the program name.
     """
-    parser = OneLineParser(
+    parser = command_line.OneLineParser(
         prog=PROG,
         description="Checks an env before training on it: one PASS/WARN/FAIL line per check; "
         "exit code 1 if any check fails, 2 for bad input.",
     )
     parser.add_argument("env", help="registered env, Gymnasium id or grpc://host:port/ENV_ID")
     parser.add_argument(
-        "--episodes", type=positive_int, default=10, help="random episodes to play (default 10)"
+        "--episodes", type=int_at_least(1), default=10, help="random episodes to play (default 10)"
     )
     parser.add_argument("--seed", type=int, default=0, help="seeds resets and actions (default 0)")
     parser.add_argument(
         "--max_steps",
-        type=positive_int,
+        type=int_at_least(1),
         default=10_000,
         help="stop an episode that has not ended after this many steps (default 10000)",
     )

@@ -17,33 +17,15 @@ import shlex
 import sys
 from typing import List, NoReturn, Optional, Sequence
 
+from rl import command_line
+from rl.command_line import int_at_least
+
 PROG = "python -m rl.search"
 
 
 def fail(message: str) -> NoReturn:
-    """One line on stderr, exit code 2."""
-    print(f"{PROG}: error: {message}", file=sys.stderr, flush=True)
-    sys.exit(2)
-
-
-class OneLineParser(argparse.ArgumentParser):
-    """argparse whose errors are one line on stderr (no usage block), exit code 2."""
-
-    def error(self, message: str) -> NoReturn:
-        fail(message)
-
-
-def _int_at_least(low: int):
-    def read(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-        if value < low:
-            raise argparse.ArgumentTypeError(f"must be at least {low}, got {value}")
-        return value
-
-    return read
+    """One line on stderr, exit code 2 (rl/command_line.py)."""
+    command_line.fail(PROG, message)
 
 
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:
@@ -54,7 +36,7 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     """
     from rl.search.study import DEFAULT_STUDY_NAME, PRUNERS, SAMPLERS, SYSTEMS
 
-    parser = OneLineParser(
+    parser = command_line.OneLineParser(
         prog=PROG, description="Searches hyperparameters with Optuna; see docs/search.md."
     )
     parser.add_argument(
@@ -65,10 +47,10 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     )
     parser.add_argument("--output_dir", required=True, help="the search's folder")
     parser.add_argument(
-        "--trials", required=True, type=_int_at_least(1), help="done trials the study should hold"
+        "--trials", required=True, type=int_at_least(1), help="done trials the study should hold"
     )
     parser.add_argument(
-        "--parallel", type=_int_at_least(1), default=1, help="trials at once (default 1)"
+        "--parallel", type=int_at_least(1), default=1, help="trials at once (default 1)"
     )
     parser.add_argument(
         "--sys",
@@ -87,19 +69,19 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     parser.add_argument("--pruner", choices=PRUNERS, default="median")
     parser.add_argument(
         "--pruner_startup_trials",
-        type=_int_at_least(0),
+        type=int_at_least(0),
         help="median: complete trials before any pruning (default 5)",
     )
     parser.add_argument(
         "--pruner_warmup_steps",
-        type=_int_at_least(0),
+        type=int_at_least(0),
         help="median: env steps before a trial can be pruned (default 0); asha: the first "
         "rung's step (default: Optuna's auto)",
     )
     parser.add_argument(
         "--hparam_override", default="", help="overrides every trial shares, as in train.py"
     )
-    parser.add_argument("--train_steps", type=_int_at_least(1), help="every trial's --train_steps")
+    parser.add_argument("--train_steps", type=int_at_least(1), help="every trial's --train_steps")
     parser.add_argument("--seed", type=int, help="every trial's --seed; also seeds the sampler")
     return parser.parse_args(list(argv))
 

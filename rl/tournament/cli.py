@@ -20,6 +20,8 @@ import os
 import sys
 from typing import Dict, Iterator, List, NoReturn, Optional, Sequence
 
+from rl import command_line
+from rl.command_line import int_at_least
 from rl.errors import SystemUnavailableError
 from rl.games.spec import GameSpec, check_game_name, make_game
 from rl.registry import UnknownNameError
@@ -35,32 +37,13 @@ EXIT_INTERRUPTED = 130
 
 
 def fail(message: str) -> NoReturn:
-    """One line on stderr, exit code 2."""
-    print(f"{PROG}: error: {message}", file=sys.stderr, flush=True)
-    sys.exit(2)
-
-
-class OneLineParser(argparse.ArgumentParser):
-    """argparse whose errors are one line on stderr (no usage block), exit code 2."""
-
-    def error(self, message: str) -> NoReturn:
-        fail(message)
-
-
-def positive_int(text: str) -> int:
-    """An integer of at least 1, for argparse."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
+    """One line on stderr, exit code 2 (rl/command_line.py)."""
+    command_line.fail(PROG, message)
 
 
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     """The command line's run folders and flags; bad ones end the process (exit 2)."""
-    parser = OneLineParser(
+    parser = command_line.OneLineParser(
         prog=PROG,
         description="Plays every pair of players (policy artefacts of runs, scripted players) "
         "and writes payoff.csv, payoff.png, ratings.json (Elo, bootstrap intervals, Nash "
@@ -72,13 +55,13 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     )
     parser.add_argument("--game", required=True, help="tictactoe, connect_four or rps")
     parser.add_argument(
-        "--games", type=positive_int, required=True, help="games per pair of players"
+        "--games", type=int_at_least(1), required=True, help="games per pair of players"
     )
     parser.add_argument("--output_dir", required=True, help="the tournament folder")
     selection = parser.add_mutually_exclusive_group()
     selection.add_argument(
         "--every",
-        type=positive_int,
+        type=int_at_least(1),
         default=None,
         metavar="K",
         help="each run's every K-th artefact from its oldest (default: all)",
@@ -86,7 +69,7 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     selection.add_argument("--latest", action="store_true", help="only each run's newest artefact")
     parser.add_argument(
         "--num_workers",
-        type=positive_int,
+        type=int_at_least(1),
         default=1,
         help="processes (or Ray tasks at once) playing games; 1: this process (default)",
     )

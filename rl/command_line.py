@@ -1,0 +1,49 @@
+"""What rl's argparse commands share: bad input is one line on stderr and exit code 2.
+
+``python -m rl.envs.check``, ``python -m rl.tournament`` and ``python -m rl.search``
+parse their flags with ``OneLineParser`` and report input errors with ``fail``, as
+train.py does (rl/cli.py).
+"""
+
+import argparse
+import sys
+from typing import Callable, NoReturn
+
+EXIT_BAD_INPUT = 2
+
+
+def fail(prog: str, message: str) -> NoReturn:
+    """``<prog>: error: <message>`` on stderr, then exit code 2.
+
+    Args:
+      prog: the command, as its usage names it.
+      message: what was wrong with the input.
+    """
+    print(f"{prog}: error: {message}", file=sys.stderr, flush=True)
+    sys.exit(EXIT_BAD_INPUT)
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """argparse whose errors are one line on stderr (no usage block), exit code 2."""
+
+    def error(self, message: str) -> NoReturn:
+        fail(self.prog, message)
+
+
+def int_at_least(low: int) -> Callable[[str], int]:
+    """An argparse ``type``: an integer of at least ``low``.
+
+    Args:
+      low: the smallest value accepted.
+    """
+
+    def read(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+        if value < low:
+            raise argparse.ArgumentTypeError(f"must be at least {low}, got {value}")
+        return value
+
+    return read
