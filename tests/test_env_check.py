@@ -201,19 +201,11 @@ def test_gymnasium_warnings_are_reported_one_note_each_without_colour_codes():
 
 @pytest.mark.skipif(importlib.util.find_spec("grpc") is None, reason="needs the remote extra")
 def test_an_env_served_over_grpc_is_checked_through_its_url():
-    server = subprocess.Popen(
-        [sys.executable, "-m", "rl.envs.remote.serve", "--env", "CartPole-v1", "--port", "0"],
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-    )
+    from rl.envs.remote.serve import launch
+
+    server, port = launch("CartPole-v1")  # the server's own --port 0 start-up
     try:
-        # "serving CartPole-v1 on grpc://127.0.0.1:PORT (no token)"
-        line = server.stdout.readline()
-        address = re.search(r"grpc://\S+", line)
-        assert address, f"the server did not start: {line!r}"
-        results = check.run_checks(f"{address.group(0)}/CartPole-v1", episodes=2)
+        results = check.run_checks(f"grpc://127.0.0.1:{port}/CartPole-v1", episodes=2)
     finally:
         server.terminate()
         server.wait(timeout=30)
