@@ -12,7 +12,7 @@ from typing import Optional
 import gymnasium as gym
 import numpy as np
 
-from rl.games.spec import GameSpec, check_game_name
+from rl.games.spec import GameSpec, check_game_name, learner_observation
 from rl.policy import PolicyArtefactError, load_host_policy, read_artefact
 
 
@@ -53,7 +53,7 @@ class ArtefactPlayer:
     def scores(self, features: np.ndarray, mask: np.ndarray) -> np.ndarray:
         """[A] how much the policy likes each move: Q-values, or a categorical policy's
         logits (its outputs: the most likely move has the largest)."""
-        obs = np.concatenate([features, mask.astype(np.float32)])[None]
+        obs = learner_observation(features, mask)[None]
         out = self.policy(obs, self.arrays)
         return out[0] if self.policy.outputs == "q_values" else out.outputs[0]
 

@@ -24,7 +24,7 @@ import gymnasium as gym
 import numpy as np
 
 from rl import registry
-from rl.games.spec import GameSpec
+from rl.games.spec import GameSpec, learner_observation
 from rl.policy import RUN_DIR_VARIABLE, artefact_dir, load_host_policy, policy_steps
 
 STRATEGIES = ("latest", "uniform", "prioritised")
@@ -47,7 +47,7 @@ class _Member:
         return (self.learner_score + 0.5) / (self.games + 1)  # starts at 0.5
 
     def act(self, features: np.ndarray, mask: np.ndarray, rng: np.random.Generator) -> int:
-        obs = np.concatenate([features, mask.astype(np.float32)])[None]
+        obs = learner_observation(features, mask)[None]
         out = self.policy(obs, self.arrays)
         if self.policy.outputs == "q_values":
             return int(np.argmax(out[0]))

@@ -89,3 +89,9 @@ def features_and_mask(spec: GameSpec, observation: Any) -> Tuple[np.ndarray, np.
         features[int(observation)] = 1.0
         mask = np.ones(spec.num_actions, bool)
     return features, mask
+
+
+def learner_observation(features: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """What a model sees of a game (float32 [num_features + num_actions]): the features,
+    then the legal-move mask as 0/1, which models with ``action_mask`` read."""
+    return np.concatenate([features, mask.astype(np.float32)])

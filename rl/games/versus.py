@@ -20,7 +20,13 @@ from typing import Callable, Optional
 import gymnasium as gym
 import numpy as np
 
-from rl.games.spec import GameSpec, check_game_name, features_and_mask, make_game
+from rl.games.spec import (
+    GameSpec,
+    check_game_name,
+    features_and_mask,
+    learner_observation,
+    make_game,
+)
 
 
 class VersusEnv(gym.Env):
@@ -54,7 +60,7 @@ class VersusEnv(gym.Env):
     # --- the learner's view --------------------------------------------------------
     def _observation(self) -> np.ndarray:
         features, mask = features_and_mask(self.spec_game, self.game.observe(self.learner))
-        return np.concatenate([features, mask.astype(np.float32)])
+        return learner_observation(features, mask)
 
     def _game_over(self) -> bool:
         agent = self.game.agent_selection
