@@ -94,12 +94,13 @@ class PoolOpponent:
         """Loads artefacts written since the last game (a listdir per game)."""
         if not self.run_dir:
             return
-        for step in policy_steps(self.run_dir):
+        steps = policy_steps(self.run_dir)
+        for step in steps:
             if step not in self.members:
                 policy, arrays = load_host_policy(artefact_dir(self.run_dir, step), *self._spaces)
                 self.members[step] = _Member(step, policy, arrays)
         # Artefacts moved aside on resume leave the pool.
-        for step in set(self.members) - set(policy_steps(self.run_dir)):
+        for step in set(self.members) - set(steps):
             del self.members[step]
 
     def pool(self) -> List[Tuple[int, float, int]]:
