@@ -17,7 +17,7 @@ import os
 import queue
 import threading
 import time
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, Optional, Tuple
 
 import grpc
 import gymnasium as gym
@@ -240,16 +240,6 @@ def _observation_treatment(space: gym.Space):
     return space, None
 
 
-def _unbatch(space: gym.Space, batched: Any, n: int) -> List[Any]:
-    if isinstance(space, gym.spaces.Tuple):
-        parts = [_unbatch(s, batched[i], n) for i, s in enumerate(space.spaces)]
-        return [tuple(p[j] for p in parts) for j in range(n)]
-    if isinstance(space, gym.spaces.Dict):
-        parts = {k: _unbatch(s, batched[k], n) for k, s in space.spaces.items()}
-        return [{k: p[j] for k, p in parts.items()} for j in range(n)]
-    return list(batched)
-
-
 def _to_wire(space: gym.Space, actions: Any) -> Any:
     """Batched actions in the dtypes of ``space``'s leaves."""
     if isinstance(space, gym.spaces.Tuple):
@@ -292,7 +282,7 @@ class RemoteVectorEnv(gym.vector.VectorEnv):
     def _observations(self, batched: Any) -> np.ndarray:
         if self._treat is None:
             return batched
-        copies = _unbatch(self._served_space, batched, self.num_envs)
+        copies = codec.unstack(self._served_space, batched, self.num_envs)
         return np.stack([self._treat(obs) for obs in copies])
 
     def reset(self, *, seed: Optional[int] = None, options: Optional[dict] = None):
@@ -360,12 +350,12 @@ class RemoteEnv(gym.Env):
     def reset(self, *, seed: Optional[int] = None, options: Optional[dict] = None):
         super().reset(seed=seed)
         obs, infos = self._session.reset(seed, options)
-        return _unbatch(self.observation_space, obs, 1)[0], infos[0]
+        return codec.unstack(self.observation_space, obs, 1)[0], infos[0]
 
     def step(self, action):
         batched = _to_wire(self.action_space, _batch_one(self.action_space, action))
         response = self._session.step(batched)
-        obs = _unbatch(self.observation_space, codec.decode_value(response.observations), 1)[0]
+        obs = codec.unstack(self.observation_space, codec.decode_value(response.observations), 1)[0]
         reward = float(codec.decode_tensor(response.rewards)[0])
         terminated = bool(codec.decode_tensor(response.terminated)[0])
         truncated = bool(codec.decode_tensor(response.truncated)[0])

@@ -11,7 +11,7 @@ virtualenv without TensorFlow, possibly with an older Gymnasium (0.29).
 
 import json
 import math
-from typing import Any, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional
 
 import gymnasium as gym
 import numpy as np
@@ -202,6 +202,30 @@ def decode_space(message: env_pb2.Space, depth: int = 0) -> gym.Space:
     raise CodecError(
         "empty space: set one of box, discrete, multi_discrete, multi_binary, tuple, dict"
     )
+
+
+# --- batches of a space's samples ---------------------------------------------------
+def unstack(
+    space: gym.Space,
+    batched: Any,
+    n: int,
+    leaf: Callable[[gym.Space, np.ndarray], List[Any]] = lambda space, array: list(array),
+) -> List[Any]:
+    """``n`` samples of ``space`` from a batch stacked on axis 0 (tuples and dicts per leaf).
+
+    Args:
+      space: one sample's space.
+      batched: the batch (arrays, or tuples and dicts of them).
+      n: samples in the batch.
+      leaf: (leaf space, [n, ...] array) -> the n samples of that leaf.
+    """
+    if isinstance(space, gym.spaces.Tuple):
+        parts = [unstack(s, batched[i], n, leaf) for i, s in enumerate(space.spaces)]
+        return [tuple(part[j] for part in parts) for j in range(n)]
+    if isinstance(space, gym.spaces.Dict):
+        parts = {k: unstack(s, batched[k], n, leaf) for k, s in space.spaces.items()}
+        return [{k: part[j] for k, part in parts.items()} for j in range(n)]
+    return leaf(space, batched)
 
 
 # --- checking values against spaces -------------------------------------------------

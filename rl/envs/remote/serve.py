@@ -372,7 +372,9 @@ class EnvService(env_pb2_grpc.EnvServiceServicer):
                     grpc.StatusCode.FAILED_PRECONDITION,
                     f"env copies {np.flatnonzero(session.ended).tolist()} ended: call Reset",
                 )
-            response = self._step_envs(session, _unstack(session.action_space, actions, n))
+            response = self._step_envs(
+                session, codec.unstack(session.action_space, actions, n, _actions)
+            )
             response.seq = request.seq
             if request.seq:
                 session.last_seq = request.seq
@@ -485,7 +487,8 @@ def _env_raised(session: Session, during: str, error: Exception) -> Refusal:
 
 
 def _stack(space: gym.Space, items: List[Any]) -> Any:
-    """Per-copy samples of ``space`` stacked on a new first axis (tuples and dicts per leaf)."""
+    """Per-copy samples of ``space`` stacked on a new first axis (tuples and dicts per leaf;
+    ``codec.unstack`` is the inverse)."""
     if isinstance(space, gym.spaces.Tuple):
         return tuple(_stack(s, [item[i] for item in items]) for i, s in enumerate(space.spaces))
     if isinstance(space, gym.spaces.Dict):
@@ -493,16 +496,9 @@ def _stack(space: gym.Space, items: List[Any]) -> Any:
     return np.stack([np.asarray(item, dtype=space.dtype) for item in items])
 
 
-def _unstack(space: gym.Space, batched: Any, n: int) -> List[Any]:
-    """The inverse of ``_stack``: one sample per copy, in the space's dtype; a Discrete
-    action becomes a Python int."""
-    if isinstance(space, gym.spaces.Tuple):
-        parts = [_unstack(s, batched[i], n) for i, s in enumerate(space.spaces)]
-        return [tuple(part[j] for part in parts) for j in range(n)]
-    if isinstance(space, gym.spaces.Dict):
-        parts = {k: _unstack(s, batched[k], n) for k, s in space.spaces.items()}
-        return [{k: part[j] for k, part in parts.items()} for j in range(n)]
-    array = batched.astype(space.dtype, copy=False)
+def _actions(space: gym.Space, array: np.ndarray) -> List[Any]:
+    """One leaf's actions per copy, in the space's dtype; Discrete ones as Python ints."""
+    array = array.astype(space.dtype, copy=False)
     if isinstance(space, gym.spaces.Discrete):
         return [int(a) for a in array]
     return list(array)
