@@ -264,3 +264,137 @@ def test_a_pool_member_acts_as_its_artefact_player_and_only_legally(tmp_path):
         assert move == expected and row[-9 + move] == 1
     meta = json.loads((tmp_path / "policies" / "ckpt-5" / "policy.json").read_text())
     assert meta["hparams"]["env"] == "tictactoe_selfplay"
+
+
+# --- tic-tac-toe solved (rl/games/exact.py) -------------------------------------------
+def test_exact_positions_and_features_are_pettingzoos():
+    from rl.games import exact
+    from rl.games.spec import features_and_mask, make_game
+
+    # Every position reachable from the empty board: 5,478, the known count.
+    seen, frontier = {exact.START}, [exact.START]
+    while frontier:
+        position = frontier.pop()
+        if not exact.is_over(position):
+            for move in np.flatnonzero(np.array(position) == 0):
+                child = exact.play(position, int(move))
+                if child not in seen:
+                    seen.add(child)
+                    frontier.append(child)
+    assert len(seen) == 5478
+    # What a player sees agrees with PettingZoo's observation, move by move.
+    rng = np.random.default_rng(0)
+    for game in range(30):
+        env = make_game("tictactoe")
+        env.reset(seed=game)
+        position = exact.START
+        while not (env.terminations[env.agent_selection] or env.truncations[env.agent_selection]):
+            features, mask = features_and_mask(TICTACTOE, env.observe(env.agent_selection))
+            mine = exact.features_and_mask(position)
+            assert np.array_equal(features, mine[0]) and np.array_equal(mask, mine[1])
+            assert exact.position_from_features(features) == position
+            move = int(rng.choice(np.flatnonzero(mask)))
+            env.step(move)
+            position = exact.play(position, move)
+        assert exact.is_over(position)
+
+
+def test_exact_values_and_the_perfect_player():
+    from rl.games import exact
+
+    assert exact.value(exact.START) == 0  # tic-tac-toe is a draw
+    # X on 0 and 1, O on 3 and 4, X to move: X wins on 2; O to move after X plays 8 wins on 5.
+    position = (1, 1, 0, 2, 2, 0, 0, 0, 0)
+    assert exact.value(position) == 1 and exact.best_moves(position) == [2]
+    assert exact.value(exact.play(position, 8)) == 1  # O to move, wins on 5
+    perfect = registry.players.get("perfect")(TICTACTOE)
+    with pytest.raises(ValueError, match="plays tictactoe"):
+        registry.players.get("perfect")(GAMES["connect_four"])
+    decide = exact.deciding(perfect_first_best())
+    for name in ("random", "one_step_lookahead", "perfect"):
+        opponent = registry.players.get(name)(TICTACTOE)
+        for seat in (0, 1):
+            assert exact.exact_results(decide, opponent, seat)[2] == 0.0  # never loses
+    assert [exact.losing_lines(decide, seat) for seat in (0, 1)] == [0, 0]
+    # Perfect against perfect: always a draw; its first moves are all nine (each draws).
+    assert np.allclose(exact.exact_results(decide, perfect, 0), exact.DRAW)
+    assert exact.best_moves(exact.START) == list(range(9))
+
+
+def perfect_first_best():
+    """A deterministic perfect player: the lowest-numbered best move."""
+    from rl.games import exact
+
+    class FirstBest:
+        def act(self, features, mask, rng):
+            return exact.best_moves(exact.position_from_features(features))[0]
+
+    return FirstBest()
+
+
+def test_exact_results_by_hand_and_move_probabilities():
+    from rl.games import exact
+
+    first_legal = registry.players.get("first_legal")(TICTACTOE)
+
+    class FirstLegalProbabilities:  # first_legal as an opponent with known probabilities
+        def move_probabilities(self, features, mask):
+            return np.eye(9)[np.flatnonzero(mask)[0]]
+
+    # first_legal against itself: X 0, O 1, X 2, O 3, X 4, O 5, X 6 (the 2-4-6 diagonal).
+    decide = exact.deciding(first_legal)
+    assert np.array_equal(exact.exact_results(decide, FirstLegalProbabilities(), 0), exact.WIN)
+    assert np.array_equal(exact.exact_results(decide, FirstLegalProbabilities(), 1), exact.LOSS)
+    # The look-ahead player: win first (one cell), else block (two threats: half each).
+    lookahead = registry.players.get("one_step_lookahead")(TICTACTOE)
+    can_win = exact.features_and_mask((1, 1, 0, 2, 2, 0, 0, 0, 0))  # X to move wins on 2
+    assert np.array_equal(lookahead.move_probabilities(*can_win), np.eye(9)[2])
+    forked = exact.features_and_mask((1, 1, 0, 1, 2, 0, 0, 0, 2))  # O to move: X threatens 2, 6
+    assert lookahead.move_probabilities(*forked).tolist() == [0, 0, 0.5, 0, 0, 0, 0.5, 0, 0]
+    random = registry.players.get("random")(TICTACTOE)
+    assert random.move_probabilities(*forked).tolist() == [0, 0, 0.25, 0, 0, 0.25, 0.25, 0.25, 0]
+    # first_legal as X against the random player, by hand: X 0; if O avoids 1 and 2
+    # (6/8), X 1 and O blocks 2 with 1/6, else X wins; the rest is the tree's.
+    result = exact.exact_results(decide, random, 0)
+    assert result.sum() == pytest.approx(1.0) and result[0] > 6 / 8 * 5 / 6
+
+
+def test_exact_loss_rates_match_sampled_games_of_an_artefact(tmp_path):
+    from rl.games import exact
+    from rl.games.artefact import ArtefactPlayer
+
+    hp = PPOHParams(env="tictactoe_selfplay", action_mask=True, hidden_sizes=(16,))
+    write_artefact(tmp_path, 7, hp, seed=7)
+    player = ArtefactPlayer(str(tmp_path / "policies" / "ckpt-7"))
+    expected = exact.exact_results(exact.deciding(player), scripted("random")(TICTACTOE), 0)
+    env = VersusEnv("tictactoe", scripted("random"))
+    results = []
+    obs, _ = env.reset(seed=0)
+    while len(results) < 4000:
+        obs, reward, terminated, truncated, _ = env.step(player.act(obs[:-9], obs[-9:] > 0, None))
+        if terminated or truncated:
+            if env.learner == "player_1":  # the learner moved first
+                results.append(reward)
+            obs, _ = env.reset()
+    outcome = np.array(results)
+    sampled = np.array([np.mean(outcome > 0), np.mean(outcome == 0), np.mean(outcome < 0)])
+    # 4,000 seeded games: within 4 standard errors of the exact probabilities.
+    assert np.all(np.abs(sampled - expected) <= 4 * np.sqrt(expected * (1 - expected) / 4000))
+
+
+def test_exact_command_prints_a_row_per_checkpoint_and_refuses_an_empty_run(tmp_path, capsys):
+    from rl.games import exact
+
+    hp = PPOHParams(env="tictactoe_selfplay", action_mask=True, hidden_sizes=(16,))
+    for step in (10, 20):
+        write_artefact(tmp_path / "run", step, hp, seed=step)
+    assert exact.main([str(tmp_path / "run")]) == 0
+    rows = capsys.readouterr().out.splitlines()[2:]
+    assert [r.split()[0].rsplit("-", 1)[1] for r in rows] == ["10", "20"]
+    assert exact.main([str(tmp_path / "run"), "--latest"]) == 0
+    assert len(capsys.readouterr().out.splitlines()) == 3
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(SystemExit) as stop:
+        exact.main([str(tmp_path / "empty")])
+    assert stop.value.code == 2
+    assert capsys.readouterr().err.count("\n") == 1

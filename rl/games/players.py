@@ -172,6 +172,11 @@ class RandomPlayer:
 
     name: str = "random"
 
+    def move_probabilities(self, features: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        """float [num_actions]: how likely each move is (rl/games/exact.py reads it)."""
+        mask = np.asarray(mask, bool)
+        return mask / mask.sum()
+
     def act(self, features: np.ndarray, mask: np.ndarray, rng: np.random.Generator) -> int:
         return random_legal(mask, rng)
 
@@ -207,15 +212,26 @@ class OneStepLookahead:
     grid: Grid
     name: str = "one_step_lookahead"
 
-    def act(self, features: np.ndarray, mask: np.ndarray, rng: np.random.Generator) -> int:
+    def candidates(self, features: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        """int [C]: the moves it chooses among, uniformly."""
         moves = legal_moves(mask)
         own, opponent = board_from_features(self.grid, features)
         occupied = own | opponent
         for stones in (own, opponent):  # my win first, then the opponent's to block
             found = winning_moves(self.grid, stones, occupied, moves)
             if found.size:
-                return int(rng.choice(found))
-        return int(rng.choice(moves))
+                return found
+        return moves
+
+    def move_probabilities(self, features: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        """float [num_actions]: how likely each move is (rl/games/exact.py reads it)."""
+        probs = np.zeros(len(mask))
+        found = self.candidates(features, mask)
+        probs[found] = 1.0 / len(found)
+        return probs
+
+    def act(self, features: np.ndarray, mask: np.ndarray, rng: np.random.Generator) -> int:
+        return int(rng.choice(self.candidates(features, mask)))
 
 
 RPS_MOVES = {"rock": 0, "paper": 1, "scissors": 2}  # PettingZoo rps_v2's action order
@@ -257,3 +273,13 @@ def one_step_lookahead(spec: GameSpec) -> Player:
     """Win now, else block, else random; tic-tac-toe and connect four."""
     _require_game("one_step_lookahead", spec, GRIDS)
     return OneStepLookahead(GRIDS[spec.name])
+
+
+@registry.players.register("perfect")
+def perfect(spec: GameSpec) -> Player:
+    """Perfect play by negamax (random among the best moves); tic-tac-toe only."""
+    _require_game("perfect", spec, ("tictactoe",))
+    # Imported here, not at the top: ``python -m rl.games.exact`` must be its first import.
+    from rl.games.exact import PerfectPlayer
+
+    return PerfectPlayer()
