@@ -64,21 +64,12 @@ class Server(NamedTuple):
 def start_server(folder: Path, env_ids="CartPole-v1", port=0, python=sys.executable, env=None):
     """``python -m rl.envs.remote.serve`` as a user starts it; returns once it serves."""
     folder.mkdir(parents=True, exist_ok=True)
-    out, log = folder / f"serve-{time.monotonic_ns()}.out", folder / "serve.log"
-    command = [python, "-m", "rl.envs.remote.serve", "--env", env_ids, "--port", str(port)]
-    with open(out, "w") as stdout, open(log, "a") as stderr:
-        process = subprocess.Popen(command, stdout=stdout, stderr=stderr, cwd=ROOT, env=env)
-    deadline = time.monotonic() + 60
-    while True:
-        match = serve.SERVING_LINE.match(out.read_text())
-        if match:
-            assert out.read_text().endswith("(no token)\n")
-            return Server(process, int(match["port"]), log)
-        if process.poll() is not None or time.monotonic() > deadline:
-            process.kill()
-            process.wait()
-            raise AssertionError(f"{command} did not serve: {out.read_text()}{log.read_text()}")
-        time.sleep(0.02)
+    log = folder / "serve.log"
+    try:
+        process, port = serve.launch(env_ids, python=python, env=env, port=port, log=str(log))
+    except RuntimeError as e:
+        raise AssertionError(str(e)) from None
+    return Server(process, port, log)
 
 
 @contextlib.contextmanager

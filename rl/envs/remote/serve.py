@@ -716,9 +716,11 @@ def launch(
     python: str = sys.executable,
     env: Optional[Dict[str, str]] = None,
     timeout: float = 60.0,
+    port: int = 0,
+    log: Optional[str] = None,
 ):
-    """Starts ``python -m rl.envs.remote.serve --env env_ids --port 0 *args`` as a child
-    process and waits for its serving line; returns (process, port).
+    """Starts ``python -m rl.envs.remote.serve --env env_ids --port port *args`` as a
+    child process and waits for its serving line; returns (process, port).
 
     Args:
       env_ids: the --env value.
@@ -726,6 +728,8 @@ def launch(
       python: the interpreter (another virtualenv's, to serve from there).
       env: the child's environment (default: this one's).
       timeout: seconds to wait for the serving line.
+      port: the port to bind (0: any free one).
+      log: a file the server's log (stderr) is appended to (default: a temporary one).
 
     Raises:
       RuntimeError: with the server's output if it exited or said nothing in time.
@@ -733,10 +737,11 @@ def launch(
     import subprocess
     import tempfile
 
-    command = [python, "-m", "rl.envs.remote.serve", "--env", env_ids, "--port", "0", *args]
+    command = [python, "-m", "rl.envs.remote.serve", "--env", env_ids, "--port", str(port), *args]
     # The log goes to a file: an unread pipe would fill up and block the server.
-    log = tempfile.TemporaryFile(mode="w+")
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=log, text=True, env=env)
+    stderr = open(log, "a+") if log else tempfile.TemporaryFile(mode="w+")
+    start = stderr.tell()
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=stderr, text=True, env=env)
     lines: List[str] = []
     reader = threading.Thread(target=lambda: lines.append(process.stdout.readline()), daemon=True)
     reader.start()
@@ -745,9 +750,11 @@ def launch(
     if match is None:
         process.kill()
         process.wait()
-        log.seek(0)
-        said = (lines[0] if lines else "") + log.read()
+        stderr.seek(start)
+        said = (lines[0] if lines else "") + stderr.read()
+        stderr.close()
         raise RuntimeError(f"env server did not start ({' '.join(command)}): {said.strip()}")
+    stderr.close()  # the server writes through its own copy of the descriptor
     return process, int(match.group("port"))
 
 
