@@ -177,3 +177,23 @@ def test_a_bad_plugin_is_one_line_and_writes_nothing(project, module, expected):
     lines = [l for l in proc.stderr.splitlines() if l.strip()]
     assert len(lines) == 1 and lines[0].startswith(f"train.py: error: {expected}"), proc.stderr
     assert not out.exists()
+
+
+def test_a_search_over_a_plugin_set_imports_the_plugin_in_every_trial(project):
+    pytest.importorskip("optuna", reason="needs the search extra (optuna)")
+    space = project / "lr.yaml"
+    space.write_text("learning_rate: {categorical: [3e-4, 1e-3]}\n")
+    out = project / "search"
+    proc = subprocess.run(
+        [sys.executable, "-m", "rl.search", "--plugins", "my_rl.corridor",
+         "--hparams", "halved_ppo_corridor", f"--space={space}", f"--output_dir={out}",
+         "--trials=1", "--pruner=none", "--train_steps=1024"],
+        capture_output=True, text=True, timeout=300, cwd=project,
+        env={**os.environ, "PYTHONPATH": ROOT},
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    best = json.loads((out / "best.json").read_text())
+    assert best["command"].startswith("python train.py --hparams halved_ppo_corridor")
+    assert "--plugins my_rl.corridor" in best["command"]
+    trial_hparams = json.loads((out / "trial_0" / "hparams.json").read_text())
+    assert trial_hparams["agent"] == "halved_ppo" and trial_hparams["learning_rate"] in (3e-4, 1e-3)

@@ -83,17 +83,30 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     )
     parser.add_argument("--train_steps", type=int_at_least(1), help="every trial's --train_steps")
     parser.add_argument("--seed", type=int, help="every trial's --seed; also seeds the sampler")
+    parser.add_argument(
+        "--plugins",
+        action="append",
+        default=[],
+        help="module to import first (repeatable), as in train.py; every trial imports it too",
+    )
     return parser.parse_args(list(argv))
 
 
 def user_errors() -> tuple:
     """Exception types that mean bad input (one line, exit 2)."""
-    from rl.errors import RunConflictError, SystemUnavailableError
+    from rl.errors import PluginError, RunConflictError, SystemUnavailableError
     from rl.hparams.base import HParamsError
     from rl.registry import UnknownNameError
     from rl.search.space import SpaceError
 
-    return (SpaceError, HParamsError, UnknownNameError, RunConflictError, SystemUnavailableError)
+    return (
+        SpaceError,
+        HParamsError,
+        UnknownNameError,
+        RunConflictError,
+        SystemUnavailableError,
+        PluginError,
+    )
 
 
 def build_config(args: argparse.Namespace):
@@ -102,7 +115,7 @@ def build_config(args: argparse.Namespace):
     Raises:
         The user_errors() types.
     """
-    from rl import catalog  # noqa: F401  (fills the registries)
+    from rl import catalog, plugins  # noqa: F401  (catalog fills the registries)
     from rl.hparams.base import HParamsError, split_overrides
     from rl.hparams.resolve import resolve_hparams
     from rl.search.space import check_space, read_space
@@ -112,6 +125,7 @@ def build_config(args: argparse.Namespace):
         raise HParamsError(f"--pruner_startup_trials is for --pruner median, not {args.pruner}")
     if args.pruner_warmup_steps is not None and args.pruner == "none":
         raise HParamsError("--pruner_warmup_steps is for --pruner median or asha, not none")
+    loaded = plugins.load(args.plugins)  # before the set is looked up: it may be a plugin's
     base = resolve_hparams(
         args.hparams, args.hparam_override, train_steps=args.train_steps, seed=args.seed
     )
@@ -138,6 +152,8 @@ def build_config(args: argparse.Namespace):
         sampler=args.sampler,
         pruner=args.pruner,
         pruner_startup_trials=DEFAULT_STARTUP_TRIALS if startup is None else startup,
+        plugins=tuple(loaded),
+        workdir=os.getcwd(),
         pruner_warmup_steps=args.pruner_warmup_steps or 0,
     )
 

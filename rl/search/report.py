@@ -92,6 +92,8 @@ def best_summary(study, config: SearchConfig) -> Optional[Dict[str, Any]]:
     best = study.best_trial
     override = overrides_text(best.params, config.fixed_overrides)
     command = ["python", "train.py", "--hparams", config.hparams]
+    for name in config.plugins:
+        command += ["--plugins", name]
     command += ["--hparam_override", override]
     if config.train_steps is not None:
         command += ["--train_steps", str(config.train_steps)]

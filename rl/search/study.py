@@ -25,14 +25,14 @@ import socket
 import sys
 import time
 import warnings
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from rl.errors import RunConflictError, SystemUnavailableError
 from rl.hparams.base import HParams, HParamsError
 from rl.hparams.resolve import resolve_hparams
 from rl.registry import UnknownNameError
 from rl.search.space import SearchSpace, overrides_text, space_to_json
-from rl.search.trials import RayTrialProcess, TrialProcess, train_command
+from rl.search.trials import ROOT, RayTrialProcess, TrialProcess, train_command
 
 STUDY_FILE = "study.db"
 LOCK_FILE = "search.lock"
@@ -83,6 +83,8 @@ class SearchConfig:
         pruner_startup_trials: median: completed trials before any pruning.
         pruner_warmup_steps: median: steps before a trial can be pruned; asha: the first
             rung's step (0: Optuna's "auto").
+        plugins: ``--plugins`` modules every trial's train.py imports.
+        workdir: the folder trials run in (the search's: plugins found there are found).
     """
 
     hparams: str
@@ -101,6 +103,8 @@ class SearchConfig:
     pruner: str = "median"
     pruner_startup_trials: int = DEFAULT_STARTUP_TRIALS
     pruner_warmup_steps: int = 0
+    plugins: Tuple[str, ...] = ()
+    workdir: str = ROOT
 
 
 def import_optuna():
@@ -432,9 +436,10 @@ class Search:
             overrides_text(params, config.fixed_overrides),
             config.train_steps,
             config.seed,
+            config.plugins,
         )
         log_path = os.path.join(config.output_dir, LOG_DIR, f"trial_{trial.number}.log")
-        process = self.launch(command, run_dir, log_path)
+        process = self.launch(command, run_dir, log_path, config.workdir)
         retry_of = trial.user_attrs.get(RETRY_OF)
         again = f" (trial {retry_of} again)" if retry_of is not None else ""
         self.say(f"trial {trial.number} started{again}: {sampled}")

@@ -15,7 +15,7 @@ import os
 import signal
 import subprocess
 import sys
-from typing import List, Optional, Tuple
+from typing import List, Optional, Sequence, Tuple
 
 import rl
 
@@ -34,6 +34,7 @@ def train_command(
     overrides: str,
     train_steps: Optional[int] = None,
     seed: Optional[int] = None,
+    plugins: Sequence[str] = (),
 ) -> List[str]:
     """The ``train.py`` command of one trial.
 
@@ -43,8 +44,10 @@ def train_command(
         overrides: ``--hparam_override`` text (fixed and sampled values).
         train_steps: ``--train_steps``, or None for the set's.
         seed: ``--seed``, or None for the set's.
+        plugins: ``--plugins`` modules.
     """
     command = [sys.executable, TRAIN_PY, f"--hparams={hparams}", f"--output_dir={run_dir}"]
+    command += [f"--plugins={name}" for name in plugins]
     if overrides:
         command.append(f"--hparam_override={overrides}")
     if train_steps is not None:
@@ -92,13 +95,14 @@ def read_evaluations(run_dir: str, after_step: int) -> List[Evaluation]:
 class TrialProcess:
     """A running ``train.py`` and the run folder it writes."""
 
-    def __init__(self, command: List[str], run_dir: str, log_path: str):
+    def __init__(self, command: List[str], run_dir: str, log_path: str, workdir: str = ROOT):
         """Starts the command; its stdout and stderr go to ``log_path``.
 
         Args:
             command: from ``train_command``.
             run_dir: the run folder the command trains into.
             log_path: the file the subprocess's output is appended to.
+            workdir: the folder it runs in (train.py finds ``--plugins`` there).
         """
         self.run_dir = run_dir
         self.log_path = log_path
@@ -112,7 +116,7 @@ class TrialProcess:
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 env=env,
-                cwd=ROOT,
+                cwd=workdir,
                 start_new_session=True,
                 preexec_fn=_die_with_parent_hook(),
             )
@@ -162,13 +166,13 @@ class RayTrialProcess:
     reason as its last line.
     """
 
-    def __init__(self, command: List[str], run_dir: str, log_path: str):
+    def __init__(self, command: List[str], run_dir: str, log_path: str, workdir: str = ROOT):
         import ray
 
         self._ray = ray
         self._error = ""
         actor_class = ray.remote(num_cpus=1, max_restarts=0)(TrialProcess)
-        self.actor = actor_class.remote(command, run_dir, log_path)
+        self.actor = actor_class.remote(command, run_dir, log_path, workdir)
 
     def _call(self, method: str, *args):
         try:
