@@ -56,6 +56,10 @@ def messages(proc):
     [
         (["--hparams", "ppo_cartpol", "--output_dir", "x"], "did you mean 'ppo_cartpole'"),
         (["--hparams", "ppo_tiny", "--env", "CartPole-v7", "--output_dir", "x"], "unknown env"),
+        (
+            ["--hparams", "ppo_tiny", "--env", "CartPole-v1?gravity=3", "--output_dir", "x"],
+            "env 'CartPole-v1' takes no keyword argument 'gravity': it takes sutton_barto_reward",
+        ),
         (["--hparams", "ppo_tiny", "--sys", "tpu_pod", "--output_dir", "x"], "unknown sys"),
         (["--hparams", "ppo_tiny", "--hparam_override", "lr=1", "--output_dir", "x"], "'lr'"),
         (

@@ -10,6 +10,7 @@ import pytest
 pytest.importorskip("pettingzoo")
 
 from rl import registry  # noqa: E402
+from rl.envs import make_env  # noqa: E402
 from rl.games.registered import game_of_env  # noqa: E402
 from rl.games.selfplay import PoolOpponent  # noqa: E402
 from rl.games.spec import GAMES  # noqa: E402
@@ -108,10 +109,13 @@ def first_legal(obs):
     return int(np.flatnonzero(obs[-9:])[0])
 
 
-def test_first_legal_against_first_legal_is_won_by_whoever_moves_first():
+@pytest.mark.parametrize("loss_reward", [-1.0, -10.0])
+def test_first_legal_against_first_legal_is_won_by_whoever_moves_first(loss_reward):
     # Both fill the first free cell: X takes 0, 2, 4, 6 and wins on the anti-diagonal
-    # 2-4-6 at its fourth move; O has moved three times by then.
-    env = VersusEnv("tictactoe", scripted("first_legal"))
+    # 2-4-6 at its fourth move; O has moved three times by then. A loss scores loss_reward.
+    env = make_env(f"tictactoe?loss_reward={loss_reward}").unwrapped
+    assert isinstance(env, VersusEnv) and env.opponent.name == "random"
+    env.opponent = scripted("first_legal")(TICTACTOE)
     env.reset(seed=0)
     first_seat = env._first_seat
     results = []
@@ -129,7 +133,7 @@ def test_first_legal_against_first_legal_is_won_by_whoever_moves_first():
     assert [r[0] for r in results] == [(first_seat + g) % 2 for g in range(4)]
     for seat, total, moves, terminated in results:
         assert terminated
-        assert (total, moves) == ((1.0, 4) if seat == 0 else (-1.0, 3))
+        assert (total, moves) == ((1.0, 4) if seat == 0 else (loss_reward, 3))
 
 
 def test_an_illegal_move_loses_at_once():

@@ -406,3 +406,27 @@ def test_the_largest_seed_builds_and_runs_an_agent():
 def test_to_dict_round_trip():
     hp = registry.hparams.get("dqn_cartpole")()
     assert from_dict(type(hp), hp.to_dict()) == hp
+
+
+def test_env_keyword_arguments_after_a_question_mark_reach_the_constructor():
+    import pytest
+
+    from rl.envs import make_env
+    from rl.envs.make import split_kwargs
+    from rl.hparams.base import HParamsError
+
+    assert split_kwargs("LunarLander-v3?continuous=true&gravity=-9.5&name=x") == (
+        "LunarLander-v3",
+        {"continuous": True, "gravity": -9.5, "name": "x"},
+    )
+    assert split_kwargs("grpc://h:1/CartPole-v1?a=1") == ("grpc://h:1/CartPole-v1?a=1", {})
+    env = make_env("CartPole-v1?sutton_barto_reward=true")
+    env.reset(seed=0)
+    assert env.step(0)[1] == 0.0  # Sutton and Barto's reward: 0 per step, -1 at the end
+    check_env_name("CartPole-v1?sutton_barto_reward=false")
+    for name, message in [
+        ("CartPole-v1?gravity=3", "takes no keyword argument 'gravity': it takes sutton_barto"),
+        ("cartpole?x=1", "env 'cartpole' takes no keyword argument 'x': it takes none"),
+    ]:
+        with pytest.raises(HParamsError, match=message):
+            check_env_name(name)

@@ -1,7 +1,9 @@
 """Building single and vectorised environments by name.
 
 ``--env NAME`` takes a registered constructor (which may add wrappers) or any
-Gymnasium id. Every env gets the same observation treatment: non-Box
+Gymnasium id, with keyword arguments for it after a ``?`` as in env server URLs:
+``LunarLander-v3?continuous=true&gravity=-9.5`` (values are JSON where they parse).
+Every env gets the same observation treatment: non-Box
 observations (Discrete, MultiDiscrete, Tuple, Dict) are flattened to
 one-hot/concatenated float32 vectors, uint8 images stay uint8 (the model
 scales them), and every other Box becomes float32.
@@ -9,8 +11,9 @@ scales them), and every other Box becomes float32.
 
 import collections
 import importlib.util
+import inspect
 import os
-from typing import Callable, List, Optional
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import gymnasium as gym
 import numpy as np
@@ -74,11 +77,57 @@ def gymnasium_listing() -> str:
     return "\n".join(lines)
 
 
+def split_kwargs(name: str) -> Tuple[str, Dict[str, Any]]:
+    """``NAME?key=value&...`` -> (NAME, keyword arguments); an env server URL is whole."""
+    if remote_url.is_remote(name) or "?" not in name:
+        return name, {}
+    base, query = name.split("?", 1)
+    return base, remote_url.query_kwargs(query)
+
+
+def _parameters(constructor) -> Optional[List[str]]:
+    """The keyword arguments a constructor takes, or None if it takes any (``**kwargs``)."""
+    try:
+        parameters = inspect.signature(constructor).parameters.values()
+    except (TypeError, ValueError):
+        return None
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters):
+        return None
+    keyword = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    return [p.name for p in parameters if p.kind in keyword and p.name != "render_mode"]
+
+
+def _check_kwargs(name: str, kwargs: Dict[str, Any]) -> None:
+    """HParamsError if the env ``name`` does not take each of ``kwargs``."""
+    if not kwargs:
+        return
+    if atari.is_atari(name):
+        raise HParamsError(f"env '{name}' takes no keyword arguments (Atari settings are rl's)")
+    if name in registry.envs:
+        constructor = registry.envs.get(name)
+    else:
+        constructor = gym.envs.registration.load_env_creator(gym.envs.registry[name].entry_point)
+    accepted = _parameters(constructor)
+    unknown = sorted(set(kwargs) - set(accepted)) if accepted is not None else []
+    if unknown:
+        takes = ", ".join(accepted) if accepted else "none"
+        raise HParamsError(
+            f"env '{name}' takes no keyword argument {unknown[0]!r}: it takes {takes}"
+        )
+
+
 def check_env_name(name: str) -> None:
     """Raises UnknownNameError (closest of both kinds of name) if ``name`` is neither,
-    and HParamsError if it is a Gymnasium id whose dependencies are not installed or a
-    malformed env server URL (whether the server answers is found out when connecting)."""
+    and HParamsError if it is a Gymnasium id whose dependencies are not installed, a
+    malformed env server URL (whether the server answers is found out when connecting),
+    or keyword arguments after ``?`` that the env does not take."""
+    check_env(*split_kwargs(name))
+
+
+def check_env(name: str, kwargs: Dict[str, Any]) -> None:
+    """``check_env_name`` for a name without ``?`` and its keyword arguments."""
     if name in registry.envs:
+        _check_kwargs(name, kwargs)
         return
     if remote_url.is_remote(name):
         try:
@@ -103,6 +152,7 @@ def check_env_name(name: str) -> None:
         hint = missing_install(name)
         if hint:
             raise HParamsError(f"env '{name}' needs {family}, which is not installed: {hint}")
+        _check_kwargs(name, kwargs)
         return
     hint = registry.did_you_mean(name, registry.envs.names() + gymnasium_ids())
     raise registry.UnknownNameError(
@@ -127,27 +177,32 @@ def make_raw_env(name: str, render_mode: Optional[str] = None, **kwargs) -> gym.
     (what an env server serves: the client applies the wrappers on its side).
 
     Args:
-        name: a registered env name or a Gymnasium id.
+        name: a registered env name or a Gymnasium id, with any ``?key=value`` arguments.
         render_mode: passed to the constructor, e.g. "rgb_array" for video.
-        **kwargs: keyword arguments for ``gymnasium.make`` (Gymnasium ids only).
+        **kwargs: more keyword arguments for the constructor (or ``gymnasium.make``).
     """
-    check_env_name(name)
+    name, from_name = split_kwargs(name)
+    kwargs = {**from_name, **kwargs}
+    check_env(name, kwargs)
     if render_mode == "rgb_array" and not (
         os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")
     ):
         # pygame-based envs draw off-screen; without this SDL probes for a
         # display and prints errors on headless machines.
         os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
-    if kwargs and (name in registry.envs or atari.is_atari(name)):
-        raise HParamsError(f"env '{name}' takes no keyword arguments (only Gymnasium ids do)")
     try:
         if name in registry.envs:
-            return registry.envs.get(name)(render_mode=render_mode)
+            return registry.envs.get(name)(render_mode=render_mode, **kwargs)
         if atari.is_atari(name):
             return atari.make_atari(name, render_mode)
         return gym.make(name, render_mode=render_mode, **kwargs)
     except (gym.error.DependencyNotInstalled, ImportError) as e:
         raise HParamsError(f"env '{name}' cannot be made here: {str(e).splitlines()[0]}") from None
+    except (TypeError, ValueError) as e:
+        if not kwargs:
+            raise
+        # A value the constructor refuses (the names were checked above).
+        raise HParamsError(f"env '{name}' refused {kwargs}: {str(e).splitlines()[0]}") from None
 
 
 def make_env(name: str, render_mode: Optional[str] = None) -> gym.Env:

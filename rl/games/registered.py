@@ -27,8 +27,8 @@ def _scripted(name: str):
     return lambda spec: registry.players.get(name)(spec)
 
 
-def _versus(game: str, opponent, render_mode=None) -> VersusEnv:
-    return VersusEnv(game, opponent, render_mode=render_mode)
+def _versus(game: str, opponent, render_mode=None, loss_reward: float = -1.0) -> VersusEnv:
+    return VersusEnv(game, opponent, render_mode=render_mode, loss_reward=loss_reward)
 
 
 def _register(name: str, game: str, opponent, doc: str) -> None:

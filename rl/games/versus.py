@@ -12,7 +12,9 @@ player to move followed by its legal-move mask (1 = legal); models read the mask
 with ``action_mask=True`` (rl/models/settings.py) and never choose an illegal
 move. An illegal move (from an agent that ignores the mask) loses the game at
 once: reward -1, ``info["illegal_move"] = True``. Rewards are the learner's: +1
-a win, -1 a loss, 0 a draw (rps: +1/-1/0 per throw).
+a win, -1 a loss, 0 a draw (rps: +1/-1/0 per throw). ``loss_reward`` replaces the
+-1 of a loss (``--env 'tictactoe_selfplay?loss_reward=-10'``): a learner that must
+never lose prefers a sure draw to a win it might pay for with a loss.
 """
 
 from typing import Callable, Optional
@@ -39,12 +41,17 @@ class VersusEnv(gym.Env):
         game: str,
         opponent: Callable[[GameSpec], object],
         render_mode: Optional[str] = None,
+        loss_reward: float = -1.0,
     ):
         """Args:
         game: a name of rl.games.spec.GAMES.
         opponent: a player factory (a registered player's): spec -> Player.
         render_mode: None or "rgb_array".
+        loss_reward: the learner's reward for a loss (a lost throw in rps), <= 0.
         """
+        if not (isinstance(loss_reward, (int, float)) and -1e6 <= loss_reward <= 0):
+            raise ValueError(f"loss_reward must be a number in [-1e6, 0], got {loss_reward!r}")
+        self.loss_reward = float(loss_reward)
         self.spec_game = check_game_name(game)
         self.game = make_game(game, render_mode=render_mode)
         self.opponent = opponent(self.spec_game)
@@ -74,8 +81,13 @@ class VersusEnv(gym.Env):
             mover = self.game.agent_selection
             features, mask = features_and_mask(self.spec_game, self.game.observe(mover))
             self.game.step(int(self.opponent.act(features, mask, self._opponent_rng)))
-            reward += float(self.game.rewards[self.learner])
+            reward += self._learner_reward()
         return reward
+
+    def _learner_reward(self) -> float:
+        """The learner's reward for the last move, a loss scored as ``loss_reward``."""
+        reward = float(self.game.rewards[self.learner])
+        return reward * -self.loss_reward if reward < 0 else reward
 
     def reset(self, *, seed: Optional[int] = None, options: Optional[dict] = None):
         super().reset(seed=seed)
@@ -105,10 +117,10 @@ class VersusEnv(gym.Env):
         action = int(action)
         if not 0 <= action < len(mask) or not mask[action]:
             # An illegal move loses (agents with action_mask never make one).
-            self._finish(-1.0)
-            return self._observation(), -1.0, True, False, {"illegal_move": True}
+            self._finish(self.loss_reward)
+            return self._observation(), self.loss_reward, True, False, {"illegal_move": True}
         self.game.step(action)
-        reward = float(self.game.rewards[self.learner])
+        reward = self._learner_reward()
         reward += self._opponent_moves()
         self._return += reward
         over = self._game_over()

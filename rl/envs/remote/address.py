@@ -28,6 +28,18 @@ def is_remote(name: str) -> bool:
     return isinstance(name, str) and name.split("://", 1)[0] in SCHEMES and "://" in name
 
 
+def query_kwargs(query: str) -> Dict[str, Any]:
+    """``key=value&...`` as keyword arguments: values parsed as JSON where they parse
+    (``true``, ``-9.5``, ``[1, 2]``), else kept as text."""
+    kwargs: Dict[str, Any] = {}
+    for key, value in urllib.parse.parse_qsl(query, keep_blank_values=True):
+        try:
+            kwargs[key] = json.loads(value)
+        except ValueError:
+            kwargs[key] = value
+    return kwargs
+
+
 def parse(url: str) -> RemoteAddress:
     """The parts of ``grpc[s]://host[:port]/ENV_ID[?key=value&...]``.
 
@@ -51,13 +63,6 @@ def parse(url: str) -> RemoteAddress:
         raise ValueError(
             f"env URL {url!r} holds credentials: pass the token in ${TOKEN_VARIABLE} instead"
         )
-    kwargs = {}
-    for key, value in urllib.parse.parse_qsl(
-        parts.query, keep_blank_values=True, strict_parsing=False
-    ):
-        try:
-            kwargs[key] = json.loads(value)
-        except ValueError:
-            kwargs[key] = value
+    kwargs = query_kwargs(parts.query)
     host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
     return RemoteAddress(f"{host}:{port}", env_id, parts.scheme == "grpcs", kwargs)
