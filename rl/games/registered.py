@@ -3,13 +3,15 @@
 ``<game>``: against the random player; ``<game>_lookahead``: against the one-step
 look-ahead player (board games); ``<game>_selfplay[_latest|_prioritised]``: against
 the learner's own past policies (rl/games/selfplay.py; uniform over the pool unless
-the suffix says otherwise).
+the suffix says otherwise). Keyword arguments (``tictactoe_selfplay?loss_reward=-3``):
+``loss_reward`` for every game env (rl/games/versus.py), and ``scripted_share`` for the
+self-play ones (the share of games against the scripted players).
 """
 
 import functools
 
 from rl import registry
-from rl.games.selfplay import PoolOpponent
+from rl.games.selfplay import SCRIPTED_SHARE, PoolOpponent
 from rl.games.versus import VersusEnv
 
 BOARD_GAMES = ("tictactoe", "connect_four")
@@ -31,19 +33,34 @@ def _versus(game: str, opponent, render_mode=None, loss_reward: float = -1.0) ->
     return VersusEnv(game, opponent, render_mode=render_mode, loss_reward=loss_reward)
 
 
-def _register(name: str, game: str, opponent, doc: str) -> None:
-    constructor = functools.partial(_versus, game, opponent)
+def _selfplay(
+    game: str,
+    strategy: str,
+    render_mode=None,
+    loss_reward: float = -1.0,
+    scripted_share: float = SCRIPTED_SHARE,
+) -> VersusEnv:
+    if not (isinstance(scripted_share, (int, float)) and 0.0 <= scripted_share <= 1.0):
+        raise ValueError(f"scripted_share must be a number in [0, 1], got {scripted_share!r}")
+    opponent = functools.partial(PoolOpponent, strategy=strategy, scripted_share=scripted_share)
+    return _versus(game, opponent, render_mode, loss_reward)
+
+
+def _register(name: str, constructor, doc: str) -> None:
     constructor.__doc__ = doc
     registry.envs.register(name)(constructor)
 
 
 for _game in BOARD_GAMES + ("rps",):
-    _register(_game, _game, _scripted("random"), f"{_game} against the random player")
+    _register(
+        _game,
+        functools.partial(_versus, _game, _scripted("random")),
+        f"{_game} against the random player",
+    )
 for _game in BOARD_GAMES:
     _register(
         f"{_game}_lookahead",
-        _game,
-        _scripted("one_step_lookahead"),
+        functools.partial(_versus, _game, _scripted("one_step_lookahead")),
         f"{_game} against the one-step look-ahead player",
     )
     for _suffix, _strategy in (
@@ -53,7 +70,6 @@ for _game in BOARD_GAMES:
     ):
         _register(
             f"{_game}_selfplay{_suffix}",
-            _game,
-            functools.partial(PoolOpponent, strategy=_strategy),
+            functools.partial(_selfplay, _game, _strategy),
             f"{_game} against the learner's past policies ({_strategy}) and scripted players",
         )
