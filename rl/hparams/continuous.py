@@ -172,3 +172,74 @@ def td3_tiny() -> TD3HParams:
 def ddpg_tiny() -> DDPGHParams:
     """A few seconds of DDPG on Pendulum, for tests."""
     return _tiny(ddpg_base())
+
+
+def _lunar_lander_continuous(hp, train_steps: int):
+    """LunarLanderContinuous-v3 (the box2d extra) after RL-Zoo: networks of 400 x 300,
+    10,000 uniform steps first. Departure, as on Pendulum: 16 gradient steps after every
+    16th env step instead of one after each (the same ratio, 16x fewer TF calls)."""
+    return hp.replace(
+        env="LunarLanderContinuous-v3",
+        hidden_sizes=(400, 300),
+        learning_starts=10_000,
+        train_interval=16,
+        gradient_steps=16,
+        train_steps=train_steps,
+        eval_interval=25_000,
+        eval_episodes=10,
+        checkpoint_interval=25_000,
+    )
+
+
+@registry.hparams.register
+def sac_lunar_lander_continuous() -> SACHParams:
+    # RL-Zoo: 500k steps, learning rate 7.3e-4 decaying linearly to 0, Polyak 0.01.
+    return _lunar_lander_continuous(sac_base(), 500_000).replace(
+        learning_rate=7.3e-4, anneal_learning_rate=True, target_update_tau=0.01
+    )
+
+
+@registry.hparams.register
+def td3_lunar_lander_continuous() -> TD3HParams:
+    # RL-Zoo: 300k steps, gamma 0.98, a replay of 200k, Gaussian noise 0.1, rate 1e-3.
+    return _lunar_lander_continuous(td3_base(), 300_000).replace(
+        gamma=0.98, buffer_size=200_000, exploration_noise=0.1, learning_rate=1e-3
+    )
+
+
+@registry.hparams.register
+def ddpg_lunar_lander_continuous() -> DDPGHParams:
+    # RL-Zoo: TD3's LunarLanderContinuous settings.
+    return _lunar_lander_continuous(ddpg_base(), 300_000).replace(
+        gamma=0.98, buffer_size=200_000, exploration_noise=0.1, learning_rate=1e-3
+    )
+
+
+def _mountain_car_continuous(hp):
+    """MountainCarContinuous-v0 after RL-Zoo's TD3 and DDPG: 300k steps, Ornstein-Uhlenbeck
+    noise of sigma 0.5 (its reward for reaching the flag is found only by exploring
+    with correlated pushes), learning rate 1e-3, networks of 400 x 300. Departure: 16
+    gradient steps after every 16th env step."""
+    return hp.replace(
+        env="MountainCarContinuous-v0",
+        hidden_sizes=(400, 300),
+        noise_process="ornstein_uhlenbeck",
+        exploration_noise=0.5,
+        learning_rate=1e-3,
+        train_interval=16,
+        gradient_steps=16,
+        train_steps=300_000,
+        eval_interval=20_000,
+        eval_episodes=10,
+        checkpoint_interval=20_000,
+    )
+
+
+@registry.hparams.register
+def td3_mountain_car_continuous() -> TD3HParams:
+    return _mountain_car_continuous(td3_base())
+
+
+@registry.hparams.register
+def ddpg_mountain_car_continuous() -> DDPGHParams:
+    return _mountain_car_continuous(ddpg_base())
