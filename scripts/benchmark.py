@@ -574,6 +574,9 @@ RL_ZOO: Dict[Tuple[str, str], Tuple[float, int]] = {
     ("sac", "LunarLanderContinuous-v3"): (260.0, 500_000),
     ("td3", "LunarLanderContinuous-v3"): (208.0, 300_000),
     ("ddpg", "LunarLanderContinuous-v3"): (230.0, 300_000),
+    ("ppo", "LunarLanderContinuous-v3"): (270.9, 1_000_000),
+    ("td3", "MountainCarContinuous-v0"): (93.5, 300_000),
+    ("ddpg", "MountainCarContinuous-v0"): (93.5, 300_000),
 }
 
 

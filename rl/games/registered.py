@@ -39,10 +39,17 @@ def _selfplay(
     render_mode=None,
     loss_reward: float = -1.0,
     scripted_share: float = SCRIPTED_SHARE,
+    member_epsilon: float = 0.0,
 ) -> VersusEnv:
-    if not (isinstance(scripted_share, (int, float)) and 0.0 <= scripted_share <= 1.0):
-        raise ValueError(f"scripted_share must be a number in [0, 1], got {scripted_share!r}")
-    opponent = functools.partial(PoolOpponent, strategy=strategy, scripted_share=scripted_share)
+    for name, value in (("scripted_share", scripted_share), ("member_epsilon", member_epsilon)):
+        if not (isinstance(value, (int, float)) and 0.0 <= value <= 1.0):
+            raise ValueError(f"{name} must be a number in [0, 1], got {value!r}")
+    opponent = functools.partial(
+        PoolOpponent,
+        strategy=strategy,
+        scripted_share=scripted_share,
+        member_epsilon=member_epsilon,
+    )
     return _versus(game, opponent, render_mode, loss_reward)
 
 

@@ -35,11 +35,12 @@ SCRIPTED = ("random", "one_step_lookahead")
 class _Member:
     """One pool member: its step, NumPy policy and weights, and the learner's scores."""
 
-    def __init__(self, step: int, policy, arrays):
+    def __init__(self, step: int, policy, arrays, epsilon: float = 0.0):
         self.name = f"self@{step}"
         self.step = step
         self.policy = policy
         self.arrays = arrays
+        self.epsilon = epsilon
         self.games = 0
         self.learner_score = 0.0  # sum of the learner's scores (1 win, 0.5 draw, 0 loss)
 
@@ -50,6 +51,8 @@ class _Member:
         obs = learner_observation(features, mask)[None]
         out = self.policy(obs, self.arrays)
         if self.policy.outputs == "q_values":
+            if self.epsilon and rng.random() < self.epsilon:
+                return int(rng.choice(np.flatnonzero(mask)))
             return int(np.argmax(out[0]))
         return int(out.sample(rng)[0])
 
@@ -64,6 +67,7 @@ class PoolOpponent:
         scripted: Sequence[str] = SCRIPTED,
         scripted_share: float = SCRIPTED_SHARE,
         run_dir: Optional[str] = None,
+        member_epsilon: float = 0.0,
     ):
         """Args:
         spec: the game.
@@ -71,6 +75,8 @@ class PoolOpponent:
         scripted: registered players that join the draw.
         scripted_share: the probability of drawing one of them.
         run_dir: the run whose artefacts form the pool (default $RL_RUN_DIR).
+        member_epsilon: how often a Q-network member plays a random legal move instead
+            of its greedy one, so that its games open and go on in every way.
         """
         if strategy not in STRATEGIES:
             raise ValueError(
@@ -82,6 +88,7 @@ class PoolOpponent:
         self.scripted = [registry.players.get(name)(spec) for name in scripted]
         self.scripted_share = scripted_share if self.scripted else 0.0
         self.run_dir = run_dir if run_dir is not None else os.environ.get(RUN_DIR_VARIABLE)
+        self.member_epsilon = member_epsilon
         self.members: Dict[int, _Member] = {}
         self.current = None
         size = spec.num_features + spec.num_actions
@@ -98,7 +105,7 @@ class PoolOpponent:
         for step in steps:
             if step not in self.members:
                 policy, arrays = load_host_policy(artefact_dir(self.run_dir, step), *self._spaces)
-                self.members[step] = _Member(step, policy, arrays)
+                self.members[step] = _Member(step, policy, arrays, self.member_epsilon)
         # Artefacts moved aside on resume leave the pool.
         for step in set(self.members) - set(steps):
             del self.members[step]
