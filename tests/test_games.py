@@ -109,11 +109,12 @@ def first_legal(obs):
     return int(np.flatnonzero(obs[-9:])[0])
 
 
-@pytest.mark.parametrize("loss_reward", [-1.0, -10.0])
-def test_first_legal_against_first_legal_is_won_by_whoever_moves_first(loss_reward):
+@pytest.mark.parametrize("win_reward, loss_reward", [(1.0, -1.0), (0.1, -10.0)])
+def test_first_legal_against_first_legal_is_won_by_whoever_moves_first(win_reward, loss_reward):
     # Both fill the first free cell: X takes 0, 2, 4, 6 and wins on the anti-diagonal
-    # 2-4-6 at its fourth move; O has moved three times by then. A loss scores loss_reward.
-    env = make_env(f"tictactoe?loss_reward={loss_reward}").unwrapped
+    # 2-4-6 at its fourth move; O has moved three times by then. A win scores
+    # win_reward, a loss loss_reward.
+    env = make_env(f"tictactoe?loss_reward={loss_reward}&win_reward={win_reward}").unwrapped
     assert isinstance(env, VersusEnv) and env.opponent.name == "random"
     env.opponent = scripted("first_legal")(TICTACTOE)
     env.reset(seed=0)
@@ -133,7 +134,7 @@ def test_first_legal_against_first_legal_is_won_by_whoever_moves_first(loss_rewa
     assert [r[0] for r in results] == [(first_seat + g) % 2 for g in range(4)]
     for seat, total, moves, terminated in results:
         assert terminated
-        assert (total, moves) == ((1.0, 4) if seat == 0 else (loss_reward, 3))
+        assert (total, moves) == ((win_reward, 4) if seat == 0 else (loss_reward, 3))
 
 
 def test_an_illegal_move_loses_at_once():
@@ -185,14 +186,14 @@ def test_game_envs_pass_gymnasiums_checker_and_name_their_game():
 
 # --- self-play pools ---------------------------------------------------------------
 def write_artefact(run_dir, step, hp, seed):
-    """A policy artefact of an actor-critic on tic-tac-toe, as a checkpoint writes it."""
+    """A policy artefact of ``hp.model`` on tic-tac-toe, as a checkpoint writes it."""
     from rl.policy import write_policy_artefact
 
     class Agent:  # what write_policy_artefact reads from an agent
         pass
 
     space = gym.spaces.Box(0.0, 1.0, (OBS_SIZE,), np.float32)
-    model = registry.models.get("actor_critic")(hp, space, gym.spaces.Discrete(9), seed=seed)
+    model = registry.models.get(hp.model)(hp, space, gym.spaces.Discrete(9), seed=seed)
     agent = Agent()
     agent.hp = hp
 
@@ -225,6 +226,31 @@ def test_an_empty_pool_plays_the_scripted_players_then_past_policies_join(tmp_pa
     opponent.scripted_share = 0.0
     opponent.new_game(rng)
     assert opponent.current.step == 1000 and [s for s, _, _ in opponent.pool()] == [1000]
+
+
+@pytest.mark.parametrize("member_epsilon", [0.0, 0.2])
+def test_q_network_members_move_at_random_with_probability_member_epsilon(tmp_path, member_epsilon):
+    from rl.hparams.dqn import DQNHParams
+
+    hp = DQNHParams(env="tictactoe_selfplay", action_mask=True, hidden_sizes=(16,))
+    write_artefact(tmp_path, 1, hp, seed=1)
+    opponent = PoolOpponent(
+        TICTACTOE, scripted_share=0.0, run_dir=str(tmp_path), member_epsilon=member_epsilon
+    )
+    rng = np.random.default_rng(0)
+    opponent.new_game(rng)
+    features, mask = np.zeros(TICTACTOE.num_features, np.float32), np.ones(9, bool)
+    member = opponent.current
+    q_values = member.policy(
+        np.concatenate([features, mask])[None].astype(np.float32), member.arrays
+    )
+    greedy = int(np.argmax(q_values[0]))
+    moves = np.array([opponent.act(features, mask, rng) for _ in range(3000)])
+    # A random legal move with probability member_epsilon: another than the greedy one
+    # in 8 of 9 of those.
+    assert np.mean(moves != greedy) == pytest.approx(member_epsilon * 8 / 9, abs=0.03)
+    with pytest.raises(Exception, match="member_epsilon must be a number in"):
+        make_env("tictactoe_selfplay?member_epsilon=2")
 
 
 def test_prioritised_draws_favour_the_members_that_beat_the_learner(tmp_path):

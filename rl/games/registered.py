@@ -4,14 +4,15 @@
 look-ahead player (board games); ``<game>_selfplay[_latest|_prioritised]``: against
 the learner's own past policies (rl/games/selfplay.py; uniform over the pool unless
 the suffix says otherwise). Keyword arguments (``tictactoe_selfplay?loss_reward=-3``):
-``loss_reward`` for every game env (rl/games/versus.py), and ``scripted_share`` for the
-self-play ones (the share of games against the scripted players).
+``win_reward`` and ``loss_reward`` for every game env (rl/games/versus.py); for the
+self-play ones also ``scripted_share`` (the share of games against the scripted
+players) and ``member_epsilon`` (how often a Q-network pool member moves at random).
 """
 
 import functools
 
 from rl import registry
-from rl.games.selfplay import SCRIPTED_SHARE, PoolOpponent
+from rl.games.selfplay import MEMBER_EPSILON, SCRIPTED_SHARE, PoolOpponent
 from rl.games.versus import VersusEnv
 
 BOARD_GAMES = ("tictactoe", "connect_four")
@@ -29,8 +30,10 @@ def _scripted(name: str):
     return lambda spec: registry.players.get(name)(spec)
 
 
-def _versus(game: str, opponent, render_mode=None, loss_reward: float = -1.0) -> VersusEnv:
-    return VersusEnv(game, opponent, render_mode=render_mode, loss_reward=loss_reward)
+def _versus(
+    game: str, opponent, render_mode=None, loss_reward: float = -1.0, win_reward: float = 1.0
+) -> VersusEnv:
+    return VersusEnv(game, opponent, render_mode, loss_reward, win_reward)
 
 
 def _selfplay(
@@ -38,8 +41,9 @@ def _selfplay(
     strategy: str,
     render_mode=None,
     loss_reward: float = -1.0,
+    win_reward: float = 1.0,
     scripted_share: float = SCRIPTED_SHARE,
-    member_epsilon: float = 0.0,
+    member_epsilon: float = MEMBER_EPSILON,
 ) -> VersusEnv:
     for name, value in (("scripted_share", scripted_share), ("member_epsilon", member_epsilon)):
         if not (isinstance(value, (int, float)) and 0.0 <= value <= 1.0):
@@ -50,7 +54,7 @@ def _selfplay(
         scripted_share=scripted_share,
         member_epsilon=member_epsilon,
     )
-    return _versus(game, opponent, render_mode, loss_reward)
+    return _versus(game, opponent, render_mode, loss_reward, win_reward)
 
 
 def _register(name: str, constructor, doc: str) -> None:

@@ -14,7 +14,8 @@ Each game draws one opponent:
 
 The run folder comes from ``$RL_RUN_DIR``, which ``Experiment`` sets before making
 envs (worker processes inherit it). Pool members act in NumPy: an actor-critic
-samples from its policy, a Q-network is greedy; both only among legal moves.
+samples from its policy, a Q-network is greedy but for a random move with probability
+``member_epsilon``; both only among legal moves.
 """
 
 import os
@@ -30,6 +31,10 @@ from rl.policy import RUN_DIR_VARIABLE, artefact_dir, load_host_policy, policy_s
 STRATEGIES = ("latest", "uniform", "prioritised")
 SCRIPTED_SHARE = 0.5
 SCRIPTED = ("random", "one_step_lookahead")
+# A greedy Q-network member opens and answers the same way every game, so the learner
+# never meets the lines that would punish its mistakes; moving at random now and then,
+# members reach them and exploit them greedily (docs/benchmarks.md, "Self-play").
+MEMBER_EPSILON = 0.2
 
 
 class _Member:
@@ -67,7 +72,7 @@ class PoolOpponent:
         scripted: Sequence[str] = SCRIPTED,
         scripted_share: float = SCRIPTED_SHARE,
         run_dir: Optional[str] = None,
-        member_epsilon: float = 0.0,
+        member_epsilon: float = MEMBER_EPSILON,
     ):
         """Args:
         spec: the game.

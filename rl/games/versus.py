@@ -12,9 +12,10 @@ player to move followed by its legal-move mask (1 = legal); models read the mask
 with ``action_mask=True`` (rl/models/settings.py) and never choose an illegal
 move. An illegal move (from an agent that ignores the mask) loses the game at
 once: reward -1, ``info["illegal_move"] = True``. Rewards are the learner's: +1
-a win, -1 a loss, 0 a draw (rps: +1/-1/0 per throw). ``loss_reward`` replaces the
--1 of a loss (``--env 'tictactoe_selfplay?loss_reward=-10'``): a learner that must
-never lose prefers a sure draw to a win it might pay for with a loss.
+a win, -1 a loss, 0 a draw (rps: +1/-1/0 per throw). ``win_reward`` and
+``loss_reward`` replace the +1 and -1 (``--env 'tictactoe_selfplay?win_reward=0.1'``):
+a learner that must never lose should value a win less than it fears a loss, and
+prefer a sure draw to a win it might pay for with a loss.
 """
 
 from typing import Callable, Optional
@@ -42,16 +43,21 @@ class VersusEnv(gym.Env):
         opponent: Callable[[GameSpec], object],
         render_mode: Optional[str] = None,
         loss_reward: float = -1.0,
+        win_reward: float = 1.0,
     ):
         """Args:
         game: a name of rl.games.spec.GAMES.
         opponent: a player factory (a registered player's): spec -> Player.
         render_mode: None or "rgb_array".
-        loss_reward: the learner's reward for a loss (a lost throw in rps), <= 0.
+        loss_reward: the learner's reward for a loss (a lost throw in rps), in [-1e6, 0).
+        win_reward: the learner's reward for a win (a won throw in rps), in (0, 1e6].
         """
-        if not (isinstance(loss_reward, (int, float)) and -1e6 <= loss_reward <= 0):
-            raise ValueError(f"loss_reward must be a number in [-1e6, 0], got {loss_reward!r}")
+        if not (isinstance(loss_reward, (int, float)) and -1e6 <= loss_reward < 0):
+            raise ValueError(f"loss_reward must be a number in [-1e6, 0), got {loss_reward!r}")
+        if not (isinstance(win_reward, (int, float)) and 0 < win_reward <= 1e6):
+            raise ValueError(f"win_reward must be a number in (0, 1e6], got {win_reward!r}")
         self.loss_reward = float(loss_reward)
+        self.win_reward = float(win_reward)
         self.spec_game = check_game_name(game)
         self.game = make_game(game, render_mode=render_mode)
         self.opponent = opponent(self.spec_game)
@@ -85,9 +91,10 @@ class VersusEnv(gym.Env):
         return reward
 
     def _learner_reward(self) -> float:
-        """The learner's reward for the last move, a loss scored as ``loss_reward``."""
+        """The learner's reward for the last move: PettingZoo's +1 and -1 scaled to
+        ``win_reward`` and ``loss_reward``."""
         reward = float(self.game.rewards[self.learner])
-        return reward * -self.loss_reward if reward < 0 else reward
+        return reward * (self.win_reward if reward > 0 else -self.loss_reward)
 
     def reset(self, *, seed: Optional[int] = None, options: Optional[dict] = None):
         super().reset(seed=seed)
