@@ -424,6 +424,9 @@ def test_env_keyword_arguments_after_a_question_mark_reach_the_constructor():
     env.reset(seed=0)
     assert env.step(0)[1] == 0.0  # Sutton and Barto's reward: 0 per step, -1 at the end
     check_env_name("CartPole-v1?sutton_barto_reward=false")
+    env = make_env("CartPole-v1?max_episode_steps=3")  # gym.make's own keyword
+    env.reset(seed=0)
+    assert [env.step(step % 2)[3] for step in range(3)] == [False, False, True]
     for name, message in [
         ("CartPole-v1?gravity=3", "takes no keyword argument 'gravity': it takes sutton_barto"),
         ("cartpole?x=1", "env 'cartpole' takes no keyword argument 'x': it takes none"),

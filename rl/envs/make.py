@@ -32,6 +32,7 @@ FAMILY_NEEDS = {
     "phys2d": ("jax", "pip install 'gymnasium[jax]'"),
     "tabular": ("jax", "pip install 'gymnasium[jax]'"),
 }
+GYM_MAKE_KWARGS = ["max_episode_steps", "disable_env_checker"]  # gym.make's, not the env's
 LEGACY = "legacy"  # ids Gymnasium 1.x keeps only to explain they need mujoco-py, shimmy, ...
 
 
@@ -104,10 +105,12 @@ def _check_kwargs(name: str, kwargs: Dict[str, Any]) -> None:
     if atari.is_atari(name):
         raise HParamsError(f"env '{name}' takes no keyword arguments (Atari settings are rl's)")
     if name in registry.envs:
-        constructor = registry.envs.get(name)
+        accepted = _parameters(registry.envs.get(name))
     else:
-        constructor = gym.envs.registration.load_env_creator(gym.envs.registry[name].entry_point)
-    accepted = _parameters(constructor)
+        entry_point = gym.envs.registry[name].entry_point
+        accepted = _parameters(gym.envs.registration.load_env_creator(entry_point))
+        if accepted is not None:
+            accepted += GYM_MAKE_KWARGS
     unknown = sorted(set(kwargs) - set(accepted)) if accepted is not None else []
     if unknown:
         takes = ", ".join(accepted) if accepted else "none"
