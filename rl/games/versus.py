@@ -87,13 +87,11 @@ class VersusEnv(gym.Env):
             mover = self.game.agent_selection
             features, mask = features_and_mask(self.spec_game, self.game.observe(mover))
             self.game.step(int(self.opponent.act(features, mask, self._opponent_rng)))
-            reward += self._learner_reward()
+            reward += float(self.game.rewards[self.learner])
         return reward
 
-    def _learner_reward(self) -> float:
-        """The learner's reward for the last move: PettingZoo's +1 and -1 scaled to
-        ``win_reward`` and ``loss_reward``."""
-        reward = float(self.game.rewards[self.learner])
+    def _scaled(self, reward: float) -> float:
+        """PettingZoo's +1 or -1 for the learner as ``win_reward`` or ``loss_reward``."""
         return reward * (self.win_reward if reward > 0 else -self.loss_reward)
 
     def reset(self, *, seed: Optional[int] = None, options: Optional[dict] = None):
@@ -124,18 +122,17 @@ class VersusEnv(gym.Env):
         action = int(action)
         if not 0 <= action < len(mask) or not mask[action]:
             # An illegal move loses (agents with action_mask never make one).
-            self._finish(self.loss_reward)
+            self._finish(-1.0)
             return self._observation(), self.loss_reward, True, False, {"illegal_move": True}
         self.game.step(action)
-        reward = self._learner_reward()
-        reward += self._opponent_moves()
-        self._return += reward
+        reward = float(self.game.rewards[self.learner]) + self._opponent_moves()
+        self._return += reward  # the game's own score, which decides who won
         over = self._game_over()
         if over:
             self._finish(self._return)
         terminated = over and bool(self.game.terminations[self.game.agent_selection])
         truncated = over and not terminated
-        return self._observation(), reward, terminated, truncated, {}
+        return self._observation(), self._scaled(reward), terminated, truncated, {}
 
     def _finish(self, learner_return: float) -> None:
         """Tells a pool opponent the learner's score: 1 a win, 0.5 a draw, 0 a loss."""
