@@ -175,7 +175,8 @@ def test_game_envs_pass_gymnasiums_checker_and_name_their_game():
     for name in ("tictactoe", "connect_four_lookahead", "rps"):
         check_env(make_env(name).unwrapped, skip_render_check=True)
     assert [
-        game_of_env(e) for e in ("tictactoe_selfplay", "connect_four", "rps", "CartPole-v1")
+        game_of_env(e)
+        for e in ("tictactoe_selfplay", "connect_four?win_reward=0.5", "rps", "CartPole-v1")
     ] == [
         "tictactoe",
         "connect_four",

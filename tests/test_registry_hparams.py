@@ -430,6 +430,29 @@ def test_env_keyword_arguments_after_a_question_mark_reach_the_constructor():
     for name, message in [
         ("CartPole-v1?gravity=3", "takes no keyword argument 'gravity': it takes sutton_barto"),
         ("cartpole?x=1", "env 'cartpole' takes no keyword argument 'x': it takes none"),
+        ("CartPole-v1?sutton_barto_reward", "'sutton_barto_reward' must be key=value"),
+        ("CartPole-v1?a=1&a=2", "keyword argument 'a' is given twice"),
     ]:
         with pytest.raises(HParamsError, match=message):
             check_env_name(name)
+
+
+def test_env_keyword_arguments_reach_a_plugins_class_entry_point():
+    import gymnasium as gym
+
+    from rl.envs import make_env
+
+    class Sized(gym.Env):  # registered with the class itself, as plugins may do
+        observation_space = gym.spaces.Box(-1.0, 1.0, (2,))
+        action_space = gym.spaces.Discrete(2)
+
+        def __init__(self, size=3, render_mode=None):
+            self.size = size
+
+    gym.register("TestSized-v0", entry_point=Sized)
+    try:
+        assert make_env("TestSized-v0?size=4").unwrapped.size == 4
+        with pytest.raises(HParamsError, match="takes no keyword argument 'x': it takes size"):
+            check_env_name("TestSized-v0?x=1")
+    finally:
+        del gym.envs.registry["TestSized-v0"]

@@ -1324,9 +1324,17 @@ def test_cli_refuses_an_open_host_without_a_token():
     assert done.stdout == ""
 
 
-def test_cli_names_valid_choices_for_an_unknown_env():
+@pytest.mark.parametrize(
+    "env_ids, expected",
+    [
+        ("CartPol-v1", ["unknown env 'CartPol-v1'", "'CartPole-v1'"]),
+        # Keyword arguments belong in the client's URL, not in what the server serves.
+        ("CartPole-v1?max_episode_steps=3", ["clients pass keyword arguments in their URL"]),
+    ],
+)
+def test_cli_refuses_an_env_it_cannot_serve_in_one_line(env_ids, expected):
     done = subprocess.run(
-        serve_command("--env", "CartPol-v1", "--port", "0"),
+        serve_command("--env", env_ids, "--port", "0"),
         cwd=ROOT,
         env=environment_without_token(),
         capture_output=True,
@@ -1336,7 +1344,7 @@ def test_cli_names_valid_choices_for_an_unknown_env():
     assert done.returncode == 2, done.stderr
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1, done.stderr
-    assert "unknown env 'CartPol-v1'" in lines[0] and "'CartPole-v1'" in lines[0], lines[0]
+    assert all(text in lines[0] for text in expected), lines[0]
 
 
 def test_cli_serves_on_a_free_port_and_stops_on_sigterm():

@@ -17,6 +17,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import gymnasium as gym
 import numpy as np
+from gymnasium.envs.registration import load_env_creator
 
 from rl import registry
 from rl.envs import atari
@@ -83,7 +84,10 @@ def split_kwargs(name: str) -> Tuple[str, Dict[str, Any]]:
     if remote_url.is_remote(name) or "?" not in name:
         return name, {}
     base, query = name.split("?", 1)
-    return base, remote_url.query_kwargs(query)
+    try:
+        return base, remote_url.query_kwargs(query)
+    except ValueError as e:
+        raise HParamsError(f"env '{name}': {e}") from None
 
 
 def _parameters(constructor) -> Optional[List[str]]:
@@ -108,7 +112,11 @@ def _check_kwargs(name: str, kwargs: Dict[str, Any]) -> None:
         accepted = _parameters(registry.envs.get(name))
     else:
         entry_point = gym.envs.registry[name].entry_point
-        accepted = _parameters(gym.envs.registration.load_env_creator(entry_point))
+        try:  # a plugin may register a class or function instead of "module:attr"
+            creator = entry_point if callable(entry_point) else load_env_creator(entry_point)
+        except (ImportError, AttributeError) as e:
+            raise HParamsError(f"env '{name}' cannot be made here: {e}") from None
+        accepted = _parameters(creator)
         if accepted is not None:
             accepted += GYM_MAKE_KWARGS
     unknown = sorted(set(kwargs) - set(accepted)) if accepted is not None else []

@@ -15,7 +15,7 @@ alternating, as in tournaments) without the noise of 1,000 sampled games.
 
 Positions are tuples of 9 cells (0 empty, 1 the first player's stone, 2 the
 second's), cell ``a`` at row ``a // 3``, column ``a % 3``, as PettingZoo's move
-numbers and observation layout have it (``tests/test_games_exact.py`` checks
+numbers and observation layout have it (``tests/test_games.py`` checks
 ``features`` against PettingZoo's observations).
 """
 

@@ -13,13 +13,15 @@ import functools
 
 from rl import registry
 from rl.games.selfplay import MEMBER_EPSILON, SCRIPTED_SHARE, PoolOpponent
-from rl.games.versus import VersusEnv
+from rl.games.versus import VersusEnv, is_number
 
 BOARD_GAMES = ("tictactoe", "connect_four")
 
 
 def game_of_env(env: str):
-    """The game a registered game env plays ("tictactoe_selfplay" -> "tictactoe"), or None."""
+    """The game a registered game env plays ("tictactoe_selfplay" -> "tictactoe",
+    "tictactoe?win_reward=0.1" -> "tictactoe"), or None."""
+    env = env.split("?", 1)[0]
     for game in sorted(BOARD_GAMES + ("rps",), key=len, reverse=True):
         if env == game or env.startswith(game + "_"):
             return game
@@ -46,7 +48,7 @@ def _selfplay(
     member_epsilon: float = MEMBER_EPSILON,
 ) -> VersusEnv:
     for name, value in (("scripted_share", scripted_share), ("member_epsilon", member_epsilon)):
-        if not (isinstance(value, (int, float)) and 0.0 <= value <= 1.0):
+        if not (is_number(value) and 0.0 <= value <= 1.0):
             raise ValueError(f"{name} must be a number in [0, 1], got {value!r}")
     opponent = functools.partial(
         PoolOpponent,

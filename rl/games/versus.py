@@ -32,6 +32,11 @@ from rl.games.spec import (
 )
 
 
+def is_number(value) -> bool:
+    """An int or float, not a bool (``?win_reward=true`` is not 1.0)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
 class VersusEnv(gym.Env):
     """A game seen from one seat; ``opponent`` moves in the other."""
 
@@ -52,9 +57,9 @@ class VersusEnv(gym.Env):
         loss_reward: the learner's reward for a loss (a lost throw in rps), in [-1e6, 0).
         win_reward: the learner's reward for a win (a won throw in rps), in (0, 1e6].
         """
-        if not (isinstance(loss_reward, (int, float)) and -1e6 <= loss_reward < 0):
+        if not (is_number(loss_reward) and -1e6 <= loss_reward < 0):
             raise ValueError(f"loss_reward must be a number in [-1e6, 0), got {loss_reward!r}")
-        if not (isinstance(win_reward, (int, float)) and 0 < win_reward <= 1e6):
+        if not (is_number(win_reward) and 0 < win_reward <= 1e6):
             raise ValueError(f"win_reward must be a number in (0, 1e6], got {win_reward!r}")
         self.loss_reward = float(loss_reward)
         self.win_reward = float(win_reward)

@@ -120,6 +120,7 @@ def build_config(args: argparse.Namespace):
     from rl.hparams.resolve import resolve_hparams
     from rl.search.space import check_space, read_space
     from rl.search.study import DEFAULT_STARTUP_TRIALS, SearchConfig
+    from rl.search.trials import ROOT
 
     if args.pruner_startup_trials is not None and args.pruner != "median":
         raise HParamsError(f"--pruner_startup_trials is for --pruner median, not {args.pruner}")
@@ -153,7 +154,7 @@ def build_config(args: argparse.Namespace):
         pruner=args.pruner,
         pruner_startup_trials=DEFAULT_STARTUP_TRIALS if startup is None else startup,
         plugins=tuple(loaded),
-        workdir=os.getcwd(),
+        workdir=os.getcwd() if loaded else ROOT,  # plugins are found from the user's folder
         pruner_warmup_steps=args.pruner_warmup_steps or 0,
     )
 

@@ -30,9 +30,19 @@ def is_remote(name: str) -> bool:
 
 def query_kwargs(query: str) -> Dict[str, Any]:
     """``key=value&...`` as keyword arguments: values parsed as JSON where they parse
-    (``true``, ``-9.5``, ``[1, 2]``), else kept as text."""
+    (``true``, ``-9.5``, ``[1, 2]``), else kept as text.
+
+    Raises:
+      ValueError: a part without ``=``, an empty key, or a key given twice.
+    """
     kwargs: Dict[str, Any] = {}
-    for key, value in urllib.parse.parse_qsl(query, keep_blank_values=True):
+    for part in query.split("&") if query else []:
+        key, equals, value = part.partition("=")
+        key, value = urllib.parse.unquote_plus(key), urllib.parse.unquote_plus(value)
+        if not equals or not key:
+            raise ValueError(f"keyword argument {part!r} must be key=value")
+        if key in kwargs:
+            raise ValueError(f"keyword argument {key!r} is given twice")
         try:
             kwargs[key] = json.loads(value)
         except ValueError:
@@ -63,6 +73,9 @@ def parse(url: str) -> RemoteAddress:
         raise ValueError(
             f"env URL {url!r} holds credentials: pass the token in ${TOKEN_VARIABLE} instead"
         )
-    kwargs = query_kwargs(parts.query)
+    try:
+        kwargs = query_kwargs(parts.query)
+    except ValueError as e:
+        raise ValueError(f"env URL {url!r}: {e}") from None
     host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
     return RemoteAddress(f"{host}:{port}", env_id, parts.scheme == "grpcs", kwargs)

@@ -633,6 +633,11 @@ def check_args(args: argparse.Namespace) -> None:
     if not ids:
         raise ServeError("--env names no env: give ids separated by commas, or *")
     for env_id in ids:
+        if "?" in env_id:
+            raise ServeError(
+                f"--env {env_id}: serve the id alone; clients pass keyword arguments in "
+                "their URL (grpc://host:port/ID?key=value)"
+            )
         if env_id != ANY_ENV:
             try:
                 check_env_name(env_id)
@@ -741,7 +746,13 @@ def launch(
     # The log goes to a file: an unread pipe would fill up and block the server.
     stderr = open(log, "a+") if log else tempfile.TemporaryFile(mode="w+")
     start = stderr.tell()
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=stderr, text=True, env=env)
+    try:
+        process = subprocess.Popen(
+            command, stdout=subprocess.PIPE, stderr=stderr, text=True, env=env
+        )
+    except OSError:
+        stderr.close()
+        raise
     lines: List[str] = []
     reader = threading.Thread(target=lambda: lines.append(process.stdout.readline()), daemon=True)
     reader.start()
