@@ -59,6 +59,7 @@ class Server(NamedTuple):
         if self.process.poll() is None:
             self.process.kill()
         self.process.wait()
+        self.process.stdout.close()  # the pipe serve.launch read the serving line from
 
 
 def start_server(folder: Path, env_ids="CartPole-v1", port=0, python=sys.executable, env=None):
