@@ -30,7 +30,7 @@ grpc = pytest.importorskip("grpc", reason="needs the remote extra (grpcio)")
 health_pb2 = pytest.importorskip("grpc_health.v1.health_pb2")
 health_pb2_grpc = pytest.importorskip("grpc_health.v1.health_pb2_grpc")
 
-from rl.envs.remote import codec, env_pb2, env_pb2_grpc, serve  # noqa: E402
+from rl.envs.remote import client, codec, env_pb2, env_pb2_grpc, serve  # noqa: E402
 from rl.envs.remote.address import TOKEN_VARIABLE  # noqa: E402
 from rl.errors import EnvServerError  # noqa: E402
 
@@ -1225,15 +1225,7 @@ def test_a_client_that_gives_up_mid_step_leaves_the_server_serving(probes):
 def queued_stream(stub):
     """A StepStream fed from a queue (None ends it): (queue, response iterator)."""
     requests = queue.SimpleQueue()
-
-    def send():
-        while True:
-            item = requests.get()
-            if item is None:
-                return
-            yield item
-
-    return requests, stub.StepStream(send(), timeout=60)
+    return requests, stub.StepStream(client.queued_requests(requests), timeout=60)
 
 
 def test_a_stream_cancelled_mid_step_leaves_the_server_serving(probes):

@@ -17,7 +17,7 @@ import os
 import queue
 import threading
 import time
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Dict, Iterator, Optional, Tuple
 
 import grpc
 import gymnasium as gym
@@ -48,6 +48,16 @@ def retry_seconds() -> float:
         raise EnvServerError(
             f"${RETRY_VARIABLE} must be a number of seconds, got {value!r}"
         ) from None
+
+
+def queued_requests(requests: queue.SimpleQueue) -> Iterator:
+    """What is put on ``requests``, in order, until a None: the request side of a
+    stream that gRPC reads while the caller keeps putting."""
+    while True:
+        item = requests.get()
+        if item is None:
+            return
+        yield item
 
 
 class Connection:
@@ -170,17 +180,8 @@ class _Session:
         while True:
             if self._responses is None:
                 self._requests = queue.SimpleQueue()
-                requests = self._requests
-
-                def send():
-                    while True:
-                        item = requests.get()
-                        if item is None:
-                            return
-                        yield item
-
                 self._responses = self.connection.stub.StepStream(
-                    send(), metadata=self.connection.metadata
+                    queued_requests(self._requests), metadata=self.connection.metadata
                 )
             self._requests.put(request)
             try:
