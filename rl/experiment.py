@@ -183,7 +183,9 @@ class Experiment:
             self._say("no display: episodes are rendered to rgb_array only")
         self.device_info = self.system.setup()
         self.output_dir = output_dir or tempfile.mkdtemp(prefix="rl-run-")
-        # Envs that play against this run's own policy artefacts (self-play) find them here.
+        # Envs that play against this run's own policy artefacts (self-play) find them here;
+        # close() restores what was there, so a later run in this process does not see it.
+        self._outer_run_dir = os.environ.get(RUN_DIR_VARIABLE)
         os.environ[RUN_DIR_VARIABLE] = os.path.abspath(self.output_dir)
         with self.system.scope():
             self.envs, self.agent = build_envs_and_agent(hp, 1 if num_workers else None)
@@ -563,6 +565,10 @@ class Experiment:
         self.envs.close()
         self.evaluator.close()
         self.system.close()
+        if self._outer_run_dir is None:
+            os.environ.pop(RUN_DIR_VARIABLE, None)
+        else:
+            os.environ[RUN_DIR_VARIABLE] = self._outer_run_dir
 
 
 # Rounds an off-policy learner's actors may play beyond the one it is learning from:

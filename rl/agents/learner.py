@@ -9,6 +9,7 @@ TensorFlow. What is shared by every learner lives here; ``ppo.py`` and
 """
 
 import functools
+import json
 import math
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
@@ -19,9 +20,10 @@ from rl import registry, seeding
 from rl._tf import keras, tf
 from rl.agents.actor import PolicySnapshot
 from rl.algos.grad_comp.checks import weighted_mean
+from rl.algos.normalization import ReturnScaler, RunningMeanStd
 from rl.algos.schedules import constant_schedule, linear_schedule
 from rl.counters import Counters
-from rl.hparams.base import HParams
+from rl.hparams.base import HParams, RewardSettings
 
 
 class NonFiniteError(ArithmeticError):
@@ -64,8 +66,25 @@ class Learner(tf.Module):
         # Built now so checkpoints restore into existing slots.
         self.optimizer.build(self.model.trainable_variables)
         self.counters = Counters(env_steps=0, updates=0)
+        self.observation_stats = self._observation_stats()
+        rewards = hp if isinstance(hp, RewardSettings) else RewardSettings()
+        self.reward_scale = rewards.reward_scale
+        self.return_scaler = None
+        if rewards.normalize_rewards:
+            self.return_scaler = ReturnScaler(hp.num_envs, hp.gamma, rewards.reward_clip)
         self._acting_variables = self.model.acting_variables()
         self._snapshot = self._take_snapshot()
+
+    def _observation_stats(self) -> Optional["RunningStatsState"]:
+        """The running observation statistics a normalising model needs, or None."""
+        if not getattr(self.hp, "normalize_observations", False):
+            return None
+        if getattr(self.model, "normalizer", None) is None:
+            raise ValueError(
+                f"model {self.hp.model} does not normalise observations; "
+                "set normalize_observations=false"
+            )
+        return RunningStatsState(RunningMeanStd(self.observation_space.shape))
 
     def build_model(self):
         """A fresh network of this learner's kind (also what graph actors act with)."""
@@ -102,11 +121,26 @@ class Learner(tf.Module):
     def observe(self, **step: np.ndarray) -> None:
         """Records one vectorised step of N transitions.
 
+        Observation statistics take the step's observations; rewards are scaled
+        and normalised as the hparams say before ``record`` keeps them.
+
         Args:
             **step: obs, actions, rewards, terminated, truncated, next_obs
                 (the true next observations: final ones at episode ends),
                 each [N, ...], and the actor's extras (``actor_extras``).
         """
+        if self.observation_stats is not None:
+            self.observation_stats.stats.update(step["obs"])
+        rewards = step["rewards"]
+        if self.reward_scale != 1.0:
+            rewards = rewards * np.float32(self.reward_scale)
+        if self.return_scaler is not None:
+            rewards = self.return_scaler(rewards, step["terminated"] | step["truncated"])
+        self.record({**step, "rewards": rewards})
+        self.counters.add("env_steps", len(rewards))
+
+    def record(self, step: Dict[str, np.ndarray]) -> None:
+        """Keeps one vectorised step (``observe``'s, rewards as learned from) in memory."""
         raise NotImplementedError
 
     def update(self) -> Optional[Dict[str, float]]:
@@ -120,7 +154,8 @@ class Learner(tf.Module):
         Args:
             env_ids: indices of the env copies, as in ``observe``'s arrays.
         """
-        del env_ids
+        if self.return_scaler is not None:
+            self.return_scaler.break_streams(env_ids)
 
     def pending_steps(self) -> int:
         """Env steps observed but held outside checkpoints (e.g. a partial rollout).
@@ -299,22 +334,54 @@ class Learner(tf.Module):
             what = f"non-finite {', '.join(bad)}" if bad else "non-finite weights"
             raise NonFiniteError(f"{what} in update {updates} at step {self.env_steps}")
         self._snapshot = PolicySnapshot(updates, tuple(w.numpy() for w in weights))
+        if self.observation_stats is not None:
+            self._assign_observation_stats()
         result.update(more)
         return result
+
+    def _assign_observation_stats(self) -> None:
+        """The model (and the published weights) take the running observation statistics.
+
+        After each update: a rollout is acted, and then learned from, with the same
+        statistics; the next one acts with the new ones.
+        """
+        stats = self.observation_stats.stats
+        self.model.normalizer.assign(stats.mean, stats.var)
+        mean, var = self.model.normalizer.mean.numpy(), self.model.normalizer.var.numpy()
+        arrays = (mean, var, *self._snapshot.arrays[2:])  # first among acting variables
+        self._snapshot = PolicySnapshot(self._snapshot.version, arrays)
 
     # --- saving -----------------------------------------------------------------
     def checkpoint_items(self) -> Dict[str, tf.Module]:
         """Everything a resumed learner needs, by checkpoint key."""
-        return {
+        items = {
             "model": self.model,
             "optimizer": self.optimizer,
             "generator": self.generator,
             "counters": self.counters,
         }
+        if self.observation_stats is not None:
+            items["observation_stats"] = self.observation_stats
+        if self.return_scaler is not None:
+            items["return_stats"] = RunningStatsState(self.return_scaler.stats)
+        return items
 
     def separate_state(self) -> Dict[str, object]:
         """State saved beside the checkpoint in files of its own (a replay), by name."""
         return {}
+
+
+class RunningStatsState(tf.train.experimental.PythonState):
+    """A RunningMeanStd inside tf.train checkpoints, restored exactly (float64 as JSON)."""
+
+    def __init__(self, stats: RunningMeanStd):
+        self.stats = stats
+
+    def serialize(self) -> bytes:
+        return json.dumps(self.stats.state()).encode()
+
+    def deserialize(self, data: bytes) -> None:
+        self.stats.load_state(json.loads(data))
 
 
 def build_optimizer(name: str, learning_rate: float):

@@ -50,11 +50,11 @@ class ReplayLearner(Learner):
         del hp
         return 0.0
 
-    def observe(self, **step: np.ndarray) -> None:
+    def record(self, step: Dict[str, np.ndarray]) -> None:
         self.replay.add(**step)
-        self.counters.add("env_steps", len(step["rewards"]))
 
     def break_streams(self, env_ids) -> None:
+        super().break_streams(env_ids)
         self.replay.end_streams(env_ids)
 
     def update(self) -> Optional[Dict[str, float]]:

@@ -60,11 +60,8 @@ class PPOLearner(Learner):
         self.rollout = RolloutBuffer(specs, hp.rollout_steps, hp.num_envs)
         self._compiled_update = self.compile_update(self._update_step)
 
-    def observe(self, **step: np.ndarray) -> None:
-        if self.hp.reward_scale != 1.0:
-            step["rewards"] = step["rewards"] * self.hp.reward_scale
+    def record(self, step: Dict[str, np.ndarray]) -> None:
         self.rollout.add(**step)
-        self.counters.add("env_steps", len(step["rewards"]))
 
     def round_steps(self) -> int:
         return self.hp.rollout_steps  # a round is a rollout, acted with the newest weights

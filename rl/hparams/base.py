@@ -161,6 +161,18 @@ class HParams:
         }
 
 
+@dataclasses.dataclass(frozen=True)
+class RewardSettings:
+    """How rollout learners (PPO, A2C, VPG, IMPALA) see rewards; evaluation returns and
+    the logged episode returns are always the env's own."""
+
+    reward_scale: float = positive(1.0)  # rewards are multiplied by this before learning
+    # Then divided by the running std of the discounted return and clipped (as SB3's
+    # VecNormalize does); the statistics are saved in checkpoints.
+    normalize_rewards: bool = False
+    reward_clip: float = bounded(10.0, 0.1, 1e6)  # normalised rewards stay within +-this
+
+
 def field_names(hp: HParams) -> List[str]:
     return [f.name for f in dataclasses.fields(hp)]
 

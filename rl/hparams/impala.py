@@ -3,12 +3,12 @@
 import dataclasses
 
 from rl import registry
-from rl.hparams.base import HParams, bounded, one_of, positive
+from rl.hparams.base import HParams, RewardSettings, bounded, one_of, positive
 from rl.models.settings import ModelSettings
 
 
 @dataclasses.dataclass(frozen=True)
-class IMPALAHParams(HParams, ModelSettings):
+class IMPALAHParams(HParams, ModelSettings, RewardSettings):
     agent: str = one_of("impala", ("impala",))  # these fields are IMPALA's
     model: str = "actor_critic"
     act_select: str = "sample"
@@ -21,7 +21,6 @@ class IMPALAHParams(HParams, ModelSettings):
     clip_rho_threshold: float = positive(1.0)  # rho bar: truncates the TD errors' weights
     clip_c_threshold: float = positive(1.0)  # c bar: truncates the traces
     clip_pg_rho_threshold: float = positive(1.0)  # truncates the policy gradient's weights
-    reward_scale: float = positive(1.0)  # rewards are multiplied by this before learning
 
 
 @registry.hparams.register

@@ -14,6 +14,7 @@ from typing import Callable, Dict, Optional, Sequence, Tuple
 
 import numpy as np
 
+from rl.algos.normalization import normalize
 from rl.models.distributions import ActionHead, HostDistribution
 
 # The smallest log std a policy head takes: std 2e-9, "no noise" that log-probs still accept.
@@ -36,6 +37,11 @@ HOST_ACTIVATIONS: Dict[str, Callable[[np.ndarray], np.ndarray]] = {
 }
 
 
+def float_observations(x: np.ndarray) -> np.ndarray:
+    """uint8 observations scaled to [0, 1] as the networks do; others as they are."""
+    return x * np.float32(1 / 255) if x.dtype == np.uint8 else x
+
+
 def mlp_forward(x: np.ndarray, arrays: Sequence[np.ndarray], activation: str) -> np.ndarray:
     """An MLP (rl/models/networks.py MLP) in NumPy.
 
@@ -45,8 +51,7 @@ def mlp_forward(x: np.ndarray, arrays: Sequence[np.ndarray], activation: str) ->
         activation: a HOST_ACTIVATIONS name, applied after each hidden layer.
     """
     act = HOST_ACTIVATIONS[activation]
-    x = x.reshape(len(x), -1)
-    x = x * np.float32(1 / 255) if x.dtype == np.uint8 else x
+    x = float_observations(x).reshape(len(x), -1)
     for i in range(0, len(arrays) - 2, 2):
         x = act(x @ arrays[i] + arrays[i + 1])
     return x @ arrays[-2] + arrays[-1]
@@ -113,6 +118,9 @@ class HostPolicy:
         squash_mean: the mean is tanh(outputs) mapped onto the Box's bounds (TD3, DDPG).
         q_layout: how Q-network outputs become Q-values (dueling, C51); None: as they are.
         masked_actions: A when the observations end with a legal-move mask (games), else 0.
+        observation_clip: the model normalises observations (ObservationNormalizer):
+            the first two arrays are their mean and variance, and normalised values
+            are clipped to +-this. None: no normalisation.
     """
 
     outputs: str
@@ -124,6 +132,7 @@ class HostPolicy:
     squash_mean: bool = False
     q_layout: Optional[QHeadLayout] = None
     masked_actions: int = 0
+    observation_clip: Optional[float] = None
 
     def host_network(self) -> "HostPolicy":
         """Itself: an Actor takes a HostPolicy where it takes a model (actor processes)."""
@@ -131,20 +140,24 @@ class HostPolicy:
 
     def __call__(self, obs: np.ndarray, arrays: Sequence[np.ndarray]):
         """The policy at ``obs`` [B, ...]: a HostDistribution or Q-values [B, A]."""
+        inputs = obs
+        if self.observation_clip is not None:
+            inputs = normalize(float_observations(obs), arrays[0], arrays[1], self.observation_clip)
+            arrays = arrays[2:]
         if self.outputs == "q_values":
-            outputs = mlp_forward(obs, arrays, self.activation)
+            outputs = mlp_forward(inputs, arrays, self.activation)
             q = outputs if self.q_layout is None else self.q_layout.q_values(outputs)
             return q + illegal_penalty(obs, self.masked_actions) if self.masked_actions else q
         if self.log_std_in_outputs:
-            means, log_stds = np.split(mlp_forward(obs, arrays, self.activation), 2, axis=-1)
+            means, log_stds = np.split(mlp_forward(inputs, arrays, self.activation), 2, axis=-1)
             return HostDistribution(self.head, means, np.clip(log_stds, *self.log_std_bounds))
         if self.has_log_std:
-            outputs = mlp_forward(obs, arrays[:-1], self.activation)
+            outputs = mlp_forward(inputs, arrays[:-1], self.activation)
             if self.squash_mean:
                 scale, shift = self.head.scale_and_shift()
                 outputs = np.tanh(outputs) * scale.reshape(-1) + shift.reshape(-1)
             return HostDistribution(self.head, outputs, arrays[-1])
-        logits = mlp_forward(obs, arrays, self.activation)
+        logits = mlp_forward(inputs, arrays, self.activation)
         if self.masked_actions:
             logits = logits + illegal_penalty(obs, self.masked_actions)
         return HostDistribution(self.head, logits, None)

@@ -17,6 +17,7 @@ import gymnasium as gym
 import numpy as np
 
 from rl._tf import tf
+from rl.algos.normalization import VARIANCE_EPSILON
 from rl.models.distributions import ActionHead, action_head
 from rl.models.host import (
     ILLEGAL_SCORE,
@@ -137,6 +138,56 @@ def float_observations(obs: tf.Tensor) -> tf.Tensor:
     return tf.cast(obs, tf.float32)
 
 
+class ObservationNormalizer(tf.Module):
+    """(obs - mean) / sqrt(var + eps), clipped: observations scaled by running statistics.
+
+    The learner keeps the statistics (rl/algos/normalization.py) and assigns them here
+    after each update; they are model variables, so checkpoints, policy artefacts and
+    exports carry them, and actors receive them with the weights.
+    """
+
+    def __init__(self, shape: Tuple[int, ...], clip: float):
+        super().__init__(name="observation_normalizer")
+        self.mean = tf.Variable(tf.zeros(shape), trainable=False, name="mean")
+        self.var = tf.Variable(tf.ones(shape), trainable=False, name="var")
+        self.clip = float(clip)
+
+    def __call__(self, obs: tf.Tensor) -> tf.Tensor:
+        scaled = (tf.cast(obs, tf.float32) - self.mean) / tf.sqrt(self.var + VARIANCE_EPSILON)
+        return tf.clip_by_value(scaled, -self.clip, self.clip)
+
+    def assign(self, mean: np.ndarray, var: np.ndarray) -> None:
+        self.mean.assign(mean.astype(np.float32))
+        self.var.assign(var.astype(np.float32))
+
+
+def observation_normalizer(settings: ModelSettings, observation_space: gym.Space):
+    """An ObservationNormalizer if ``settings.normalize_observations``, else None.
+
+    Raises:
+      ValueError: asked for with image observations (the Nature CNN scales bytes itself).
+    """
+    if not settings.normalize_observations:
+        return None
+    if settings.torso != "mlp":
+        raise ValueError(
+            "normalize_observations is for vector observations and the mlp torso, "
+            f"not torso={settings.torso}"
+        )
+    return ObservationNormalizer(tuple(observation_space.shape), settings.observation_clip)
+
+
+def observation_clip(normalizer):
+    """What a HostPolicy is told of a model's normalizer: its clip, or None without one."""
+    return None if normalizer is None else normalizer.clip
+
+
+def normalizer_variables(normalizer) -> List[tf.Variable]:
+    """[mean, var] of an ObservationNormalizer, first among a model's acting variables
+    (rl/models/host.py reads them there); [] for None."""
+    return [] if normalizer is None else [normalizer.mean, normalizer.var]
+
+
 class MLP(tf.Module):
     """Hidden layers with an activation, then a linear output layer."""
 
@@ -150,6 +201,7 @@ class MLP(tf.Module):
         seed: int,
         name: str = "mlp",
         noisy_sigma0=None,
+        normalizer=None,
     ):
         """Builds the layers.
 
@@ -162,8 +214,11 @@ class MLP(tf.Module):
             seed: initialisation seed.
             name: module name.
             noisy_sigma0: given: every layer is a NoisyDense with this initial scale.
+            normalizer: an ObservationNormalizer applied to the inputs first (may be
+                shared with the model's other networks).
         """
         super().__init__(name=name)
+        self.normalizer = normalizer
         self.activation = tf.keras.activations.get(activation)
         self.activation_name = activation
         sizes = [input_size, *hidden_sizes]
@@ -177,7 +232,10 @@ class MLP(tf.Module):
 
     def __call__(self, x: tf.Tensor, noise_seed=None) -> tf.Tensor:
         """Outputs at ``x``; a ``noise_seed`` [2] draws fresh noise in noisy layers."""
-        x = tf.reshape(float_observations(x), [tf.shape(x)[0], -1])
+        x = float_observations(x)
+        if self.normalizer is not None:
+            x = self.normalizer(x)
+        x = tf.reshape(x, [tf.shape(x)[0], -1])
         layers = (*self.hidden, self.out)
         seeds = layer_noise_seeds(noise_seed, len(layers))
         for layer, seed in zip(self.hidden, seeds):
@@ -193,7 +251,8 @@ class MLP(tf.Module):
         return [v for layer in (*self.hidden, self.out) for v in (layer.w, layer.b)]
 
     def host_forward(self, x: np.ndarray, arrays: Sequence[np.ndarray]) -> np.ndarray:
-        """The same function in NumPy (rl/models/host.py), from copies of ``layer_variables()``.
+        """The layers in NumPy (rl/models/host.py), from copies of ``layer_variables()``;
+        an input normalizer is not applied (HostPolicy applies a model's).
 
         Args:
             x: [B, ...] inputs.
@@ -271,9 +330,11 @@ def build_network(
     seed: int,
     name: str,
     noisy_sigma0=None,
+    normalizer=None,
 ):
     """The torso the settings name, with a linear output of ``output_size``
-    (noisy fully connected layers with ``noisy_sigma0``)."""
+    (noisy fully connected layers with ``noisy_sigma0``; an MLP's inputs through
+    ``normalizer`` first)."""
     if settings.torso == "nature_cnn":
         return NatureCNN(obs_shape, output_size, output_gain, seed, noisy_sigma0)
     return MLP(
@@ -285,6 +346,7 @@ def build_network(
         seed,
         name=name,
         noisy_sigma0=noisy_sigma0,
+        normalizer=normalizer,
     )
 
 
@@ -329,10 +391,13 @@ class ActorCritic(tf.Module):
         self.head: ActionHead = action_head(action_space, settings.action_distribution)
         self.masked_actions = masked_actions(settings, self.head, observation_space)
         obs_shape = tuple(observation_space.shape)
+        self.normalizer = observation_normalizer(settings, observation_space)
         self.policy_net = build_network(
-            settings, obs_shape, self.head.num_outputs, 0.01, seed, "policy"
+            settings, obs_shape, self.head.num_outputs, 0.01, seed, "policy", None, self.normalizer
         )
-        self.value_net = build_network(settings, obs_shape, 1, 1.0, seed + 1000, "value")
+        self.value_net = build_network(
+            settings, obs_shape, 1, 1.0, seed + 1000, "value", None, self.normalizer
+        )
         self.log_std = None
         if self.head.continuous:
             self.log_std = tf.Variable(
@@ -352,9 +417,10 @@ class ActorCritic(tf.Module):
         return tf.squeeze(self.value_net(obs), -1)
 
     def acting_variables(self) -> List[tf.Variable]:
-        """What acting reads: the policy network (not the value's) and the log std."""
+        """What acting reads: the observation statistics, the policy network (not the
+        value's) and the log std."""
         extra = [self.log_std] if self.log_std is not None else []
-        return self.policy_net.layer_variables() + extra
+        return normalizer_variables(self.normalizer) + self.policy_net.layer_variables() + extra
 
     def host_network(self) -> HostPolicy:
         """``policy`` in NumPy, reading copies of ``acting_variables()`` (MLP torso only)."""
@@ -364,6 +430,7 @@ class ActorCritic(tf.Module):
             _mlp(self.policy_net).activation_name,
             self.log_std is not None,
             masked_actions=self.masked_actions,
+            observation_clip=observation_clip(self.normalizer),
         )
 
 
@@ -394,6 +461,7 @@ class QNetwork(tf.Module):
         self.layout = QHeadLayout(int(action_space.n), settings.dueling, support)
         self.support = tf.constant(support, tf.float32) if support else None
         self.noisy = settings.noisy
+        self.normalizer = observation_normalizer(settings, observation_space)
         self.q = build_network(
             settings,
             tuple(observation_space.shape),
@@ -402,6 +470,7 @@ class QNetwork(tf.Module):
             seed,
             "q",
             noisy_sigma0=settings.noisy_sigma0 if settings.noisy else None,
+            normalizer=self.normalizer,
         )
 
     def logits(self, obs: tf.Tensor, noise_seed=None) -> tf.Tensor:
@@ -437,8 +506,9 @@ class QNetwork(tf.Module):
         return self.q.resample_noise(seed)
 
     def acting_variables(self) -> List[tf.Variable]:
-        """What acting reads: every weight of the Q-network (noisy: the acting draw)."""
-        return self.q.layer_variables()
+        """What acting reads: the observation statistics and every weight of the
+        Q-network (noisy: the acting draw)."""
+        return normalizer_variables(self.normalizer) + self.q.layer_variables()
 
     def host_network(self) -> HostPolicy:
         """``policy`` in NumPy, reading copies of ``acting_variables()`` (MLP torso only)."""
@@ -448,14 +518,24 @@ class QNetwork(tf.Module):
             _mlp(self.q).activation_name,
             q_layout=self.layout,
             masked_actions=self.masked_actions,
+            observation_clip=observation_clip(self.normalizer),
         )
 
 
 class QCritics(tf.Module):
     """C critics Q_c(s, a), each an MLP on [flattened obs, action]: -> [C, B]."""
 
-    def __init__(self, settings: ModelSettings, obs_size: int, action_size: int, count: int, seed):
+    def __init__(
+        self,
+        settings: ModelSettings,
+        obs_size: int,
+        action_size: int,
+        count: int,
+        seed,
+        normalizer=None,
+    ):
         super().__init__(name="critics")
+        self.normalizer = normalizer  # the policy's: the critics see the same inputs
         self.nets = [
             MLP(
                 obs_size + action_size,
@@ -471,9 +551,12 @@ class QCritics(tf.Module):
 
     def __call__(self, obs: tf.Tensor, actions: tf.Tensor) -> tf.Tensor:
         batch = tf.shape(obs)[0]
+        obs = float_observations(obs)
+        if self.normalizer is not None:
+            obs = self.normalizer(obs)
         inputs = tf.concat(
             [
-                tf.reshape(float_observations(obs), [batch, -1]),
+                tf.reshape(obs, [batch, -1]),
                 tf.reshape(tf.cast(actions, tf.float32), [batch, -1]),
             ],
             axis=-1,
@@ -507,10 +590,20 @@ class SquashedGaussianActorQ(tf.Module):
         self.head: ActionHead = action_head(action_space, "tanh_gaussian")
         obs_size = int(np.prod(observation_space.shape))
         size = self.head.action_size
+        self.normalizer = observation_normalizer(settings, observation_space)
         self.policy_net = MLP(
-            obs_size, settings.hidden_sizes, 2 * size, settings.activation, 0.01, seed, "policy"
+            obs_size,
+            settings.hidden_sizes,
+            2 * size,
+            settings.activation,
+            0.01,
+            seed,
+            "policy",
+            normalizer=self.normalizer,
         )
-        self.critics = QCritics(settings, obs_size, size, settings.num_critics, seed + 1000)
+        self.critics = QCritics(
+            settings, obs_size, size, settings.num_critics, seed + 1000, self.normalizer
+        )
 
     def _mean_and_log_std(self, obs: tf.Tensor):
         mean, log_std = tf.split(self.policy_net(obs), 2, axis=-1)
@@ -542,8 +635,8 @@ class SquashedGaussianActorQ(tf.Module):
         return list(self.critics.trainable_variables)
 
     def acting_variables(self) -> List[tf.Variable]:
-        """What acting reads: the policy network."""
-        return self.policy_net.layer_variables()
+        """What acting reads: the observation statistics and the policy network."""
+        return normalizer_variables(self.normalizer) + self.policy_net.layer_variables()
 
     def host_network(self) -> HostPolicy:
         """``policy`` in NumPy, reading copies of ``acting_variables()``."""
@@ -553,6 +646,7 @@ class SquashedGaussianActorQ(tf.Module):
             self.policy_net.activation_name,
             log_std_in_outputs=True,
             log_std_bounds=self.LOG_STD_BOUNDS,
+            observation_clip=observation_clip(self.normalizer),
         )
 
 
@@ -570,10 +664,20 @@ class DeterministicActorQ(tf.Module):
         self.head: ActionHead = action_head(action_space, "gaussian")
         obs_size = int(np.prod(observation_space.shape))
         size = self.head.action_size
+        self.normalizer = observation_normalizer(settings, observation_space)
         self.policy_net = MLP(
-            obs_size, settings.hidden_sizes, size, settings.activation, 0.01, seed, "policy"
+            obs_size,
+            settings.hidden_sizes,
+            size,
+            settings.activation,
+            0.01,
+            seed,
+            "policy",
+            normalizer=self.normalizer,
         )
-        self.critics = QCritics(settings, obs_size, size, settings.num_critics, seed + 1000)
+        self.critics = QCritics(
+            settings, obs_size, size, settings.num_critics, seed + 1000, self.normalizer
+        )
         scale, shift = self.head.scale_and_shift()
         self._scale = tf.constant(scale.reshape(-1), tf.float32)
         self._shift = tf.constant(shift.reshape(-1), tf.float32)
@@ -603,8 +707,13 @@ class DeterministicActorQ(tf.Module):
         return list(self.critics.trainable_variables)
 
     def acting_variables(self) -> List[tf.Variable]:
-        """What acting reads: the policy network and the exploration log std."""
-        return self.policy_net.layer_variables() + [self.log_std]
+        """What acting reads: the observation statistics, the policy network and the
+        exploration log std."""
+        return (
+            normalizer_variables(self.normalizer)
+            + self.policy_net.layer_variables()
+            + [self.log_std]
+        )
 
     def host_network(self) -> HostPolicy:
         """``policy`` in NumPy, reading copies of ``acting_variables()``."""
@@ -614,6 +723,7 @@ class DeterministicActorQ(tf.Module):
             self.policy_net.activation_name,
             has_log_std=True,
             squash_mean=True,
+            observation_clip=observation_clip(self.normalizer),
         )
 
 

@@ -25,6 +25,10 @@ class ModelSettings:
     # Games: the observation's last A entries mark the legal moves (rl/games/versus.py);
     # illegal ones get logits or Q-values of ILLEGAL_SCORE, so they are never chosen.
     action_mask: bool = False
+    # Centre and scale observations by running statistics the learner keeps (as SB3's
+    # VecNormalize does); they live in the model, so artefacts and exports carry them.
+    normalize_observations: bool = False
+    observation_clip: float = bounded(10.0, 0.1, 1e6)  # normalised observations stay within +-this
 
 
 @dataclasses.dataclass(frozen=True)
