@@ -206,10 +206,21 @@ def _train(out, steps, *extra):
     )
 
 
-def test_statistics_survive_a_resume_and_travel_in_policy_artefacts(tmp_path):
+@pytest.mark.parametrize(
+    "first, then",
+    [
+        ((), ()),
+        # Actor processes act with the statistics they receive with the weights; the
+        # update split over two replicas assigns mirrored variables.
+        (("--num_workers", "2"), ("--sys", "mirrored", "--cpu_replicas", "2")),
+    ],
+    ids=["local", "workers-then-mirrored"],
+)
+def test_statistics_survive_a_resume_and_travel_in_policy_artefacts(tmp_path, first, then):
     out = tmp_path / "run"
-    assert _train(out, 128).returncode == 0
-    resumed = _train(out, 256)
+    started = _train(out, 128, *first)
+    assert started.returncode == 0, started.stderr
+    resumed = _train(out, 256, *then)
     assert resumed.returncode == 0, resumed.stderr
     assert "resuming from" in resumed.stderr
     run = Experiment(None, str(out), read_only=True, verbose=False)
