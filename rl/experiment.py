@@ -307,6 +307,12 @@ class Experiment:
         return result
 
     # --- training -----------------------------------------------------------
+    def _end_step(self, target: int) -> int:
+        """Where training to ``target`` stops: a learner that holds rollouts outside
+        checkpoints (PPO, A2C, VPG, IMPALA) finishes the one under way."""
+        size = self.learner.rollout_size()
+        return -(-target // size) * size if size else target
+
     def train(self, steps: Optional[int] = None) -> Dict[str, Any]:
         """Trains until ``hparams.train_steps`` env steps (or ``steps`` more).
 
@@ -336,6 +342,13 @@ class Experiment:
                 )
             self.tracker.finish(FINISHED)  # a run tracked only now gets its files too
             return self._finished_result()
+        end = self._end_step(target)
+        if end != target and self.verbose:
+            self._say(
+                f"train_steps={target} is not a multiple of a rollout "
+                f"({self.learner.rollout_size()} env steps): "
+                f"the run ends at step {end}"
+            )
         self._install_signal_handlers()
         try:
             if self.num_workers:

@@ -209,3 +209,14 @@ def test_ctrl_c_saves_a_checkpoint_and_exits_130(tmp_path):
     step = int(latest.split("ckpt-")[1].rstrip('"'))
     assert step > 128  # a checkpoint beyond the periodic ones
     assert step % 32 == 0  # at a rollout boundary (2 envs x 16 steps)
+
+
+def test_a_budget_that_ends_mid_rollout_says_where_the_run_ends(tmp_path):
+    # ppo_tiny's rollout: 2 envs x 16 steps = 32; 250 ends inside the eighth.
+    proc = run("--hparams", "ppo_tiny", "--train_steps", "250", "--output_dir", str(tmp_path / "r"))
+    assert proc.returncode == 0, proc.stderr
+    assert (
+        "train_steps=250 is not a multiple of a rollout (32 env steps): the run ends at step 256"
+        in proc.stderr
+    )
+    assert json.loads(proc.stdout.splitlines()[-1])["step"] == 256

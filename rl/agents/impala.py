@@ -58,6 +58,9 @@ class IMPALALearner(Learner):
     def round_steps(self) -> int:
         return self.hp.rollout_steps  # a round is a rollout
 
+    def rollout_size(self) -> int:
+        return self.hp.num_envs * self.hp.rollout_steps
+
     def pending_steps(self) -> int:
         return len(self.rollout) * self.hp.num_envs
 

@@ -157,6 +157,11 @@ class Learner(tf.Module):
         if self.return_scaler is not None:
             self.return_scaler.break_streams(env_ids)
 
+    def rollout_size(self) -> int:
+        """Env steps of a rollout, for learners that learn from whole rollouts only
+        (training runs on to the end of one); 0 for the others."""
+        return 0
+
     def pending_steps(self) -> int:
         """Env steps observed but held outside checkpoints (e.g. a partial rollout).
 

@@ -70,6 +70,9 @@ class PPOLearner(Learner):
         """Passes over each rollout, and minibatches per pass."""
         return self.hp.num_epochs, self.hp.num_minibatches
 
+    def rollout_size(self) -> int:
+        return self.hp.num_envs * self.hp.rollout_steps
+
     def pending_steps(self) -> int:
         return len(self.rollout) * self.hp.num_envs
 

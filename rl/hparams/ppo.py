@@ -225,6 +225,9 @@ def ppo_atari() -> PPOHParams:
         torso="nature_cnn",
         activation="relu",
         host_acting=False,  # convolutions act in TensorFlow
+        # Evaluation samples, as training does: a greedy policy that never picks FIRE
+        # after a lost ball waits out the game's 27k-step limit (Breakout, 100k steps in).
+        eval_act_select="sample",
         # XLA on the CPU spent over 15 minutes on the first CNN update without finishing.
         jit_compile=False,
         num_envs=8,
