@@ -205,11 +205,12 @@ def report_rows(paths: Sequence[str]) -> List[Dict[str, object]]:
 
 def artefact_paths(run_dir: str, latest: bool) -> List[str]:
     from rl.policy import artefact_dir, policy_steps
+    from rl.tournament.schedule import select_steps
 
     steps = policy_steps(run_dir)
     if not steps:
         command_line.fail(PROG, f"{run_dir} holds no policy artefacts (policies/ckpt-<step>/)")
-    return [artefact_dir(run_dir, s) for s in (steps[-1:] if latest else steps)]
+    return [artefact_dir(run_dir, s) for s in select_steps(steps, None, latest)]
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
