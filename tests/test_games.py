@@ -79,7 +79,9 @@ def test_a_masked_policy_gives_illegal_moves_probability_zero_and_finite_entropy
     assert np.all(obs[np.arange(64), -9 + samples] == 1)
 
 
-def test_a_mask_needs_discrete_actions_and_flat_observations():
+def test_a_mask_needs_discrete_actions_and_flat_observations_ending_in_a_mask():
+    from rl.hparams.dqn import DQNHParams
+
     box = gym.spaces.Box(-1.0, 1.0, (2,), np.float32)
     with pytest.raises(ValueError, match="action_mask needs Discrete actions"):
         registry.models.get("actor_critic")(
@@ -91,6 +93,12 @@ def test_a_mask_needs_discrete_actions_and_flat_observations():
             gym.spaces.Box(0, 1, (9,), np.float32),
             gym.spaces.Discrete(9),
             seed=0,
+        )
+    # CartPole's last two features are no mask: taken for one, they would forbid moves.
+    cartpole = gym.make("CartPole-v1")
+    with pytest.raises(ValueError, match="last 2 entries are a 0/1 legal-move mask"):
+        registry.models.get("q_network")(
+            DQNHParams(action_mask=True), cartpole.observation_space, cartpole.action_space, 0
         )
 
 

@@ -366,6 +366,16 @@ def masked_actions(settings, head: ActionHead, observation_space: gym.Space) -> 
             f"action_mask needs flat observations ending with {num_actions} mask entries, "
             f"got shape {observation_space.shape}"
         )
+    # A mask's entries are bounded by [0, 1] (rl/games/versus.py): other features taken
+    # for a mask (action_mask on CartPole) would silently forbid moves.
+    low = getattr(observation_space, "low", np.zeros(1))[-num_actions:]
+    high = getattr(observation_space, "high", np.zeros(1))[-num_actions:]
+    if not (np.all(low == 0) and np.all(high == 1)):
+        raise ValueError(
+            f"action_mask needs observations whose last {num_actions} entries are a 0/1 "
+            "legal-move mask (a game env's, bounds [0, 1]); this env's are not: set "
+            "action_mask=false"
+        )
     return num_actions
 
 
