@@ -423,12 +423,13 @@ def packages_text(source_dir: str) -> str:
     """
     lines: dict[str, str] = {}
     for dist in importlib.metadata.distributions():
-        name = dist.metadata["Name"]
+        metadata = dist.metadata  # parsed on each access: once per distribution here
+        name = metadata["Name"]
         key = (name or "").lower().replace("_", "-")
         # The first one found on sys.path is the one imported; later ones are shadowed.
         if not name or key in lines or key == PROJECT_DISTRIBUTION:
             continue
-        lines[key] = _requirement(name, dist.version, dist.read_text("direct_url.json"))
+        lines[key] = _requirement(name, metadata["Version"], dist.read_text("direct_url.json"))
     project = (
         f"# {PROJECT_DISTRIBUTION} (this project) is not pinned: its code is "
         f"{os.path.abspath(source_dir)} at the commit in {GIT_FILE}, plus {DIFF_FILE}\n"
