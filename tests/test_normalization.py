@@ -11,6 +11,7 @@ import pytest
 import tensorflow as tf
 
 from rl import catalog, registry  # noqa: F401
+from rl.agents.actor import act_and_observe
 from rl.agents.base import Agent
 from rl.algos.normalization import ReturnScaler, RunningMeanStd, normalize
 from rl.envs import make_vec_env
@@ -121,7 +122,7 @@ def test_a_rollout_is_acted_and_learned_with_the_same_statistics_then_they_move_
         rollout_start = len(seen)
         while not learner.rollout.full:
             seen.append(obs.copy())
-            obs = _fill_step(agent, envs, obs)
+            obs, _ = act_and_observe(agent.actor, learner, envs, obs, 0)
         data = learner.rollout.data()
         # The learner's model holds the statistics the actor acted with: it recomputes
         # the recorded log-probs exactly, so PPO's first ratio is 1.
@@ -144,21 +145,6 @@ def test_a_rollout_is_acted_and_learned_with_the_same_statistics_then_they_move_
         np.testing.assert_array_equal(snapshot[0], learner.model.normalizer.mean.numpy())
         np.testing.assert_array_equal(snapshot[1], learner.model.normalizer.var.numpy())
     envs.close()
-
-
-def _fill_step(agent, envs, obs):
-    actions, extras = agent.actor.act(obs)
-    next_obs, rewards, terminated, truncated, _ = envs.step(agent.actor.to_env(actions))
-    agent.learner.observe(
-        obs=obs,
-        actions=actions,
-        rewards=rewards,
-        terminated=terminated,
-        truncated=truncated,
-        next_obs=next_obs,
-        **extras,
-    )
-    return next_obs
 
 
 def test_the_learner_stores_scaled_then_normalised_rewards():
