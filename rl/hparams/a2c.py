@@ -62,7 +62,7 @@ def a2c_acrobot() -> A2CHParams:
     # RL-Zoo's Acrobot A2C (16 envs, Stable-Baselines3's defaults: 5 steps, RMSprop 7e-4,
     # n-step returns, observations normalised), with rewards times 0.1, GAE lambda 0.95
     # and the learning rate annealed to 0. Without the observation normalisation the
-    # seeds ended at -84, -92 and -80; with it at -81.2, -80.0 and -81.4, above RL-Zoo's
+    # seeds ended at -84, -92 and -80; with it at -81.2, -80.0 and -80.6, above RL-Zoo's
     # -83.4 (docs/benchmarks.md). 20 evaluation episodes: one greedy episode lasts 60-150
     # steps depending on its start.
     return a2c_base().replace(
