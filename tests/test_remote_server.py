@@ -1389,9 +1389,10 @@ def test_cli_stops_on_sigterm_after_undecodable_stream_requests():
             assert made.session_id
         process.send_signal(signal.SIGTERM)
         try:
-            code = process.wait(timeout=10)  # its grace period is 2 s
+            # Its grace period is 2 s; the rest is room for a machine busy with other jobs.
+            code = process.wait(timeout=30)
         except subprocess.TimeoutExpired:
-            code = "still running 10 s after SIGTERM"
+            code = "still running 30 s after SIGTERM"
         assert code == 0
     finally:
         if process.poll() is None:
