@@ -351,8 +351,7 @@ class Learner(tf.Module):
         statistics; the next one acts with the new ones.
         """
         stats = self.observation_stats.stats
-        self.model.normalizer.assign(stats.mean, stats.var)
-        mean, var = self.model.normalizer.mean.numpy(), self.model.normalizer.var.numpy()
+        mean, var = self.model.normalizer.assign(stats.mean, stats.var)
         arrays = (mean, var, *self._snapshot.arrays[2:])  # first among acting variables
         self._snapshot = PolicySnapshot(self._snapshot.version, arrays)
 

@@ -156,9 +156,12 @@ class ObservationNormalizer(tf.Module):
         scaled = (tf.cast(obs, tf.float32) - self.mean) / tf.sqrt(self.var + VARIANCE_EPSILON)
         return tf.clip_by_value(scaled, -self.clip, self.clip)
 
-    def assign(self, mean: np.ndarray, var: np.ndarray) -> None:
-        self.mean.assign(mean.astype(np.float32))
-        self.var.assign(var.astype(np.float32))
+    def assign(self, mean: np.ndarray, var: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+        """Takes these statistics; returns them as the float32 arrays now held."""
+        mean, var = mean.astype(np.float32), var.astype(np.float32)
+        self.mean.assign(mean)
+        self.var.assign(var)
+        return mean, var
 
 
 def observation_normalizer(settings: ModelSettings, observation_space: gym.Space):
@@ -584,6 +587,30 @@ def _bounded_box(action_space: gym.Space, model: str) -> None:
         raise ValueError(f"model {model} needs a Box action space with finite bounds, not {space}")
 
 
+def policy_and_critics(
+    settings, observation_space: gym.Space, action_size: int, outputs_per_action: int, seed
+):
+    """What SAC's and TD3's models share: (observation normalizer or None, the policy
+    MLP with ``outputs_per_action`` x ``action_size`` outputs, the critics), the
+    normalizer feeding both networks."""
+    normalizer = observation_normalizer(settings, observation_space)
+    obs_size = int(np.prod(observation_space.shape))
+    policy_net = MLP(
+        obs_size,
+        settings.hidden_sizes,
+        outputs_per_action * action_size,
+        settings.activation,
+        0.01,
+        seed,
+        "policy",
+        normalizer=normalizer,
+    )
+    critics = QCritics(
+        settings, obs_size, action_size, settings.num_critics, seed + 1000, normalizer
+    )
+    return normalizer, policy_net, critics
+
+
 class SquashedGaussianActorQ(tf.Module):
     """SAC's networks: a tanh-squashed Gaussian policy whose network gives the mean and
     the log std per state, and Q-critics. obs [B, ...] -> distribution; (obs, a) -> [C, B]."""
@@ -598,21 +625,8 @@ class SquashedGaussianActorQ(tf.Module):
         super().__init__(name="squashed_gaussian_q")
         _bounded_box(action_space, "squashed_gaussian_q")
         self.head: ActionHead = action_head(action_space, "tanh_gaussian")
-        obs_size = int(np.prod(observation_space.shape))
-        size = self.head.action_size
-        self.normalizer = observation_normalizer(settings, observation_space)
-        self.policy_net = MLP(
-            obs_size,
-            settings.hidden_sizes,
-            2 * size,
-            settings.activation,
-            0.01,
-            seed,
-            "policy",
-            normalizer=self.normalizer,
-        )
-        self.critics = QCritics(
-            settings, obs_size, size, settings.num_critics, seed + 1000, self.normalizer
+        self.normalizer, self.policy_net, self.critics = policy_and_critics(
+            settings, observation_space, self.head.action_size, 2, seed
         )
 
     def _mean_and_log_std(self, obs: tf.Tensor):
@@ -672,21 +686,8 @@ class DeterministicActorQ(tf.Module):
         super().__init__(name="deterministic_actor_q")
         _bounded_box(action_space, "deterministic_actor_q")
         self.head: ActionHead = action_head(action_space, "gaussian")
-        obs_size = int(np.prod(observation_space.shape))
-        size = self.head.action_size
-        self.normalizer = observation_normalizer(settings, observation_space)
-        self.policy_net = MLP(
-            obs_size,
-            settings.hidden_sizes,
-            size,
-            settings.activation,
-            0.01,
-            seed,
-            "policy",
-            normalizer=self.normalizer,
-        )
-        self.critics = QCritics(
-            settings, obs_size, size, settings.num_critics, seed + 1000, self.normalizer
+        self.normalizer, self.policy_net, self.critics = policy_and_critics(
+            settings, observation_space, self.head.action_size, 1, seed
         )
         scale, shift = self.head.scale_and_shift()
         self._scale = tf.constant(scale.reshape(-1), tf.float32)
