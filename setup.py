@@ -36,6 +36,9 @@ setup(
         "test": [
             "pytest>=8",
             "pytest-timeout>=2.3",
+            # the suite runs on two workers (README's test command): most of it is train.py
+            # subprocesses that each keep one core busy.
+            "pytest-xdist>=3.6",
             "ruff>=0.6",
             "hypothesis>=6.100",
             "werkzeug>=3.0",
