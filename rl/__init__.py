@@ -43,7 +43,7 @@ def import_tensorflow_quietly():
         # TFP's package imported first, while TensorFlow is absent, leaves its
         # experimental and layers subpackages to load on first use: ~0.3 s less before
         # a policy head builds its first distribution. It imports nothing else.
-        import tensorflow_probability  # noqa: F401
+        import tensorflow_probability  # noqa: F401, I001  (before TensorFlow, as said)
         import tensorflow
 
         tensorflow.config.list_physical_devices()
