@@ -2,9 +2,11 @@
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
@@ -179,6 +181,8 @@ def test_kill_9_then_rerun_resumes_without_doubling(tmp_path):
 
 
 def test_ctrl_c_saves_a_checkpoint_and_exits_130(tmp_path):
+    # No periodic checkpoint falls inside the run, so the one found afterwards is the
+    # signal's. The signal is sent once a progress line shows the run past step 64.
     out = tmp_path / "run"
     proc = subprocess.Popen(
         [
@@ -188,6 +192,8 @@ def test_ctrl_c_saves_a_checkpoint_and_exits_130(tmp_path):
             "ppo_tiny",
             "--train_steps",
             "1000000",
+            "--hparam_override",
+            "checkpoint_interval=1000000",
             "--output_dir",
             str(out),
         ],
@@ -196,18 +202,31 @@ def test_ctrl_c_saves_a_checkpoint_and_exits_130(tmp_path):
         stderr=subprocess.PIPE,
         text=True,
     )
-    state = out / "checkpoints" / "checkpoint"
+    stderr = []  # progress lines (stderr) as they come
+
+    def read_stderr():
+        for line in proc.stderr:
+            stderr.append(line)
+
+    def progress():
+        steps = [re.match(r"step\s+([\d,]+)/", line) for line in list(stderr)]
+        return max((int(m.group(1).replace(",", "")) for m in steps if m), default=0)
+
+    reader = threading.Thread(target=read_stderr, daemon=True)
+    reader.start()
     deadline = time.time() + 120
-    while time.time() < deadline and not state.exists():
+    while time.time() < deadline and progress() < 64 and proc.poll() is None:
         time.sleep(0.05)
-    time.sleep(0.5)
+    seen = progress()
+    assert seen >= 64, f"no progress line past step 64 within 120 s: {stderr}"
     proc.send_signal(signal.SIGINT)
-    _, stderr = proc.communicate(timeout=60)
-    assert proc.returncode == 130, stderr
-    assert "saving a checkpoint" in stderr
-    latest = state.read_text().splitlines()[0]
+    proc.stdout.read()
+    assert proc.wait(timeout=60) == 130
+    reader.join(timeout=10)
+    assert "saving a checkpoint" in "".join(stderr), stderr
+    latest = (out / "checkpoints" / "checkpoint").read_text().splitlines()[0]
     step = int(latest.split("ckpt-")[1].rstrip('"'))
-    assert step > 128  # a checkpoint beyond the periodic ones
+    assert step >= seen  # saved on the signal, after the progress line seen
     assert step % 32 == 0  # at a rollout boundary (2 envs x 16 steps)
 
 
