@@ -221,8 +221,9 @@ def test_ctrl_c_saves_a_checkpoint_and_exits_130(tmp_path):
     assert seen >= 64, f"no progress line past step 64 within 120 s: {stderr}"
     proc.send_signal(signal.SIGINT)
     proc.stdout.read()
-    assert proc.wait(timeout=60) == 130
+    code = proc.wait(timeout=60)
     reader.join(timeout=10)
+    assert code == 130, stderr
     assert "saving a checkpoint" in "".join(stderr), stderr
     latest = (out / "checkpoints" / "checkpoint").read_text().splitlines()[0]
     step = int(latest.split("ckpt-")[1].rstrip('"'))
