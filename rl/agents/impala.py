@@ -8,15 +8,12 @@ rollout, pi from the current weights) correct for it. With one process
 A2C with V-trace targets. The whole update is one compiled call.
 """
 
-from typing import Dict, Optional
-
-import numpy as np
+from typing import Dict
 
 from rl._tf import tf
-from rl.agents.learner import Learner, run_gradient_steps
+from rl.agents.learner import run_gradient_steps
+from rl.agents.rollouts import RolloutLearner
 from rl.hparams.impala import IMPALAHParams
-from rl.memory.rollout import RolloutBuffer
-from rl.memory.spec import FieldSpec, transition_specs
 
 METRICS = (
     "loss",
@@ -29,7 +26,7 @@ METRICS = (
 )
 
 
-class IMPALALearner(Learner):
+class IMPALALearner(RolloutLearner):
     """IMPALA (Espeholt et al. 2018): actor-critic learning from V-trace targets."""
 
     fitting_components = {
@@ -39,39 +36,11 @@ class IMPALALearner(Learner):
         # the policy itself for it to be the behaviour's.
         "act_select": ("sample",),
     }
-    actor_extras = ("log_prob",)
     on_policy = False  # with --num_workers its actors run a round ahead; V-trace corrects
 
     def __init__(self, hp: IMPALAHParams, observation_space, action_space):
         super().__init__(hp, observation_space, action_space)
-        specs = transition_specs(
-            observation_space, action_space, extras={"log_prob": (np.float32, ())}
-        )
-        specs["next_obs"] = FieldSpec("next_obs", specs["obs"].dtype, specs["obs"].shape)
-        self.rollout = RolloutBuffer(specs, hp.rollout_steps, hp.num_envs)
         self.check_divisible("num_envs", hp.num_envs)  # replicas split the env copies
-        self._compiled_update = self.compile_update(self._update_step)
-
-    def record(self, step: Dict[str, np.ndarray]) -> None:
-        self.rollout.add(**step)
-
-    def round_steps(self) -> int:
-        return self.hp.rollout_steps  # a round is a rollout
-
-    def rollout_size(self) -> int:
-        return self.hp.num_envs * self.hp.rollout_steps
-
-    def pending_steps(self) -> int:
-        return len(self.rollout) * self.hp.num_envs
-
-    def update(self) -> Optional[Dict[str, float]]:
-        if not self.rollout.full:
-            return None
-        learning_rate = self.learning_rate(self.env_steps - self.pending_steps())
-        batch = {name: tf.constant(array) for name, array in self.rollout.data().items()}
-        self.rollout.clear()
-        outputs = self._compiled_update(batch, tf.constant(learning_rate, tf.float32))
-        return self._finish_update(outputs, learning_rate=learning_rate)
 
     def _update_step(self, batch: Dict[str, tf.Tensor], learning_rate: tf.Tensor):
         """``gradient_steps`` V-trace steps on a [T, N] rollout, each with the current weights."""

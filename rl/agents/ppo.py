@@ -5,16 +5,13 @@ are computed in the update, in one batched pass with the pre-update critic.
 The whole update (GAE, every epoch and minibatch) is one compiled call.
 """
 
-from typing import Dict, Optional, Tuple
-
-import numpy as np
+from typing import Dict, Tuple
 
 from rl import registry
 from rl._tf import tf
-from rl.agents.learner import Learner, run_gradient_steps
+from rl.agents.learner import run_gradient_steps
+from rl.agents.rollouts import RolloutLearner
 from rl.hparams.ppo import PPOHParams
-from rl.memory.rollout import RolloutBuffer
-from rl.memory.spec import FieldSpec, transition_specs
 
 METRICS = (
     "loss",
@@ -27,7 +24,7 @@ METRICS = (
 )
 
 
-class PPOLearner(Learner):
+class PPOLearner(RolloutLearner):
     """Proximal Policy Optimization (Schulman et al. 2017), any action space with a head."""
 
     fitting_components = {
@@ -36,7 +33,6 @@ class PPOLearner(Learner):
         # The update's ratio assumes actions sampled from the policy itself.
         "act_select": ("sample",),
     }
-    actor_extras = ("log_prob",)
     on_policy = True
     metrics = METRICS  # what each gradient step reports (averaged over the update)
 
@@ -53,37 +49,10 @@ class PPOLearner(Learner):
             "the minibatch, num_envs * rollout_steps / num_minibatches", batch // minibatches
         )
         self.gae = registry.grad_comp.get("gae")
-        specs = transition_specs(
-            observation_space, action_space, extras={"log_prob": (np.float32, ())}
-        )
-        specs["next_obs"] = FieldSpec("next_obs", specs["obs"].dtype, specs["obs"].shape)
-        self.rollout = RolloutBuffer(specs, hp.rollout_steps, hp.num_envs)
-        self._compiled_update = self.compile_update(self._update_step)
-
-    def record(self, step: Dict[str, np.ndarray]) -> None:
-        self.rollout.add(**step)
-
-    def round_steps(self) -> int:
-        return self.hp.rollout_steps  # a round is a rollout, acted with the newest weights
 
     def epochs_and_minibatches(self) -> Tuple[int, int]:
         """Passes over each rollout, and minibatches per pass."""
         return self.hp.num_epochs, self.hp.num_minibatches
-
-    def rollout_size(self) -> int:
-        return self.hp.num_envs * self.hp.rollout_steps
-
-    def pending_steps(self) -> int:
-        return len(self.rollout) * self.hp.num_envs
-
-    def update(self) -> Optional[Dict[str, float]]:
-        if not self.rollout.full:
-            return None
-        learning_rate = self.learning_rate(self.env_steps - self.pending_steps())
-        batch = {name: tf.constant(array) for name, array in self.rollout.data().items()}
-        self.rollout.clear()
-        outputs = self._compiled_update(batch, tf.constant(learning_rate, tf.float32))
-        return self._finish_update(outputs, learning_rate=learning_rate)
 
     def _update_step(self, batch: Dict[str, tf.Tensor], learning_rate: tf.Tensor):
         """GAE, then num_epochs x num_minibatches gradient steps on a [T, N] rollout."""
