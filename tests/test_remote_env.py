@@ -29,6 +29,7 @@ import pytest
 from gymnasium import spaces
 from gymnasium.utils.env_checker import check_env
 from PIL import Image, ImageSequence
+from polling import wait_for
 
 from rl.envs import make_env, make_vec_env, true_next_obs
 from rl.envs.remote import serve
@@ -107,15 +108,6 @@ def start_train(args, stderr_path: Path, env: dict) -> subprocess.Popen:
             cwd=ROOT,
             env=env,
         )
-
-
-def wait_for(condition, what: str, process=None, timeout: float = 120) -> None:
-    """Polls ``condition`` until it holds; fails if ``process`` ends first or time runs out."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert process is None or process.poll() is None, f"train.py ended before {what}"
-        assert time.monotonic() < deadline, f"no {what} after {timeout:g} s"
-        time.sleep(0.02)
 
 
 def train_lines(stderr: str) -> list:
@@ -429,7 +421,7 @@ def test_server_killed_mid_run_exits_5_keeps_checkpoints_and_resumes(tmp_path):
         args += ["--output_dir", str(out)]
         run = start_train(args, tmp_path / "train.err", client_env(retry_seconds=2))
         try:
-            wait_for(lambda: has_eval_line(out), "evaluation line", run)
+            wait_for(lambda: has_eval_line(out), "evaluation line", process=run)
             first.process.kill()  # kill -9
             code = run.wait(timeout=120)
         finally:
@@ -471,7 +463,7 @@ def test_server_restarted_within_the_retry_window_loses_the_session(tmp_path):
         # The client retries an unreachable server for much longer than a restart takes.
         run = start_train(args, tmp_path / "train.err", client_env(retry_seconds=60))
         try:
-            wait_for(lambda: has_eval_line(out), "evaluation line", run)
+            wait_for(lambda: has_eval_line(out), "evaluation line", process=run)
             first.process.kill()
             first.process.wait()
             with serving(tmp_path / "server", port=first.port):

@@ -25,6 +25,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
+from polling import wait_for
 
 grpc = pytest.importorskip("grpc", reason="needs the remote extra (grpcio)")
 health_pb2 = pytest.importorskip("grpc_health.v1.health_pb2")
@@ -882,9 +883,7 @@ def test_idle_sessions_expire_and_their_envs_close():
     try:
         session = server.session("CartPole-v1", num_envs=2)
         server.stub.Step(step_request(session, np.array([0, 1])), timeout=TIMEOUT)
-        deadline = time.monotonic() + 15.0
-        while len(server.service.sessions) and time.monotonic() < deadline:
-            time.sleep(0.05)
+        wait_for(lambda: not server.service.sessions, "expiry of the idle session", timeout=15)
         assert_refused(
             server.stub.Step,
             step_request(session, np.array([0, 1])),

@@ -53,7 +53,10 @@ def declared_requirements():
     return names
 
 
-LOCAL = {"rl", "conftest", "train"}
+# The package, train.py, and the modules beside the tests (conftest, shared helpers).
+LOCAL = {"rl", "train"} | {
+    name[: -len(".py")] for name in os.listdir(os.path.dirname(__file__)) if name.endswith(".py")
+}
 
 
 def undeclared_imports(paths, declared):

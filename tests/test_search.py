@@ -13,10 +13,10 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 
 import pytest
 import yaml
+from polling import wait_for
 
 from rl import catalog  # noqa: F401  (fills the registries)
 from rl.hparams.resolve import resolve_hparams
@@ -27,7 +27,6 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LR_SPACE = "learning_rate: {categorical: [1e-9, 3e-3]}\n"
 GOOD_LR, USELESS_LR = 3e-3, 1e-9
 EVALS = "eval_interval=2000,checkpoint_interval=2000,eval_episodes=5"
-WAIT_SECONDS = 120  # for a state to be reached; never a fixed sleep
 
 
 def needs_optuna():
@@ -275,13 +274,6 @@ def read_trials(output_dir):
 
 def trial_folders(output_dir):
     return sorted(n for n in os.listdir(output_dir) if n.startswith("trial_"))
-
-
-def wait_for(condition, what):
-    deadline = time.monotonic() + WAIT_SECONDS
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.05)
 
 
 def training_processes(run_dir):

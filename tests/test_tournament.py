@@ -13,10 +13,10 @@ import os
 import signal
 import subprocess
 import sys
-import time
 
 import numpy as np
 import pytest
+from polling import wait_for
 
 from rl import registry
 from rl.games.players import (
@@ -399,10 +399,7 @@ def test_a_killed_tournament_resumes_with_every_game_once_and_grows_only(tmp_pat
         stderr=subprocess.DEVNULL,
     )
     games = out / "games.jsonl"
-    deadline = time.monotonic() + 60
-    while not (games.exists() and games.stat().st_size > 0) and time.monotonic() < deadline:
-        assert proc.poll() is None, "the tournament ended before it could be killed"
-        time.sleep(0.01)
+    wait_for(lambda: games.exists() and games.stat().st_size > 0, "a game record", process=proc)
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     with open(games, "a") as f:

@@ -9,9 +9,9 @@ import json
 import os
 import subprocess
 import sys
-import time
 
 import pytest
+from polling import wait_for
 
 import rl
 
@@ -61,13 +61,12 @@ def tracking_state(out):
 
 def wait_for_sent_step(proc, out, step):
     """Polls until the MLflow copy holds the records of a checkpoint at or past ``step``."""
-    deadline = time.time() + 180
-    while time.time() < deadline and proc.poll() is None:
+
+    def sent():
         state = tracking_state(out)
-        if state is not None and state["read_from"] >= step:
-            return
-        time.sleep(0.02)
-    raise AssertionError(f"no checkpoint at or past step {step} was sent (exit {proc.poll()})")
+        return state is not None and state["read_from"] >= step
+
+    wait_for(sent, f"checkpoint at or past step {step} sent", timeout=180, process=proc)
 
 
 def client(uri):

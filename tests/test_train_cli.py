@@ -7,9 +7,9 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 
 import pytest
+from polling import wait_for
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TRAIN = os.path.join(ROOT, "train.py")
@@ -162,9 +162,7 @@ def test_kill_9_then_rerun_resumes_without_doubling(tmp_path):
         # line itself, or the kill may fall in between (then resume redoes it).
         return evals.exists() and 2048 in eval_steps(out)
 
-    deadline = time.time() + 180
-    while time.time() < deadline and not has_eval_2048():
-        time.sleep(0.05)
+    wait_for(has_eval_2048, "evaluation line at step 2048", timeout=180, process=proc)
     proc.kill()  # SIGKILL, mid-run
     proc.wait()
     assert state.exists() and "ckpt-2048" in state.read_text()
@@ -214,11 +212,12 @@ def test_ctrl_c_saves_a_checkpoint_and_exits_130(tmp_path):
 
     reader = threading.Thread(target=read_stderr, daemon=True)
     reader.start()
-    deadline = time.time() + 120
-    while time.time() < deadline and progress() < 64 and proc.poll() is None:
-        time.sleep(0.05)
-    seen = progress()
-    assert seen >= 64, f"no progress line past step 64 within 120 s: {stderr}"
+
+    def past_step_64():
+        step = progress()
+        return step if step >= 64 else None
+
+    seen = wait_for(past_step_64, "progress line past step 64", process=proc)
     proc.send_signal(signal.SIGINT)
     proc.stdout.read()
     code = proc.wait(timeout=60)

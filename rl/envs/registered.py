@@ -41,6 +41,11 @@ def slow_cartpole(render_mode=None) -> gym.Env:
 
 
 @registry.envs.register("flaky_cartpole")
-def flaky_cartpole(render_mode=None) -> gym.Env:
-    """CartPole-v1 that crashes in 1 step of 10,000 (seeded): a faulty simulator."""
-    return FlakySteps(gym.make("CartPole-v1", render_mode=render_mode), FLAKY_FAILURE_RATE)
+def flaky_cartpole(render_mode=None, failure_rate: float = FLAKY_FAILURE_RATE) -> gym.Env:
+    """CartPole-v1 that crashes in 1 step of 10,000 (seeded): a faulty simulator.
+
+    ``flaky_cartpole?failure_rate=0.001`` crashes more often.
+    """
+    if not 0.0 <= failure_rate <= 1.0:
+        raise ValueError(f"failure_rate must be in [0, 1], got {failure_rate}")
+    return FlakySteps(gym.make("CartPole-v1", render_mode=render_mode), failure_rate)
