@@ -1,6 +1,9 @@
-"""Shared test set-up: quiet TensorFlow, a repo-root import path."""
+"""Shared test set-up: quiet TensorFlow, a repo-root import path, runs more than one module reads."""
 
+import contextlib
+import fcntl
 import os
+import subprocess
 import sys
 
 import pytest
@@ -10,6 +13,42 @@ os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
+
+
+@contextlib.contextmanager
+def shared_folder(tmp_path_factory, name: str):
+    """A folder of this test session that is filled once, for every test worker.
+
+    Yields ``(folder, fill)``: ``fill`` is True for the one caller that must fill it; the
+    others wait (a file lock) until it has. With `-n 2` each pytest-xdist worker has its own
+    session fixtures, so a run trained in one would otherwise be trained again in the other.
+    """
+    base = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        base = base.parent  # the session's folder, above each worker's own
+    folder = base / name
+    with open(base / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        done = folder / ".filled"
+        yield folder, not done.exists()
+        done.parent.mkdir(parents=True, exist_ok=True)
+        done.touch()
+
+
+@pytest.fixture(scope="session")
+def copies_runs(tmp_path_factory):
+    """`train.py --hparams=ppo_tiny --copies=2` run one after another (seq/) and side by
+    side (par/), from the repo root as a user runs it. Read-only: copy a folder to change it."""
+    with shared_folder(tmp_path_factory, "copies_runs") as (root, fill):
+        copies = (("seq", []), ("par", ["--copies_parallel=2"])) if fill else ()
+        for folder, more in copies:
+            proc = subprocess.run(
+                [sys.executable, "train.py", "--hparams=ppo_tiny", "--copies=2", *more,
+                 f"--output_dir={root / folder}"],
+                cwd=ROOT, capture_output=True, text=True, timeout=600,
+            )  # fmt: skip
+            assert proc.returncode == 0, proc.stderr
+    return root
 
 
 @pytest.fixture(autouse=True)

@@ -91,11 +91,13 @@ def test_ppo_pendulum_reaches_minus_250_within_300k_steps(tmp_path):
     importlib.util.find_spec("Box2D") is None,
     reason="LunarLanderContinuous-v3 needs Box2D: pip install -e '.[box2d]'",
 )
-def test_ppo_lunar_lander_continuous_reaches_100_within_500k_steps(tmp_path):
-    # A tanh-squashed Gaussian; random play scores about -200.
-    evals = train_evals("ppo_lunar_lander_continuous", tmp_path)
-    assert evals[-1]["step"] == 500_000
-    assert evals[-1]["return_mean"] >= 100, [e["return_mean"] for e in evals]
+def test_ppo_lunar_lander_continuous_learns_within_200k_steps(tmp_path):
+    # A tanh-squashed Gaussian on 200k steps instead of the set's 500k (which end at an IQM
+    # of 231, docs/benchmarks.md), the learning rate annealed over them: seeds 0-3 end at
+    # 158, 136, 113 and 166, with dips to -225 on the way; random play scores -202.
+    evals = train_evals("ppo_lunar_lander_continuous", tmp_path, overrides="train_steps=200000")
+    assert evals[-1]["step"] == 200_000
+    assert evals[-1]["return_mean"] >= 0, [e["return_mean"] for e in evals]
 
 
 def test_impala_cartpole_reaches_475_within_300k_steps(tmp_path):

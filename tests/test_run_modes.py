@@ -2,6 +2,7 @@
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -99,12 +100,9 @@ def test_test_mode_without_checkpoint_is_exit_2(tmp_path):
     assert not (tmp_path / "none").exists()
 
 
-@pytest.mark.slow
-def test_copies_produce_runs_and_a_matching_summary(tmp_path):
+def test_copies_produce_runs_and_a_matching_summary(copies_runs, tmp_path):
     out = tmp_path / "copies"
-    args = ["--hparams", "ppo_tiny", "--copies", "2", "--seed", "5", "--output_dir", str(out)]
-    proc = run("train.py", *args)
-    assert proc.returncode == 0, proc.stderr
+    shutil.copytree(copies_runs / "seq", out)
     summary = json.loads((out / "summary.json").read_text())
     finals = []
     seeds = []
@@ -119,7 +117,7 @@ def test_copies_produce_runs_and_a_matching_summary(tmp_path):
     assert (out / "curves.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     # Rerunning resumes each finished copy: nothing changes.
     before = files(out / "run_0" / "checkpoints")
-    again = run("train.py", *args)
+    again = run("train.py", "--hparams", "ppo_tiny", "--copies", "2", "--output_dir", str(out))
     assert again.returncode == 0, again.stderr
     assert files(out / "run_0" / "checkpoints") == before
     # Testing the copies folder tests each copy.
@@ -164,17 +162,10 @@ def test_exported_policy_runs_without_rl(trained, tmp_path):
     assert again.returncode == 2 and "exists already" in again.stderr
 
 
-@pytest.mark.slow
-def test_copies_side_by_side_match_copies_one_after_another(tmp_path):
-    common = ["--hparams", "ppo_tiny", "--copies", "2", "--seed", "5"]
-    serial = run("train.py", *common, "--output_dir", str(tmp_path / "serial"))
-    parallel = run(
-        "train.py", *common, "--copies_parallel", "2", "--output_dir", str(tmp_path / "parallel")
-    )
-    assert serial.returncode == 0 and parallel.returncode == 0, parallel.stderr
+def test_copies_side_by_side_match_copies_one_after_another(copies_runs):
     for i in range(2):  # same derived seeds, same (deterministic) results
-        a = (tmp_path / "serial" / f"run_{i}" / "eval.jsonl").read_text().splitlines()
-        b = (tmp_path / "parallel" / f"run_{i}" / "eval.jsonl").read_text().splitlines()
+        a = (copies_runs / "seq" / f"run_{i}" / "eval.jsonl").read_text().splitlines()
+        b = (copies_runs / "par" / f"run_{i}" / "eval.jsonl").read_text().splitlines()
         assert [json.loads(l)["returns"] for l in a] == [json.loads(l)["returns"] for l in b]
-    summary = json.loads((tmp_path / "parallel" / "summary.json").read_text())
+    summary = json.loads((copies_runs / "par" / "summary.json").read_text())
     assert summary["num_runs"] == 2

@@ -494,17 +494,6 @@ def _returns(run_dir: Path) -> list:
     return [(r["step"], r["returns"]) for r in read_eval_records(str(run_dir / "eval.jsonl"))]
 
 
-@pytest.fixture(scope="module")
-def copies_runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """`--copies 2` trained one after another (seq/) and side by side (par/)."""
-    root = tmp_path_factory.mktemp("copies")
-    _train("--hparams=ppo_tiny", "--copies=2", f"--output_dir={root / 'seq'}")
-    _train(
-        "--hparams=ppo_tiny", "--copies=2", "--copies_parallel=2", f"--output_dir={root / 'par'}"
-    )
-    return root
-
-
 def test_real_copies_folder_reproduces_with_its_copies_command(
     copies_runs: Path, tmp_path: Path, capsys
 ) -> None:
