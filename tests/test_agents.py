@@ -324,6 +324,28 @@ def test_host_and_graph_acting_choose_alike(hparams):
     envs.close()
 
 
+@pytest.mark.parametrize("eval_epsilon", [0.0, 0.25, 1.0])
+def test_evaluation_acts_uniformly_in_eval_epsilon_of_its_steps(eval_epsilon):
+    # 4,000 observations whose greedy action is known: the evaluation actor departs from it
+    # in eval_epsilon / 2 of them (a uniform action over CartPole's two is greedy half the
+    # time), to within 4 standard deviations; the training actor's schedule is untouched.
+    hp = registry.hparams.get("dqn_tiny")().replace(
+        eval_act_select="epsilon_greedy", eval_epsilon=eval_epsilon
+    )
+    envs = make_vec_env(hp.env, 2)
+    agent = build(hp, envs)
+    obs = np.random.default_rng(0).normal(size=(4000, 4)).astype(np.float32)
+    greedy = agent.make_actor(np.random.default_rng(1), explore=False)
+    greedy.exploration = lambda step: 0.0
+    expected, _ = greedy.act(obs)
+    actions, _ = agent.make_actor(np.random.default_rng(1), explore=False).act(obs)
+    departed = np.mean(actions != expected)
+    rate = eval_epsilon / 2
+    assert abs(departed - rate) <= 4 * np.sqrt(rate * (1 - rate) / len(obs)) + 1e-12
+    assert agent.actor.exploration(0) == hp.epsilon_start
+    envs.close()
+
+
 @pytest.mark.parametrize(
     "activation", ["relu", "tanh", "sigmoid", "elu", "softplus", "silu", "linear"]
 )

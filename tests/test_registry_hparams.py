@@ -232,6 +232,13 @@ def test_plain_literals_of_the_declared_type_are_read(text, field, value):
             "hparam 'act_select' of agent 'dqn' must be one of epsilon_greedy, greedy",
         ),
         ("ppo_tiny", "eval_act_select=nope", "unknown act_select 'nope'"),
+        ("dqn_tiny", "eval_epsilon=1.5", "hparam 'eval_epsilon' must be in [0, 1], got 1.5"),
+        (
+            "dqn_tiny",
+            "eval_epsilon=0.05",
+            "eval_epsilon=0.05 needs an eval_act_select that takes an epsilon "
+            "(epsilon_greedy, uniform_or_sample), got 'greedy'",
+        ),
         ("ppo_tiny", "model=nope", "unknown model 'nope'"),
         ("ppo_tiny", "env=NoSuchEnv-v0", "unknown env 'NoSuchEnv-v0'"),
         ("ppo_tiny", "num_envs=0", "hparam 'num_envs' must be in [1, 4096], got 0"),

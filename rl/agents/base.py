@@ -14,6 +14,7 @@ learner's published weights. The plain-Python loop around them lives in
         actor.load(learner.publish())
 """
 
+import functools
 import json
 from typing import Dict
 
@@ -30,6 +31,7 @@ from rl.agents.actor import (  # noqa: F401  (act_and_observe re-exported)
 )
 from rl.agents.learner import Learner, NonFiniteError  # noqa: F401  (re-exported)
 from rl.algos.noise import action_noise_for
+from rl.algos.schedules import constant_schedule
 from rl.hparams.base import HParams
 
 
@@ -77,7 +79,11 @@ class Agent:
             select,
             rng,
             extras=self.learner.actor_extras if explore else (),
-            exploration=self.learner_class.exploration_schedule(hp) if explore else None,
+            exploration=(
+                self.learner_class.exploration_schedule(hp)
+                if explore
+                else functools.partial(constant_schedule, hp.eval_epsilon)
+            ),
             on_host=hp.host_acting,
             action_noise=action_noise_for(hp) if explore else None,
         )
@@ -161,7 +167,8 @@ class EvalPolicy(tf.Module):
 
     Saved as a SavedModel, plain TensorFlow loads it and calls
     ``loaded(obs)`` or ``loaded.signatures["serving_default"](observations=obs)``.
-    Random rules draw with a fixed seed, so the export is deterministic.
+    Random rules draw with a fixed seed and epsilon 0 (``eval_epsilon`` is not applied),
+    so the export is deterministic.
     """
 
     def __init__(self, model: tf.Module, select, obs_shape, obs_dtype):

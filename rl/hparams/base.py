@@ -30,6 +30,7 @@ RESUMABLE_FIELDS = frozenset(
         "train_steps",
         "eval_interval",
         "eval_episodes",
+        "eval_epsilon",
         "checkpoint_interval",
         "keep_checkpoints",
         "video_interval",
@@ -120,6 +121,9 @@ class HParams:
     model: str = named("", "models")  # registered model name, e.g. "actor_critic"
     act_select: str = named("", "act_select")  # registered act_select used while training
     eval_act_select: str = named("greedy", "act_select")  # act_select for evaluation and test
+    # Uniform actions in this fraction of evaluation and test steps, for an eval_act_select
+    # that takes an epsilon (Atari DQN: 0.05, so that a greedy policy cannot stall forever).
+    eval_epsilon: float = bounded(0.0, 0, 1)
     grad_comp: str = named("", "grad_comp")  # registered loss, e.g. "ppo_clip"
     env: str = named("CartPole-v1", "envs")  # registered env name or any Gymnasium id
     num_envs: int = bounded(8, 1, 4096)  # environment copies stepped together

@@ -183,6 +183,9 @@ def dqn_atari() -> DQNHParams:
         epsilon_start=1.0,
         epsilon_end=0.01,
         epsilon_decay_steps=250_000,
+        # Evaluated as Mnih et al. (2015) did: uniform actions 5% of the time.
+        eval_act_select="epsilon_greedy",
+        eval_epsilon=0.05,
         train_steps=2_500_000,
         eval_interval=100_000,
         eval_episodes=5,
@@ -262,6 +265,7 @@ def rainbow_atari() -> DQNHParams:
         learning_rate=6.25e-5,
         learning_starts=20_000,
         target_update_interval=2_000,
+        eval_epsilon=0.001,  # Dopamine's Rainbow evaluation
         epsilon_decay_steps=20_000,
     )
 

@@ -47,6 +47,12 @@ def validate_hparams(hp: HParams) -> None:
     agent is built (``check_fits``)."""
     check_ranges(hp)
     hp.check_consistency()
+    if hp.eval_epsilon > 0 and not registry.act_select.get(hp.eval_act_select).uses_epsilon:
+        takers = [n for n in registry.act_select.names() if registry.act_select.get(n).uses_epsilon]
+        raise HParamsError(
+            f"eval_epsilon={hp.eval_epsilon:g} needs an eval_act_select that takes an epsilon "
+            f"({', '.join(takers)}), got {hp.eval_act_select!r}"
+        )
 
 
 def check_fits(hp: HParams, fitting_components: Dict[str, Tuple[str, ...]]) -> None:

@@ -27,3 +27,4 @@ class ActSelect:
     host: Callable  # NumPy: (policy, rng, epsilon) -> actions
     graph: Callable  # TensorFlow: (policy, head, seed, epsilon) -> actions
     acts_on: FrozenSet[str]  # DISTRIBUTION and/or Q_VALUES
+    uses_epsilon: bool = False  # whether the epsilon passed in changes what it does

@@ -137,7 +137,9 @@ def uniform_or_sample_graph(policy, head, seed: tf.Tensor, epsilon: tf.Tensor = 
 # The registered rules (rl/algos/act_select/__init__.py names them).
 sample = ActSelect(sample_host, sample_graph, frozenset({DISTRIBUTION}))
 greedy = ActSelect(greedy_host, greedy_graph, frozenset({DISTRIBUTION, Q_VALUES}))
-epsilon_greedy = ActSelect(epsilon_greedy_host, epsilon_greedy_graph, frozenset({Q_VALUES}))
+epsilon_greedy = ActSelect(
+    epsilon_greedy_host, epsilon_greedy_graph, frozenset({Q_VALUES}), uses_epsilon=True
+)
 uniform_or_sample = ActSelect(
-    uniform_or_sample_host, uniform_or_sample_graph, frozenset({DISTRIBUTION})
+    uniform_or_sample_host, uniform_or_sample_graph, frozenset({DISTRIBUTION}), uses_epsilon=True
 )
