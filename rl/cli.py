@@ -82,7 +82,7 @@ def define_flags() -> None:
         "training",
         True,
         "false: load the latest checkpoint in --output_dir and run "
-        "--test_episodes greedy episodes into test.json; nothing "
+        "--test_episodes evaluation episodes into test.json; nothing "
         "is trained or overwritten.",
     )
     flags.DEFINE_integer("test_episodes", 10, "Episodes of --training=false.", lower_bound=1)
@@ -449,7 +449,7 @@ def run_training(output_dir: str, seed: Optional[int]) -> int:
 
 
 def run_test() -> int:
-    """--training=false: greedy episodes from the latest checkpoint into test.json.
+    """--training=false: evaluation episodes from the latest checkpoint into test.json.
 
     A --copies folder (run_<i> inside, no hparams.json) tests every copy and
     writes test_summary.json beside them.

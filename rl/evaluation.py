@@ -1,4 +1,4 @@
-"""Evaluation: greedy episodes on envs of its own, with its own random stream.
+"""Evaluation: episodes acted with eval_act_select, on envs of its own, with its own random stream.
 
 An ``Evaluator`` is given a way to act (``act(obs, rng) -> actions``), not an
 agent, so the same evaluation serves a learner in this process or weights
@@ -87,7 +87,7 @@ class EvalEnvs:
 
 
 class Evaluator:
-    """Runs greedy evaluation episodes and records videos of some of them."""
+    """Runs evaluation episodes and records videos of some of them."""
 
     def __init__(
         self, env_name: str, seed: int, act: Act, viewer: Optional[video.ScreenViewer] = None

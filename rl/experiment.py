@@ -265,7 +265,7 @@ class Experiment:
     def evaluate(
         self, episodes: Optional[int] = None, record: int = 0, video_name: str = "eval"
     ) -> Dict[str, Any]:
-        """Runs ``episodes`` greedy episodes on separate env copies.
+        """Runs ``episodes`` evaluation episodes (``eval_act_select``) on separate env copies.
 
         Args:
             episodes: how many (default hparams.eval_episodes).

@@ -12,7 +12,6 @@ Artefacts are kept for every checkpoint ever written (they are small), so
 a run's history stays playable after its checkpoints rotate.
 """
 
-import functools
 import io
 import json
 import os
@@ -147,8 +146,7 @@ def load_policy(path: str, explore: bool = False, seed: Optional[int] = None):
         An rl.agents.actor.Actor; ``actor.to_env(actor.act(obs)[0])`` gives env actions.
     """
     from rl import registry, seeding
-    from rl.agents.actor import Actor, PolicySnapshot
-    from rl.algos.schedules import constant_schedule
+    from rl.agents.actor import Actor, PolicySnapshot, evaluation_rule
     from rl.envs import make_env
     from rl.hparams.base import from_dict
     from rl.hparams.resolve import hparams_class
@@ -163,9 +161,11 @@ def load_policy(path: str, explore: bool = False, seed: Optional[int] = None):
         )
     finally:
         env.close()
-    select = registry.act_select.get(hp.act_select if explore else hp.eval_act_select)
+    if explore:
+        select, exploration = registry.act_select.get(hp.act_select), None
+    else:
+        select, exploration = evaluation_rule(hp)
     rng = seeding.stream(hp.seed if seed is None else seed, seeding.API)
-    exploration = None if explore else functools.partial(constant_schedule, hp.eval_epsilon)
     actor = Actor(model, select, rng, exploration=exploration, on_host=hp.host_acting)
     expected = [tuple(v.shape) for v in model.acting_variables()]
     found = [tuple(a.shape) for a in meta["arrays"]]

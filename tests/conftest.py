@@ -3,6 +3,7 @@
 import contextlib
 import fcntl
 import os
+import shutil
 import subprocess
 import sys
 
@@ -30,8 +31,11 @@ def shared_folder(tmp_path_factory, name: str):
     with open(base / f"{name}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         done = folder / ".filled"
-        yield folder, not done.exists()
-        done.parent.mkdir(parents=True, exist_ok=True)
+        fill = not done.exists()
+        if fill:  # what a failed fill left is not resumed from
+            shutil.rmtree(folder, ignore_errors=True)
+            folder.mkdir(parents=True)
+        yield folder, fill
         done.touch()
 
 

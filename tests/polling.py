@@ -3,19 +3,35 @@
 import time
 
 
-def wait_for(condition, what: str, timeout: float = 120.0, process=None, interval: float = 0.02):
+def wait_for(
+    condition, what: str, timeout: float = 120.0, process=None, details=None, interval: float = 0.02
+):
     """Polls ``condition`` until it returns something truthy, and returns that.
 
     Fails, naming ``what``, when ``timeout`` seconds pass first or when ``process`` (a
     ``subprocess.Popen``) ends first: a run that died should fail at once, not at the timeout.
+
+    Args:
+        condition: a function of no arguments.
+        what: the state waited for, as the failure names it ("no {what} after 120 s").
+        timeout: seconds.
+        process: a process whose end means the state will not come.
+        details: a function of no arguments giving text for the failure (a run's stderr).
+        interval: seconds between polls.
     """
     deadline = time.monotonic() + timeout
     while True:
+        # Whether the process had ended is read before the condition: a state reached
+        # just before it exits is still found.
+        ended = process is not None and process.poll() is not None
         value = condition()
         if value:
             return value
-        if process is not None and process.poll() is not None:
-            raise AssertionError(f"the process ended (exit {process.returncode}) before {what}")
+        more = f": {details()}" if details is not None else ""
+        if ended:
+            raise AssertionError(
+                f"the process ended (exit {process.returncode}) before {what}{more}"
+            )
         if time.monotonic() >= deadline:
-            raise AssertionError(f"no {what} after {timeout:g} s")
+            raise AssertionError(f"no {what} after {timeout:g} s{more}")
         time.sleep(interval)

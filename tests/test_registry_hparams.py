@@ -236,8 +236,9 @@ def test_plain_literals_of_the_declared_type_are_read(text, field, value):
         (
             "dqn_tiny",
             "eval_epsilon=0.05",
-            "eval_epsilon=0.05 needs an eval_act_select that takes an epsilon "
-            "(epsilon_greedy, uniform_or_sample), got 'greedy'",
+            "hparam 'eval_epsilon' must be 0 with eval_act_select 'greedy', which takes no "
+            "epsilon, got 0.05: set eval_act_select to one that does (epsilon_greedy, "
+            "uniform_or_sample)",
         ),
         ("ppo_tiny", "model=nope", "unknown model 'nope'"),
         ("ppo_tiny", "env=NoSuchEnv-v0", "unknown env 'NoSuchEnv-v0'"),

@@ -378,13 +378,20 @@ def test_a_search_killed_mid_trial_resumes_with_a_new_trial_and_no_reused_folder
     command = search_command(output_dir, lr_space, 1, train_steps=12000)
     search = subprocess.Popen(command, cwd=ROOT, stderr=subprocess.DEVNULL)
     first_eval = os.path.join(output_dir, "trial_0", "eval.jsonl")
-    wait_for(lambda: os.path.exists(first_eval) and os.path.getsize(first_eval) > 0, "trial 0")
+    wait_for(
+        lambda: os.path.exists(first_eval) and os.path.getsize(first_eval) > 0,
+        "evaluation line of trial 0",
+        process=search,
+    )
     search.kill()
     search.wait()
     killed = optuna.load_study(study_name="rl_search", storage=f"sqlite:///{output_dir}/study.db")
     assert [t.state.name for t in killed.trials] == ["RUNNING"]  # killed mid-trial
     # Its train.py got SIGTERM when the search died: it saves a checkpoint and exits.
-    wait_for(lambda: not training_processes(os.path.join(output_dir, "trial_0")), "train.py")
+    wait_for(
+        lambda: not training_processes(os.path.join(output_dir, "trial_0")),
+        "exit of trial 0's train.py",
+    )
 
     proc = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=600)
 
@@ -431,7 +438,11 @@ def test_sigterm_stops_the_trials_and_the_same_command_finishes_them(tmp_path, l
         command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
     first_eval = os.path.join(output_dir, "trial_0", "eval.jsonl")
-    wait_for(lambda: os.path.exists(first_eval) and os.path.getsize(first_eval) > 0, "trial 0")
+    wait_for(
+        lambda: os.path.exists(first_eval) and os.path.getsize(first_eval) > 0,
+        "evaluation line of trial 0",
+        process=search,
+    )
     search.send_signal(signal.SIGTERM)
     _, stderr = search.communicate(timeout=600)
     assert search.returncode == 128 + signal.SIGTERM, stderr

@@ -217,7 +217,9 @@ def test_ctrl_c_saves_a_checkpoint_and_exits_130(tmp_path):
         step = progress()
         return step if step >= 64 else None
 
-    seen = wait_for(past_step_64, "progress line past step 64", process=proc)
+    seen = wait_for(
+        past_step_64, "progress line past step 64", process=proc, details=lambda: "".join(stderr)
+    )
     proc.send_signal(signal.SIGINT)
     proc.stdout.read()
     code = proc.wait(timeout=60)

@@ -15,6 +15,7 @@ compiled call on the actor's own copy of the network.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import Callable, Dict, Optional, Sequence, Tuple
 
 import numpy as np
@@ -26,6 +27,23 @@ from rl.envs import true_next_obs
 
 # What an actor can record beside each action, for its learner.
 ACTOR_EXTRAS = ("log_prob",)
+
+
+def evaluation_rule(hp) -> Tuple[ActSelect, Callable[[int], float]]:
+    """How evaluation and test episodes act: ``hp.eval_act_select`` at epsilon ``hp.eval_epsilon``.
+
+    Args:
+        hp: resolved hparams (rl/hparams).
+
+    Returns:
+        (the act_select, epsilon as a picklable function of the env step).
+    """
+    from rl import registry
+    from rl.algos.schedules import constant_schedule
+
+    return registry.act_select.get(hp.eval_act_select), functools.partial(
+        constant_schedule, hp.eval_epsilon
+    )
 
 
 @dataclasses.dataclass(frozen=True)

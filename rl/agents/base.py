@@ -14,7 +14,6 @@ learner's published weights. The plain-Python loop around them lives in
         actor.load(learner.publish())
 """
 
-import functools
 import json
 from typing import Dict
 
@@ -28,10 +27,10 @@ from rl.agents.actor import (  # noqa: F401  (act_and_observe re-exported)
     PolicySnapshot,
     RandomStream,
     act_and_observe,
+    evaluation_rule,
 )
 from rl.agents.learner import Learner, NonFiniteError  # noqa: F401  (re-exported)
 from rl.algos.noise import action_noise_for
-from rl.algos.schedules import constant_schedule
 from rl.hparams.base import HParams
 
 
@@ -70,7 +69,11 @@ class Agent:
                 extras, with its exploration schedule; False: the evaluation one.
         """
         hp = self.hp
-        select = registry.act_select.get(hp.act_select if explore else hp.eval_act_select)
+        if explore:
+            select = registry.act_select.get(hp.act_select)
+            exploration = self.learner_class.exploration_schedule(hp)
+        else:
+            select, exploration = evaluation_rule(hp)
         # On the host an actor reads only the network's structure; in TF it
         # needs variables of its own to load snapshots into.
         model = self.model if hp.host_acting else self.learner.build_model()
@@ -79,11 +82,7 @@ class Agent:
             select,
             rng,
             extras=self.learner.actor_extras if explore else (),
-            exploration=(
-                self.learner_class.exploration_schedule(hp)
-                if explore
-                else functools.partial(constant_schedule, hp.eval_epsilon)
-            ),
+            exploration=exploration,
             on_host=hp.host_acting,
             action_noise=action_noise_for(hp) if explore else None,
         )
@@ -121,7 +120,9 @@ class Agent:
 
         Args:
             obs: one observation shaped like the env's, or a batch [N, ...].
-            explore: act with the training act_select instead of the evaluation one.
+            explore: act with the training act_select instead of the evaluation one
+                (``eval_act_select`` at ``eval_epsilon``, as evaluation acts; an exported
+                SavedModel acts at epsilon 0).
 
         Returns:
             One action for a single observation, else a batch of them.

@@ -4,8 +4,8 @@ A learner takes what actors observed (``observe``), learns in one compiled
 call per update (``update``), and publishes versioned policy weights
 (``publish``) that any actor can load. Each update's compiled call also
 returns the new acting weights, so publishing costs no extra call into
-TensorFlow. What is shared by every learner lives here; ``ppo.py`` and
-``dqn.py`` add their memory and update step.
+TensorFlow. What is shared by every learner lives here; ``rollouts.py`` (PPO,
+A2C, VPG, IMPALA) and ``off_policy.py`` (DQN, SAC, TD3, DDPG) add their memory.
 """
 
 import functools

@@ -3,16 +3,19 @@
 The actors record each action's behaviour log-prob beside the transition, and the
 rollout keeps ``next_obs`` so that a truncated episode bootstraps from the value of
 the observation it was cut at. Once ``rollout_steps`` steps of every env copy are in,
-the whole rollout goes to the subclass's ``_update_step`` as one compiled call. PPO,
-A2C and VPG (``ppo.py``, ``a2c.py``) and IMPALA (``impala.py``) add that step.
+the whole rollout goes to the subclass's ``_update_step`` as one compiled call. PPO
+(``ppo.py``, whose step A2C and VPG in ``a2c.py`` reuse) and IMPALA (``impala.py``) add
+that step.
 """
 
 from typing import Dict, Optional
 
+import gymnasium as gym
 import numpy as np
 
 from rl._tf import tf
 from rl.agents.learner import Learner
+from rl.hparams.base import HParams
 from rl.memory.rollout import RolloutBuffer
 from rl.memory.spec import FieldSpec, transition_specs
 
@@ -22,7 +25,14 @@ class RolloutLearner(Learner):
 
     actor_extras = ("log_prob",)
 
-    def __init__(self, hp, observation_space, action_space):
+    def __init__(self, hp: HParams, observation_space: gym.Space, action_space: gym.Space):
+        """Builds the learner (``Learner.__init__``), then its rollout and compiled update.
+
+        Args:
+            hp: the agent's hparams, with ``num_envs`` and ``rollout_steps``.
+            observation_space: the env's observation space (rl.envs wrappers applied).
+            action_space: the env's action space.
+        """
         super().__init__(hp, observation_space, action_space)
         specs = transition_specs(
             observation_space, action_space, extras={"log_prob": (np.float32, ())}

@@ -30,7 +30,6 @@ RESUMABLE_FIELDS = frozenset(
         "train_steps",
         "eval_interval",
         "eval_episodes",
-        "eval_epsilon",
         "checkpoint_interval",
         "keep_checkpoints",
         "video_interval",
@@ -140,7 +139,7 @@ class HParams:
     host_acting: bool = True  # act in NumPy on the host (MLP torsos); false: in TensorFlow
     train_steps: int = bounded(100_000, 1, MAX_STEPS)  # environment steps of the whole run
     eval_interval: int = bounded(10_000, 1, MAX_STEPS)  # environment steps between evaluations
-    eval_episodes: int = bounded(10, 0, 100_000)  # greedy episodes per evaluation
+    eval_episodes: int = bounded(10, 0, 100_000)  # episodes per evaluation (eval_act_select)
     checkpoint_interval: int = bounded(10_000, 1, MAX_STEPS)  # env steps between checkpoints
     keep_checkpoints: int = bounded(3, 1, 1000)  # how many checkpoints stay on disk
     video_interval: int = bounded(0, 0, MAX_STEPS)  # steps between recorded eval episodes; 0: never

@@ -50,8 +50,9 @@ def validate_hparams(hp: HParams) -> None:
     if hp.eval_epsilon > 0 and not registry.act_select.get(hp.eval_act_select).uses_epsilon:
         takers = [n for n in registry.act_select.names() if registry.act_select.get(n).uses_epsilon]
         raise HParamsError(
-            f"eval_epsilon={hp.eval_epsilon:g} needs an eval_act_select that takes an epsilon "
-            f"({', '.join(takers)}), got {hp.eval_act_select!r}"
+            f"hparam 'eval_epsilon' must be 0 with eval_act_select {hp.eval_act_select!r}, which "
+            f"takes no epsilon, got {hp.eval_epsilon:g}: set eval_act_select to one that does "
+            f"({', '.join(takers)})"
         )
 
 
