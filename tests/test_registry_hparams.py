@@ -445,6 +445,18 @@ def test_env_keyword_arguments_after_a_question_mark_reach_the_constructor():
             check_env_name(name)
 
 
+def test_flaky_cartpole_takes_a_failure_rate_in_0_to_1():
+    from rl.envs import make_env
+    from rl.envs.stand_ins import SimulatorCrash
+
+    env = make_env("flaky_cartpole?failure_rate=1")
+    env.reset(seed=0)
+    with pytest.raises(SimulatorCrash):
+        env.step(0)
+    with pytest.raises(HParamsError, match=r"refused \{'failure_rate': 2\}: failure_rate must be"):
+        make_env("flaky_cartpole?failure_rate=2")
+
+
 def test_env_keyword_arguments_reach_a_plugins_class_entry_point():
     import gymnasium as gym
 
