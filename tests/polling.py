@@ -27,11 +27,11 @@ def wait_for(
         value = condition()
         if value:
             return value
-        more = f": {details()}" if details is not None else ""
         if ended:
-            raise AssertionError(
-                f"the process ended (exit {process.returncode}) before {what}{more}"
-            )
-        if time.monotonic() >= deadline:
-            raise AssertionError(f"no {what} after {timeout:g} s{more}")
-        time.sleep(interval)
+            failure = f"the process ended (exit {process.returncode}) before {what}"
+        elif time.monotonic() >= deadline:
+            failure = f"no {what} after {timeout:g} s"
+        else:
+            time.sleep(interval)
+            continue
+        raise AssertionError(failure + (f": {details()}" if details is not None else ""))

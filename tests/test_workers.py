@@ -68,6 +68,12 @@ def worker_pids(learner_pid):
     return pids
 
 
+def both_workers(proc):
+    """The pids of ``proc``'s two actor processes once both run, else None."""
+    pids = worker_pids(proc.pid)
+    return pids if len(pids) == 2 else None
+
+
 def alive(pid):
     try:
         with open(f"/proc/{pid}/stat") as f:
@@ -208,11 +214,7 @@ def test_a_killed_worker_is_restarted_and_training_goes_on(tmp_path):
     out = str(tmp_path / "run")
     proc = start(*LONG_RUN, "--output_dir", out, "--train_steps", "8000")
     try:
-        pids = wait_for(
-            lambda: len(worker_pids(proc.pid)) == 2 and worker_pids(proc.pid),
-            "two workers",
-            process=proc,
-        )
+        pids = wait_for(lambda: both_workers(proc), "two workers", process=proc)
         os.kill(pids[0], signal.SIGKILL)
         stdout, stderr = proc.communicate(timeout=300)
     finally:
@@ -265,11 +267,7 @@ def test_ctrl_c_saves_one_checkpoint_and_stops_every_worker(tmp_path):
     out = str(tmp_path / "run")
     proc = start(*LONG_RUN, "--output_dir", out)
     try:
-        pids = wait_for(
-            lambda: len(worker_pids(proc.pid)) == 2 and worker_pids(proc.pid),
-            "two workers",
-            process=proc,
-        )
+        pids = wait_for(lambda: both_workers(proc), "two workers", process=proc)
         # The workers start inside train(), after its signal handlers are in place.
         proc.send_signal(signal.SIGINT)
         stdout, stderr = proc.communicate(timeout=120)
@@ -285,11 +283,7 @@ def test_ctrl_c_saves_one_checkpoint_and_stops_every_worker(tmp_path):
 def test_kill_9_of_the_learner_leaves_no_actor_process(tmp_path):
     proc = start(*LONG_RUN, "--output_dir", str(tmp_path / "run"))
     try:
-        pids = wait_for(
-            lambda: len(worker_pids(proc.pid)) == 2 and worker_pids(proc.pid),
-            "two workers",
-            process=proc,
-        )
+        pids = wait_for(lambda: both_workers(proc), "two workers", process=proc)
         proc.kill()
         proc.wait(timeout=30)
     finally:
