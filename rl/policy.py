@@ -12,6 +12,7 @@ Artefacts are kept for every checkpoint ever written (they are small), so
 a run's history stays playable after its checkpoints rotate.
 """
 
+import functools
 import io
 import json
 import os
@@ -139,7 +140,10 @@ def load_policy(path: str, explore: bool = False, seed: Optional[int] = None):
 
     Args:
         path: a ``policies/ckpt-<step>`` folder.
-        explore: act with the training act_select instead of the evaluation one.
+        explore: act as the run's training actors did at the artefact's step: the
+            training act_select, the exploration schedule's epsilon at that step
+            (held there, whatever step ``act`` is given) and the run's action noise
+            process; False: as evaluation does.
         seed: its random stream's seed (default: the run's seed).
 
     Returns:
@@ -147,6 +151,8 @@ def load_policy(path: str, explore: bool = False, seed: Optional[int] = None):
     """
     from rl import registry, seeding
     from rl.agents.actor import Actor, PolicySnapshot, evaluation_rule
+    from rl.algos.noise import action_noise_for
+    from rl.algos.schedules import constant_schedule
     from rl.envs import make_env
     from rl.hparams.base import from_dict
     from rl.hparams.resolve import hparams_class
@@ -161,12 +167,25 @@ def load_policy(path: str, explore: bool = False, seed: Optional[int] = None):
         )
     finally:
         env.close()
+    noise = None
     if explore:
-        select, exploration = registry.act_select.get(hp.act_select), None
+        select = registry.act_select.get(hp.act_select)
+        # Held at the artefact's step: a caller's own step count (from 0) would
+        # restart a decaying epsilon at its first value.
+        epsilon = registry.agents.get(hp.agent).exploration_schedule(hp)(int(meta["step"]))
+        exploration = functools.partial(constant_schedule, epsilon)
+        noise = action_noise_for(hp)
     else:
         select, exploration = evaluation_rule(hp)
     rng = seeding.stream(hp.seed if seed is None else seed, seeding.API)
-    actor = Actor(model, select, rng, exploration=exploration, on_host=hp.host_acting)
+    actor = Actor(
+        model,
+        select,
+        rng,
+        exploration=exploration,
+        on_host=hp.host_acting,
+        action_noise=noise,
+    )
     expected = [tuple(v.shape) for v in model.acting_variables()]
     found = [tuple(a.shape) for a in meta["arrays"]]
     if expected != found:

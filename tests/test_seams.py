@@ -166,6 +166,38 @@ def test_every_checkpoint_writes_a_policy_artefact_that_loads_alone(tmp_path):
         load_policy(str(path))
 
 
+def test_an_exploring_artefact_acts_at_its_own_steps_epsilon(tmp_path):
+    out = tmp_path / "run"
+    # epsilon 1 -> 0 over 512 steps: 0.75 at the step-128 artefact, 0.5 at step 256.
+    overrides = "epsilon_start=1.0,epsilon_end=0.0,epsilon_decay_steps=512"
+    exp = Experiment("dqn_tiny", str(out), overrides=overrides, verbose=False)
+    exp.train()
+    exp.close()
+    early = load_policy(str(out / "policies" / "ckpt-128"), explore=True)
+    late = load_policy(str(out / "policies" / "ckpt-256"), explore=True)
+    evaluating = load_policy(str(out / "policies" / "ckpt-256"))
+    # Held at the artefact's step, whatever step act() is given.
+    assert [early.exploration(s) for s in (0, 10**6)] == [0.75, 0.75]
+    assert late.exploration(0) == 0.5 and evaluating.exploration(0) == 0.0
+    obs = np.random.default_rng(3).normal(size=(4000, 4)).astype(np.float32)
+    greedy = evaluating.act(obs)[0]
+    # A uniform action differs from the greedy one half the time on CartPole's 2.
+    changed = np.mean(late.act(obs)[0] != greedy)
+    assert 0.22 < changed < 0.28
+
+
+def test_an_exploring_ddpg_artefact_adds_its_runs_noise_process(tmp_path):
+    out = tmp_path / "run"
+    exp = Experiment(
+        "ddpg_tiny", str(out), overrides="noise_process=ornstein_uhlenbeck", verbose=False
+    )
+    exp.train()
+    exp.close()
+    path = str(out / "policies" / f"ckpt-{policy_steps(str(out))[-1]}")
+    assert load_policy(path, explore=True).action_noise is not None
+    assert load_policy(path).action_noise is None
+
+
 def test_artefacts_of_redone_training_move_aside(tmp_path, capsys):
     out = tmp_path / "run"
     exp = Experiment("ppo_tiny", str(out), overrides="checkpoint_interval=64", verbose=False)
