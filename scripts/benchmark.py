@@ -12,10 +12,12 @@ table gives wall time, env steps per second in the training loop, the final
 evaluation return and the first step at which evaluation reached the target.
 
 With --peer (needs `pip install -e ".[bench]"`), each set is paired with
-Stable-Baselines3 on the RL Zoo's settings: ppo_cartpole with its PPO,
-dqn_cartpole with its DQN, sac_pendulum with its SAC (`--hparams sac_pendulum --peer`). Runs alternate rl, peer, rl, peer, ... (run i of
+Stable-Baselines3 on the RL Zoo's settings for the same env: ppo_cartpole with its PPO,
+dqn_cartpole with its DQN, sac_pendulum with its SAC (`--hparams sac_pendulum --peer`),
+and, to check RL-Zoo's published values on this machine, dqn_mountain_car,
+a2c_lunar_lander and a2c_mountain_car. Runs alternate rl, peer, rl, peer, ... (run i of
 each side uses seed i); a peer run is a fresh `python scripts/benchmark.py
---_peer_run ALGO SEED STEPS` process, timed from outside exactly like
+--_peer_run SET SEED STEPS` process, timed from outside exactly like
 train.py, that learns as many env steps as the rl run before it and then
 plays 20 greedy episodes. A short process first measures per-call costs of
 this machine (a compiled TensorFlow call, a NumPy MLP forward, a CartPole
@@ -26,6 +28,7 @@ the final evaluations.
 """
 
 import argparse
+import dataclasses
 import importlib.util
 import itertools
 import json
@@ -42,8 +45,6 @@ TRAIN = os.path.join(ROOT, "train.py")
 sys.path.insert(0, ROOT)  # this checkout's rl, not whichever one pip installed
 
 PROG = "benchmark.py"
-# The peer of each hparams set: Stable-Baselines3's algorithm of the same name.
-PEERS: Dict[str, str] = {"ppo_cartpole": "ppo", "dqn_cartpole": "dqn", "sac_pendulum": "sac"}
 PEER_MODULES = ("torch", "stable_baselines3")
 PEER_EVAL_EPISODES = 20
 COST_CALLS = 2000
@@ -125,7 +126,7 @@ def first_step_reaching(evals: List[dict], target: float) -> Optional[int]:
     return None
 
 
-# --- the peer: Stable-Baselines3 with the RL Zoo's CartPole settings ----------
+# --- the peer: Stable-Baselines3 with the RL Zoo's settings -------------------------
 def linear_schedule(start: float) -> Callable[[float], float]:
     """SB3 schedule falling linearly from `start` to 0 over training.
 
@@ -205,16 +206,99 @@ def build_sb3_sac(seed: int):
     )
 
 
-PEER_BUILDERS = {"ppo": build_sb3_ppo, "dqn": build_sb3_dqn, "sac": build_sb3_sac}
-# The env each peer learns and is evaluated on (the same as its rl set's).
-PEER_ENVS = {"ppo": "CartPole-v1", "dqn": "CartPole-v1", "sac": "Pendulum-v1"}
+def build_sb3_dqn_mountain_car(seed: int):
+    """SB3 DQN on MountainCar-v0 with the RL Zoo's dqn.yml settings.
+
+    Args:
+      seed: seed of the model and the env.
+    """
+    import gymnasium as gym
+    from stable_baselines3 import DQN
+
+    return DQN(
+        "MlpPolicy",
+        gym.make("MountainCar-v0"),
+        learning_rate=4e-3,
+        batch_size=128,
+        buffer_size=10_000,
+        learning_starts=1000,
+        gamma=0.98,
+        target_update_interval=600,
+        train_freq=16,
+        gradient_steps=8,
+        exploration_fraction=0.2,
+        exploration_final_eps=0.07,
+        policy_kwargs={"net_arch": [256, 256]},
+        seed=seed,
+        device="cpu",
+        verbose=0,
+    )
 
 
-def peer_run(algo: str, seed: int, steps: int) -> Dict[str, object]:
+def build_sb3_a2c_lunar_lander(seed: int):
+    """SB3 A2C on 8 LunarLander-v3 copies with the RL Zoo's a2c.yml settings.
+
+    Args:
+      seed: seed of the model and the env copies.
+    """
+    from stable_baselines3 import A2C
+    from stable_baselines3.common.env_util import make_vec_env
+
+    return A2C(
+        "MlpPolicy",
+        make_vec_env("LunarLander-v3", n_envs=8, seed=seed),
+        gamma=0.995,
+        n_steps=5,
+        learning_rate=linear_schedule(8.3e-4),
+        ent_coef=1e-5,
+        seed=seed,
+        device="cpu",
+        verbose=0,
+    )
+
+
+def build_sb3_a2c_mountain_car(seed: int):
+    """SB3 A2C on 16 MountainCar-v0 copies with the RL Zoo's a2c.yml settings: SB3's
+    defaults, observations and rewards normalised (VecNormalize).
+
+    Args:
+      seed: seed of the model and the env copies.
+    """
+    from stable_baselines3 import A2C
+    from stable_baselines3.common.env_util import make_vec_env
+    from stable_baselines3.common.vec_env import VecNormalize
+
+    envs = VecNormalize(make_vec_env("MountainCar-v0", n_envs=16, seed=seed))
+    return A2C("MlpPolicy", envs, ent_coef=0.0, seed=seed, device="cpu", verbose=0)
+
+
+@dataclasses.dataclass(frozen=True)
+class Peer:
+    """The Stable-Baselines3 run paired with an rl set: its algorithm, env and builder
+    (a function of the seed returning the untrained model)."""
+
+    algo: str
+    env: str
+    build: Callable[[int], object]
+
+
+# The peer of each hparams set: SB3's algorithm of the same name with RL-Zoo's settings,
+# on the set's env.
+PEERS: Dict[str, Peer] = {
+    "ppo_cartpole": Peer("ppo", "CartPole-v1", build_sb3_ppo),
+    "dqn_cartpole": Peer("dqn", "CartPole-v1", build_sb3_dqn),
+    "sac_pendulum": Peer("sac", "Pendulum-v1", build_sb3_sac),
+    "dqn_mountain_car": Peer("dqn", "MountainCar-v0", build_sb3_dqn_mountain_car),
+    "a2c_lunar_lander": Peer("a2c", "LunarLander-v3", build_sb3_a2c_lunar_lander),
+    "a2c_mountain_car": Peer("a2c", "MountainCar-v0", build_sb3_a2c_mountain_car),
+}
+
+
+def peer_run(hparams: str, seed: int, steps: int) -> Dict[str, object]:
     """Builds, trains and evaluates one peer model in this process.
 
     Args:
-      algo: a key of PEER_BUILDERS ("ppo", "dqn", "sac").
+      hparams: the rl set whose peer (a key of PEERS) runs.
       seed: seed of the model, its envs and the evaluation env.
       steps: env steps to learn.
     """
@@ -227,14 +311,20 @@ def peer_run(algo: str, seed: int, steps: int) -> Dict[str, object]:
     import torch
     from stable_baselines3.common.evaluation import evaluate_policy
     from stable_baselines3.common.monitor import Monitor
+    from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
 
     torch.set_num_threads(1)
-    model = PEER_BUILDERS[algo](seed)
+    peer = PEERS[hparams]
+    model = peer.build(seed)
     start = time.perf_counter()
     model.learn(steps)
     learn_s = time.perf_counter() - start
-    eval_env = Monitor(gym.make(PEER_ENVS[algo]))
-    eval_env.reset(seed=seed + 12345)
+    eval_env = DummyVecEnv([lambda: Monitor(gym.make(peer.env))])
+    trained_statistics = model.get_vec_normalize_env()
+    if trained_statistics is not None:  # the training envs' observation statistics, frozen
+        eval_env = VecNormalize(eval_env, training=False, norm_reward=False)
+        eval_env.obs_rms = trained_statistics.obs_rms
+    eval_env.seed(seed + 12345)
     returns, _ = evaluate_policy(
         model,
         eval_env,
@@ -245,15 +335,15 @@ def peer_run(algo: str, seed: int, steps: int) -> Dict[str, object]:
     return {"steps": int(model.num_timesteps), "learn_s": learn_s, "returns": list(returns)}
 
 
-def peer_once(algo: str, seed: int, steps: int) -> Dict[str, object]:
+def peer_once(hparams: str, seed: int, steps: int) -> Dict[str, object]:
     """Runs one peer process, timed like train.py, and returns the row's numbers.
 
     Args:
-      algo: a key of PEER_BUILDERS ("ppo", "dqn", "sac").
+      hparams: the rl set whose peer (a key of PEERS) runs.
       seed: run seed.
       steps: env steps to learn.
     """
-    command = [sys.executable, os.path.abspath(__file__), "--_peer_run", algo, str(seed)]
+    command = [sys.executable, os.path.abspath(__file__), "--_peer_run", hparams, str(seed)]
     wall, stdout = timed_run(command + [str(steps)])
     result = last_json_line(stdout)
     return {
@@ -400,11 +490,11 @@ def summarise_pair(
 
 
 RUN_HEADER = (
-    f"{'pair':<24} {'run':>3} {'side':<4} {'seed':>4} {'steps':>7} {'wall s':>7} "
+    f"{'pair':<32} {'run':>3} {'side':<4} {'seed':>4} {'steps':>7} {'wall s':>7} "
     f"{'steps/s':>8} {'final eval':>10} {'episodes':>8}"
 )
 SUMMARY_HEADER = (
-    f"{'pair':<24} {'runs':>4} {'rl s':>6} {'peer s':>6} {'rl/peer':>7} "
+    f"{'pair':<32} {'runs':>4} {'rl s':>6} {'peer s':>6} {'rl/peer':>7} "
     f"{'rl eval min/med':>15} {'peer eval min/med':>17}"
 )
 
@@ -416,7 +506,7 @@ def format_run(row: Dict[str, object]) -> str:
       row: a run_once or peer_once row with pair, run and side added.
     """
     return (
-        f"{row['pair']:<24} {row['run']:>3} {row['side']:<4} {row['seed']:>4} "
+        f"{row['pair']:<32} {row['run']:>3} {row['side']:<4} {row['seed']:>4} "
         f"{row['steps']:>7} {row['wall_s']:>7.1f} {row['steps_per_s']:>8.0f} "
         f"{row['final_return']:>10.1f} {len(row['eval_returns']):>8}"
     )
@@ -431,7 +521,7 @@ def format_summary(summary: Dict[str, object]) -> str:
     rl_eval = f"{summary['rl_eval_min']:.1f}/{summary['rl_eval_median']:.1f}"
     peer_eval = f"{summary['peer_eval_min']:.1f}/{summary['peer_eval_median']:.1f}"
     return (
-        f"{summary['pair']:<24} {summary['runs']:>4} {summary['rl_wall_s']:>6.1f} "
+        f"{summary['pair']:<32} {summary['runs']:>4} {summary['rl_wall_s']:>6.1f} "
         f"{summary['peer_wall_s']:>6.1f} {summary['ratio']:>7.2f} "
         f"{rl_eval:>15} {peer_eval:>17}"
     )
@@ -481,12 +571,12 @@ def run_peer_table(
     print("-" * len(RUN_HEADER), flush=True)
     rows, summaries = [], []
     for name in hparams:
-        algo, pair_rows = PEERS[name], {"rl": [], "peer": []}
+        algo, pair_rows = PEERS[name].algo, {"rl": [], "peer": []}
         for run in range(pairs):
             rl_row = run_once(name, run, train_steps, os.path.join(tmp, f"{name}-{run}"), extra)
             del rl_row["evals"], rl_row["hparams"]
             # The peer learns as many env steps as the rl run took.
-            peer_row = peer_once(algo, run, int(rl_row["steps"]))
+            peer_row = peer_once(name, run, int(rl_row["steps"]))
             for side, row in (("rl", rl_row), ("peer", peer_row)):
                 row.update(pair=pair_name(name, algo), run=run + 1, side=side)
                 pair_rows[side].append(row)
@@ -898,12 +988,12 @@ def main(argv: Optional[List[str]] = None) -> int:
     )
     parser.add_argument("--calls", type=int, default=3000, help="with --remote: steps per row")
     # The processes this script starts for the peer and the per-call costs.
-    parser.add_argument("--_peer_run", nargs=3, metavar="ALGO_SEED_STEPS", help=argparse.SUPPRESS)
+    parser.add_argument("--_peer_run", nargs=3, metavar="SET_SEED_STEPS", help=argparse.SUPPRESS)
     parser.add_argument("--_costs", action="store_true", help=argparse.SUPPRESS)
     args, extra = parser.parse_known_args(argv)
     if args._peer_run:
-        algo, seed, steps = args._peer_run
-        print(json.dumps(peer_run(algo, int(seed), int(steps))))
+        name, seed, steps = args._peer_run
+        print(json.dumps(peer_run(name, int(seed), int(steps))))
         return 0
     if args._costs:
         print(json.dumps(machine_costs(COST_CALLS)))

@@ -101,15 +101,28 @@ def test_peer_without_the_bench_extra_is_one_line_and_exit_2(tmp_path):
 
 
 @needs_bench
-@pytest.mark.parametrize("algo", ["ppo", "dqn"])
-def test_a_peer_run_learns_the_steps_and_plays_20_greedy_episodes(algo):
-    proc = run_script("--_peer_run", algo, "0", "512")
+@pytest.mark.parametrize("hparams", ["ppo_cartpole", "dqn_cartpole"])
+def test_a_peer_run_learns_the_steps_and_plays_20_greedy_episodes(hparams):
+    proc = run_script("--_peer_run", hparams, "0", "512")
     assert proc.returncode == 0, proc.stderr
     result = json.loads(proc.stdout.strip().splitlines()[-1])
     assert result["steps"] == 512  # both collect in blocks of 256 env steps
     assert len(result["returns"]) == 20
     # CartPole pays 1 per step and no episode ends before 8 steps.
     assert all(r >= 8 for r in result["returns"])
+
+
+@needs_bench
+def test_a_peer_on_normalised_envs_is_evaluated_with_raw_returns():
+    # a2c_mountain_car's peer trains on VecNormalize'd envs (scaled rewards); its
+    # evaluation reports raw returns: -1 a step for at most 200 steps, whole numbers
+    # (normalised rewards would be fractions near 0).
+    proc = run_script("--_peer_run", "a2c_mountain_car", "0", "512")
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert result["steps"] == 560  # 16 envs x 5 steps a rollout: 512 rounds up to 7 of them
+    assert len(result["returns"]) == 20
+    assert all(r == int(r) and -200 <= r <= -1 for r in result["returns"])
 
 
 @needs_bench
