@@ -12,9 +12,10 @@ from rl import catalog, registry  # noqa: F401
 from rl.agents.actor import Actor, PolicySnapshot
 from rl.agents.base import Agent, act_and_observe
 from rl.agents.dqn import DQNLearner
-from rl.agents.learner import run_gradient_steps
+from rl.agents.learner import build_optimizer, run_gradient_steps
 from rl.envs import make_vec_env
 from rl.experiment import Experiment
+from rl.hparams.a2c import a2c_base
 from rl.policy import PolicyArtefactError, load_policy, policy_steps, read_artefact
 
 
@@ -112,6 +113,20 @@ def test_run_gradient_steps_runs_each_step_once_and_averages():
 
     assert float(run(tf.constant(5))["index"]) == pytest.approx(2.0)  # (0+1+2+3+4)/5
     assert int(counter.numpy()) == 5
+
+
+@pytest.mark.parametrize("gradient", [1e-7, 1e-5, 1e-3, 1e-1, 10.0])
+def test_rmsprop_steps_as_pytorchs_with_epsilon_added_to_the_root(gradient):
+    # Stable-Baselines3's A2C: PyTorch's RMSprop, decay 0.99, epsilon 1e-5 added to the
+    # root. Its first step from v = 0 is lr g / (sqrt(0.01 g^2) + 1e-5).
+    learning_rate = 1e-3
+    torch_step = learning_rate * gradient / (0.1 * gradient + 1e-5)
+    weight = tf.Variable([0.0])
+    optimizer = build_optimizer(a2c_base(), learning_rate)  # RMSprop, rmsprop_epsilon's default
+    optimizer.apply_gradients([(tf.constant([gradient]), weight)])
+    step = -float(weight.numpy()[0])
+    # sqrt(a^2 + b^2) <= a + b <= sqrt(2) sqrt(a^2 + b^2): never smaller, at most sqrt(2) larger.
+    assert torch_step * (1 - 1e-5) <= step <= torch_step * 2**0.5 * (1 + 1e-5)
 
 
 def test_gaussian_ppo_acts_stores_and_learns_float_actions_in_the_box():

@@ -50,7 +50,7 @@ class VPGLearner(A2CLearner):
         super().__init__(hp, observation_space, action_space)
         self.value_variables = self.model.value_net.trainable_variables
         # Its own optimizer: the policy's Adam moments must not see the value steps.
-        self.value_optimizer = build_optimizer(hp.optimizer, hp.value_learning_rate)
+        self.value_optimizer = build_optimizer(hp, hp.value_learning_rate)
         self.value_optimizer.build(self.value_variables)
 
     def _after_gradient_steps(self, data: Dict[str, tf.Tensor]) -> Dict[str, tf.Tensor]:

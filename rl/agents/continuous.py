@@ -32,9 +32,9 @@ class ActorCriticQLearner(ReplayLearner):
         self.target_model = self.build_model()
         soft_update(self.target_model.variables, self.model.variables, 1.0)
         # The base optimizer steps the critics; the policy has its own.
-        self.optimizer = build_optimizer(hp.optimizer, hp.learning_rate)
+        self.optimizer = build_optimizer(hp, hp.learning_rate)
         self.optimizer.build(self.model.critic_variables())
-        self.actor_optimizer = build_optimizer(hp.optimizer, hp.learning_rate)
+        self.actor_optimizer = build_optimizer(hp, hp.learning_rate)
         self.actor_optimizer.build(self.model.policy_variables())
         self._compiled_update = self.compile_update(self._update_step)
 
@@ -163,7 +163,7 @@ class SACLearner(ActorCriticQLearner):
         size = int(np.prod(action_space.shape))
         self.target_entropy = float(-size if hp.target_entropy is None else hp.target_entropy)
         super().__init__(hp, observation_space, action_space)
-        self.alpha_optimizer = build_optimizer(hp.optimizer, hp.learning_rate)
+        self.alpha_optimizer = build_optimizer(hp, hp.learning_rate)
         self.alpha_optimizer.build([self.log_alpha])
 
     def optimizers(self) -> List:

@@ -62,7 +62,7 @@ class Learner(tf.Module):
         )
         # The --sys target's strategy (built inside its scope): updates spread over its replicas.
         self.strategy = tf.distribute.get_strategy()
-        self.optimizer = build_optimizer(hp.optimizer, hp.learning_rate)
+        self.optimizer = build_optimizer(hp, hp.learning_rate)
         # Built now so checkpoints restore into existing slots.
         self.optimizer.build(self.model.trainable_variables)
         self.counters = Counters(env_steps=0, updates=0)
@@ -388,11 +388,21 @@ class RunningStatsState(tf.train.experimental.PythonState):
         self.stats.load_state(json.loads(data))
 
 
-def build_optimizer(name: str, learning_rate: float):
-    """The Keras optimizer ``name`` ("adam" or "rmsprop") names."""
-    if name == "rmsprop":
-        # As in A2C (Mnih et al. 2016) and Stable-Baselines3's A2C: decay 0.99, no momentum.
-        return keras.optimizers.RMSprop(learning_rate=learning_rate, rho=0.99, epsilon=1e-5)
+def build_optimizer(hp, learning_rate: float):
+    """The Keras optimizer ``hp.optimizer`` names ("adam" or "rmsprop").
+
+    Args:
+        hp: resolved hparams (``optimizer``, ``rmsprop_epsilon``).
+        learning_rate: its step size (the learner's or another optimizer's).
+    """
+    if hp.optimizer == "rmsprop":
+        # As in A2C (Mnih et al. 2016) and Stable-Baselines3's A2C: decay 0.99, no
+        # momentum. Keras adds epsilon under the root, g / sqrt(v + eps) (as TF1 did, and
+        # OpenAI Baselines' A2C with eps 1e-5); PyTorch, which SB3 uses, adds it to the
+        # root, g / (sqrt(v) + 1e-5). hparams.base.HParams.rmsprop_epsilon says which.
+        return keras.optimizers.RMSprop(
+            learning_rate=learning_rate, rho=0.99, epsilon=hp.rmsprop_epsilon
+        )
     return keras.optimizers.Adam(learning_rate=learning_rate)
 
 

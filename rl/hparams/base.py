@@ -131,6 +131,10 @@ class HParams:
     )  # "sync": one process; "async": subprocesses
     seed: int = bounded(0, 0, MAX_SEED)  # seeds the agent's generator and the environments
     optimizer: str = one_of("adam", ("adam", "rmsprop"))  # rmsprop: A2C's, no momentum
+    # RMSprop's epsilon, added under the root: g / sqrt(v + eps). 1e-10 steps as PyTorch's
+    # RMSprop with 1e-5 added to the root (SB3's A2C): the same floor, within sqrt(2).
+    # 1e-5 is TF1's and OpenAI Baselines' A2C: a floor of 3.2e-3 on the root.
+    rmsprop_epsilon: float = bounded(1e-10, 1e-12, 1.0)
     learning_rate: float = positive(3e-4)  # the optimizer's step size at the start
     anneal_learning_rate: bool = False  # linear decay to 0 over train_steps
     gamma: float = bounded(0.99, 0, 1)  # discount
