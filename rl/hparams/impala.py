@@ -3,6 +3,7 @@
 import dataclasses
 
 from rl import registry
+from rl.hparams.a2c import BASELINES_RMSPROP_EPSILON
 from rl.hparams.base import HParams, RewardSettings, bounded, one_of, positive
 from rl.models.settings import ModelSettings
 
@@ -39,6 +40,7 @@ def impala_cartpole() -> IMPALAHParams:
         num_envs=8,
         rollout_steps=5,
         optimizer="rmsprop",
+        rmsprop_epsilon=BASELINES_RMSPROP_EPSILON,
         learning_rate=7e-4,
         entropy_coef=0.0,
         gamma=0.99,
