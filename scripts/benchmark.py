@@ -136,161 +136,114 @@ def linear_schedule(start: float) -> Callable[[float], float]:
     return lambda progress_remaining: progress_remaining * start
 
 
-def build_sb3_ppo(seed: int):
-    """SB3 PPO on 8 CartPole-v1 copies with the RL Zoo's ppo.yml settings.
-
-    Args:
-      seed: seed of the model and the env copies.
-    """
-    from stable_baselines3 import PPO
-    from stable_baselines3.common.env_util import make_vec_env
-
-    return PPO(
-        "MlpPolicy",
-        make_vec_env("CartPole-v1", n_envs=8, seed=seed),
-        n_steps=32,
-        batch_size=256,
-        n_epochs=20,
-        gamma=0.98,
-        gae_lambda=0.8,
-        ent_coef=0.0,
-        learning_rate=linear_schedule(1e-3),
-        clip_range=linear_schedule(0.2),
-        seed=seed,
-        device="cpu",
-        verbose=0,
-    )
-
-
-def build_sb3_dqn(seed: int):
-    """SB3 DQN on CartPole-v1 with the RL Zoo's dqn.yml settings.
-
-    Args:
-      seed: seed of the model and the env.
-    """
-    import gymnasium as gym
-    from stable_baselines3 import DQN
-
-    return DQN(
-        "MlpPolicy",
-        gym.make("CartPole-v1"),
-        learning_rate=2.3e-3,
-        batch_size=64,
-        buffer_size=100_000,
-        learning_starts=1000,
-        gamma=0.99,
-        target_update_interval=10,
-        train_freq=256,
-        gradient_steps=128,
-        exploration_fraction=0.16,
-        exploration_final_eps=0.04,
-        policy_kwargs={"net_arch": [256, 256]},
-        seed=seed,
-        device="cpu",
-        verbose=0,
-    )
-
-
-def build_sb3_sac(seed: int):
-    """SB3 SAC on Pendulum-v1 with the RL Zoo's sac.yml settings (learning rate 1e-3,
-    SB3's defaults otherwise: 256 x 256, batch 256, one gradient step per env step).
-
-    Args:
-      seed: seed of the model and the env.
-    """
-    import gymnasium as gym
-    from stable_baselines3 import SAC
-
-    return SAC(
-        "MlpPolicy", gym.make("Pendulum-v1"), learning_rate=1e-3, seed=seed, device="cpu", verbose=0
-    )
-
-
-def build_sb3_dqn_mountain_car(seed: int):
-    """SB3 DQN on MountainCar-v0 with the RL Zoo's dqn.yml settings.
-
-    Args:
-      seed: seed of the model and the env.
-    """
-    import gymnasium as gym
-    from stable_baselines3 import DQN
-
-    return DQN(
-        "MlpPolicy",
-        gym.make("MountainCar-v0"),
-        learning_rate=4e-3,
-        batch_size=128,
-        buffer_size=10_000,
-        learning_starts=1000,
-        gamma=0.98,
-        target_update_interval=600,
-        train_freq=16,
-        gradient_steps=8,
-        exploration_fraction=0.2,
-        exploration_final_eps=0.07,
-        policy_kwargs={"net_arch": [256, 256]},
-        seed=seed,
-        device="cpu",
-        verbose=0,
-    )
-
-
-def build_sb3_a2c_lunar_lander(seed: int):
-    """SB3 A2C on 8 LunarLander-v3 copies with the RL Zoo's a2c.yml settings.
-
-    Args:
-      seed: seed of the model and the env copies.
-    """
-    from stable_baselines3 import A2C
-    from stable_baselines3.common.env_util import make_vec_env
-
-    return A2C(
-        "MlpPolicy",
-        make_vec_env("LunarLander-v3", n_envs=8, seed=seed),
-        gamma=0.995,
-        n_steps=5,
-        learning_rate=linear_schedule(8.3e-4),
-        ent_coef=1e-5,
-        seed=seed,
-        device="cpu",
-        verbose=0,
-    )
-
-
-def build_sb3_a2c_mountain_car(seed: int):
-    """SB3 A2C on 16 MountainCar-v0 copies with the RL Zoo's a2c.yml settings: SB3's
-    defaults, observations and rewards normalised (VecNormalize).
-
-    Args:
-      seed: seed of the model and the env copies.
-    """
-    from stable_baselines3 import A2C
-    from stable_baselines3.common.env_util import make_vec_env
-    from stable_baselines3.common.vec_env import VecNormalize
-
-    envs = VecNormalize(make_vec_env("MountainCar-v0", n_envs=16, seed=seed))
-    return A2C("MlpPolicy", envs, ent_coef=0.0, seed=seed, device="cpu", verbose=0)
-
-
 @dataclasses.dataclass(frozen=True)
 class Peer:
-    """The Stable-Baselines3 run paired with an rl set: its algorithm, env and builder
-    (a function of the seed returning the untrained model)."""
+    """The Stable-Baselines3 run paired with an rl set, with RL-Zoo's settings (hyperparams/
+    <algo>.yml) for the set's env.
+
+    Attributes:
+      algo: SB3's algorithm ("ppo", "dqn", "sac", "a2c").
+      env: the Gymnasium id it learns and is evaluated on (the rl set's).
+      settings: RL-Zoo's hyperparameters as SB3 keyword arguments (its defaults otherwise).
+      n_envs: env copies (make_vec_env); None: one env from gym.make.
+      normalize: observations and rewards through VecNormalize, as RL-Zoo's `normalize`.
+    """
 
     algo: str
     env: str
-    build: Callable[[int], object]
+    settings: Dict[str, object]
+    n_envs: Optional[int] = None
+    normalize: bool = False
 
 
-# The peer of each hparams set: SB3's algorithm of the same name with RL-Zoo's settings,
-# on the set's env.
+def build_peer(peer: Peer, seed: int):
+    """The untrained SB3 model of ``peer``.
+
+    Args:
+      peer: what to build.
+      seed: seed of the model and its env copies.
+    """
+    import gymnasium as gym
+    import stable_baselines3
+    from stable_baselines3.common.env_util import make_vec_env
+    from stable_baselines3.common.vec_env import VecNormalize
+
+    if peer.n_envs is None:
+        envs = gym.make(peer.env)
+    else:
+        envs = make_vec_env(peer.env, n_envs=peer.n_envs, seed=seed)
+    if peer.normalize:
+        envs = VecNormalize(envs)
+    algorithm = getattr(stable_baselines3, peer.algo.upper())
+    return algorithm("MlpPolicy", envs, seed=seed, device="cpu", verbose=0, **peer.settings)
+
+
+# The peer of each hparams set.
 PEERS: Dict[str, Peer] = {
-    "ppo_cartpole": Peer("ppo", "CartPole-v1", build_sb3_ppo),
-    "dqn_cartpole": Peer("dqn", "CartPole-v1", build_sb3_dqn),
-    "sac_pendulum": Peer("sac", "Pendulum-v1", build_sb3_sac),
-    "dqn_mountain_car": Peer("dqn", "MountainCar-v0", build_sb3_dqn_mountain_car),
-    "a2c_lunar_lander": Peer("a2c", "LunarLander-v3", build_sb3_a2c_lunar_lander),
-    "a2c_mountain_car": Peer("a2c", "MountainCar-v0", build_sb3_a2c_mountain_car),
+    "ppo_cartpole": Peer(
+        "ppo",
+        "CartPole-v1",
+        {
+            "n_steps": 32,
+            "batch_size": 256,
+            "n_epochs": 20,
+            "gamma": 0.98,
+            "gae_lambda": 0.8,
+            "ent_coef": 0.0,
+            "learning_rate": linear_schedule(1e-3),
+            "clip_range": linear_schedule(0.2),
+        },
+        n_envs=8,
+    ),
+    "dqn_cartpole": Peer(
+        "dqn",
+        "CartPole-v1",
+        {
+            "learning_rate": 2.3e-3,
+            "batch_size": 64,
+            "buffer_size": 100_000,
+            "learning_starts": 1000,
+            "gamma": 0.99,
+            "target_update_interval": 10,
+            "train_freq": 256,
+            "gradient_steps": 128,
+            "exploration_fraction": 0.16,
+            "exploration_final_eps": 0.04,
+            "policy_kwargs": {"net_arch": [256, 256]},
+        },
+    ),
+    # Learning rate 1e-3, SB3's defaults otherwise: 256 x 256, batch 256, one gradient
+    # step per env step.
+    "sac_pendulum": Peer("sac", "Pendulum-v1", {"learning_rate": 1e-3}),
+    "dqn_mountain_car": Peer(
+        "dqn",
+        "MountainCar-v0",
+        {
+            "learning_rate": 4e-3,
+            "batch_size": 128,
+            "buffer_size": 10_000,
+            "learning_starts": 1000,
+            "gamma": 0.98,
+            "target_update_interval": 600,
+            "train_freq": 16,
+            "gradient_steps": 8,
+            "exploration_fraction": 0.2,
+            "exploration_final_eps": 0.07,
+            "policy_kwargs": {"net_arch": [256, 256]},
+        },
+    ),
+    "a2c_lunar_lander": Peer(
+        "a2c",
+        "LunarLander-v3",
+        {
+            "gamma": 0.995,
+            "n_steps": 5,
+            "learning_rate": linear_schedule(8.3e-4),
+            "ent_coef": 1e-5,
+        },
+        n_envs=8,
+    ),
+    "a2c_mountain_car": Peer("a2c", "MountainCar-v0", {"ent_coef": 0.0}, n_envs=16, normalize=True),
 }
 
 
@@ -315,7 +268,7 @@ def peer_run(hparams: str, seed: int, steps: int) -> Dict[str, object]:
 
     torch.set_num_threads(1)
     peer = PEERS[hparams]
-    model = peer.build(seed)
+    model = build_peer(peer, seed)
     start = time.perf_counter()
     model.learn(steps)
     learn_s = time.perf_counter() - start
