@@ -11,6 +11,7 @@ owns the model, memory and update, plus actors acting with an act_select),
 ``rl.analysis``) import without TensorFlow.
 """
 
+import contextlib
 import os
 import sys
 
@@ -18,6 +19,32 @@ __version__ = "0.1.0"
 
 # Set RL_TF_LOGS=1 (or pass train.py --verbosity=0) to see TensorFlow's own log lines.
 TF_LOGS_VARIABLE = "RL_TF_LOGS"
+
+
+# TensorFlow imports Keras 3, which imports these for its plotting helpers
+# (keras.visualization), which rl never calls: about 1 s of every process that
+# loads TensorFlow, mostly matplotlib.pyplot.
+KERAS_UNUSED_OPTIONAL_IMPORTS = ("matplotlib", "cv2")
+
+
+@contextlib.contextmanager
+def _absent(names):
+    """Makes ``import`` of these packages fail inside the block, as if not installed.
+
+    Keras guards the imports with ``except ImportError``; a None entry in
+    sys.modules raises it. The entries go afterwards, so rl's own plots and
+    Atari preprocessing still import the packages. Ones already imported are
+    left alone.
+    """
+    hidden = [name for name in names if name not in sys.modules]
+    for name in hidden:
+        sys.modules[name] = None
+    try:
+        yield
+    finally:
+        for name in hidden:
+            if sys.modules.get(name, ...) is None:
+                del sys.modules[name]
 
 
 def import_tensorflow_quietly():
@@ -29,8 +56,13 @@ def import_tensorflow_quietly():
     propagates). Every module of rl imports TensorFlow through ``rl._tf``,
     which calls this. With RL_TF_LOGS=1 nothing is hidden.
     """
-    if "tensorflow" in sys.modules or os.environ.get(TF_LOGS_VARIABLE):
+    if "tensorflow" in sys.modules:
         import tensorflow
+
+        return tensorflow
+    if os.environ.get(TF_LOGS_VARIABLE):
+        with _absent(KERAS_UNUSED_OPTIONAL_IMPORTS):
+            import tensorflow
 
         return tensorflow
     # Later C++ messages (oneDNN fallbacks during training): fatal ones only.
@@ -43,8 +75,9 @@ def import_tensorflow_quietly():
         # TFP's package imported first, while TensorFlow is absent, leaves its
         # experimental and layers subpackages to load on first use: ~0.3 s less before
         # a policy head builds its first distribution. It imports nothing else.
-        import tensorflow_probability  # noqa: F401, I001  (before TensorFlow, as said)
-        import tensorflow
+        with _absent(KERAS_UNUSED_OPTIONAL_IMPORTS):
+            import tensorflow_probability  # noqa: F401, I001  (before TensorFlow, as said)
+            import tensorflow
 
         tensorflow.config.list_physical_devices()
     finally:
