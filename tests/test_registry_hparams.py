@@ -389,7 +389,7 @@ def test_every_field_declares_its_limits_and_every_set_meets_them():
 def test_every_allowed_activation_is_a_keras_activation():
     import tensorflow as tf
 
-    from rl.hparams.base import ACTIVATIONS
+    from rl.fields import ACTIVATIONS
 
     x = tf.constant([-1.0, 0.0, 2.0])
     for name in ACTIVATIONS:

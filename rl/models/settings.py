@@ -8,7 +8,7 @@ while the models read only these.
 import dataclasses
 from typing import Tuple
 
-from rl.hparams.base import ACTIVATIONS, bounded, one_of
+from rl.fields import ACTIVATIONS, bounded, one_of
 
 TORSOS = ("mlp", "nature_cnn")
 
