@@ -163,3 +163,19 @@ def test_mistakes_on_an_existing_run_are_reported_without_loading_tensorflow(tmp
         assert line.startswith("train.py: error:") and expected in line
         assert "tensorflow" not in imported(proc)
     assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
+
+
+def test_tensorflow_loads_without_keras_plotting_imports_which_still_load_later():
+    # Keras 3 imports matplotlib.pyplot and cv2 while TensorFlow loads (~1 s); rl keeps
+    # them out (rl.KERAS_UNUSED_OPTIONAL_IMPORTS) and rl's own plots and Atari
+    # preprocessing import them afterwards as usual.
+    code = (
+        "import sys, rl; rl.import_tensorflow_quietly(); "
+        "print(sorted(m for m in rl.KERAS_UNUSED_OPTIONAL_IMPORTS if m in sys.modules)); "
+        "import matplotlib.pyplot, cv2; print(cv2.resize is not None)"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.split() == ["[]", "True"], proc.stdout
