@@ -374,6 +374,27 @@ def test_a_saved_hparams_json_goes_through_the_same_checks(tmp_path, field, valu
     assert [p.name for p in tmp_path.iterdir()] == ["hparams.json"]
 
 
+@pytest.mark.parametrize(
+    "hparams, expected",
+    [
+        ("a2c_pendulum", 1e-5),  # RMSprop, before rmsprop_epsilon existed: rl's fixed 1e-5
+        ("a2c_cartpole", 1e-5),
+        ("ppo_tiny", 1e-10),  # Adam: the field does not act, today's default
+    ],
+)
+def test_a_run_saved_before_rmsprop_epsilon_resumes_with_the_epsilon_it_trained_with(
+    tmp_path, hparams, expected
+):
+    import json
+
+    from rl.hparams.resolve import load_run_hparams
+
+    values = registry.hparams.get(hparams)().to_dict()
+    del values["rmsprop_epsilon"]
+    (tmp_path / "hparams.json").write_text(json.dumps(values))
+    assert load_run_hparams(str(tmp_path)).rmsprop_epsilon == expected
+
+
 def test_every_field_declares_its_limits_and_every_set_meets_them():
     classes = {type(registry.hparams.get(name)()) for name in registry.hparams.names()}
     # Every agent's class is reached (each new one joins by registering a set).

@@ -120,7 +120,27 @@ def load_run_hparams(output_dir: str) -> Optional[HParams]:
         raise HParamsError(
             f"{path}: 'agent' must be one of {', '.join(registry.agents.names())}, got {agent!r}"
         )
+    cls = hparams_class(agent)
     try:
-        return from_dict(hparams_class(agent), values)
+        return from_dict(cls, as_trained_before_new_fields(values, cls))
     except HParamsError as e:
         raise HParamsError(f"{path}: {e}") from None
+
+
+# RMSprop's epsilon of runs saved before the field existed (rl fixed it at 1e-5).
+RMSPROP_EPSILON_BEFORE_THE_FIELD = 1e-5
+
+
+def as_trained_before_new_fields(values: Dict[str, Any], cls: type) -> Dict[str, Any]:
+    """A saved hparams.json's values, with fields added since it was written set to what
+    its run trained with where that differs from today's default.
+
+    Without this, resuming an older RMSprop run would silently change its optimizer
+    (or, for a set that keeps 1e-5, refuse it as a change of hparams).
+    """
+    if "rmsprop_epsilon" in values:
+        return values
+    optimizer = values.get("optimizer", cls.__dataclass_fields__["optimizer"].default)
+    if optimizer != "rmsprop":
+        return values  # the field does not act on Adam: today's default is as good
+    return {**values, "rmsprop_epsilon": RMSPROP_EPSILON_BEFORE_THE_FIELD}
