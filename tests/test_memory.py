@@ -4,7 +4,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-from rl.memory.replay import Replay, ReplayFileError
+from rl.memory.replay import Replay, ReplayFileError, SumTree
 from rl.memory.rollout import RolloutBuffer
 from rl.memory.spec import FieldSpec, transition_specs
 
@@ -187,6 +187,36 @@ def test_a_million_atari_frames_fit_in_about_7_gb():
     assert replay.nbytes < 7.5e9
     # float32 obs and next_obs, each a 4-frame stack: the layout this replaces.
     assert 1_000_000 * 2 * 4 * 84 * 84 * 4 > 2.2e11
+
+
+def test_sum_tree_sums_finds_and_updates_by_hand():
+    tree = SumTree(5)  # rounded up to 8 leaves
+    tree.set(np.array([0, 1, 2, 3, 4]), np.array([1.0, 2.0, 3.0, 4.0, 5.0]))
+    assert tree.total == 15.0
+    # Cumulative ranges: [0, 1) leaf 0, [1, 3) leaf 1, [3, 6) leaf 2, [6, 10) 3, [10, 15) 4.
+    targets = np.array([0.0, 0.99, 1.0, 2.5, 3.0, 9.99, 10.0, 14.9])
+    assert tree.find(targets).tolist() == [0, 0, 1, 1, 2, 3, 4, 4]
+    # Two leaves under one parent, and one leaf named twice (the last value counts).
+    tree.set(np.array([2, 3, 4, 4]), np.array([0.0, 0.5, 7.0, 6.0]))
+    assert tree.get(np.arange(5)).tolist() == [1.0, 2.0, 0.0, 0.5, 6.0]
+    assert tree.total == 9.5
+    assert tree.tree[2] == 3.5 and tree.tree[3] == 6.0  # the two halves
+    assert tree.find(np.array([3.0, 3.4, 3.5])).tolist() == [3, 3, 4]  # leaf 2 is empty
+
+
+def test_sum_tree_of_many_random_updates_matches_plain_sums():
+    rng = np.random.default_rng(0)
+    tree, values = SumTree(1000), np.zeros(1000)
+    for _ in range(300):
+        leaves = rng.integers(0, 1000, rng.integers(1, 65))
+        new = rng.random(len(leaves))
+        tree.set(leaves, new)
+        values[leaves] = new  # numpy's rule for repeated indices, as in the tree
+    assert tree.get(np.arange(1000)) == pytest.approx(values)
+    assert tree.total == pytest.approx(values.sum(), rel=1e-12)
+    targets = rng.random(500) * values.sum()
+    expected = np.searchsorted(np.cumsum(values), targets, side="right")
+    assert tree.find(targets).tolist() == expected.tolist()
 
 
 def test_prioritised_sampling_follows_priorities_and_reports_probabilities():
