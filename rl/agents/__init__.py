@@ -11,7 +11,7 @@ registry.agents.declare("ppo", "rl.agents.ppo:PPOLearner")
 registry.agents.declare("dqn", "rl.agents.dqn:DQNLearner")
 registry.agents.declare("impala", "rl.agents.impala:IMPALALearner")
 registry.agents.declare("a2c", "rl.agents.a2c:A2CLearner")
-registry.agents.declare("vpg", "rl.agents.a2c:VPGLearner")
+registry.agents.declare("vpg", "rl.agents.a2c:A2CLearner")  # with value_steps
 registry.agents.declare("sac", "rl.agents.continuous:SACLearner")
 registry.agents.declare("td3", "rl.agents.continuous:DeterministicActorCriticLearner")
 registry.agents.declare("ddpg", "rl.agents.continuous:DeterministicActorCriticLearner")

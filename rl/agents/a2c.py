@@ -1,21 +1,23 @@
-"""A2C and VPG: PPO's rollouts and GAE with one plain policy-gradient step per rollout.
+"""A2C and VPG: GAE rollouts (policy_gradient.py) with one plain policy-gradient step each.
 
 A2C (Mnih et al. 2016, synchronous): short rollouts from many env copies,
 n-step returns (gae_lambda 1) with a learned baseline. VPG (REINFORCE with a
-learned baseline, as in OpenAI Spinning Up): long rollouts, one policy step
-per batch, then ``value_steps`` steps fitting the baseline alone.
+learned baseline, as in OpenAI Spinning Up) is the same learner with its sets'
+switch on: long rollouts, one policy step per batch, then ``value_steps`` steps
+fitting the baseline alone, with their own optimizer.
 """
 
-from typing import Dict, Tuple
+from typing import Dict
 
 from rl._tf import tf
 from rl.agents.learner import build_optimizer, run_gradient_steps
-from rl.agents.ppo import PPOLearner
-from rl.hparams.a2c import VPGHParams
+from rl.agents.policy_gradient import PolicyGradientLearner
+from rl.hparams.a2c import A2CHParams
 
 
-class A2CLearner(PPOLearner):
-    """One policy-gradient step on each whole rollout, acted with the newest weights."""
+class A2CLearner(PolicyGradientLearner):
+    """One policy-gradient step on each whole rollout, acted with the newest weights;
+    then, if ``value_steps`` > 0 (VPG), that many steps of the baseline alone."""
 
     fitting_components = {
         "model": ("actor_critic",),
@@ -25,8 +27,14 @@ class A2CLearner(PPOLearner):
     }
     metrics = ("loss", "policy_loss", "value_loss", "entropy", "grad_norm")
 
-    def epochs_and_minibatches(self) -> Tuple[int, int]:
-        return 1, 1  # on-policy data, used once
+    def __init__(self, hp: A2CHParams, observation_space, action_space):
+        super().__init__(hp, observation_space, action_space)
+        self.value_optimizer = None
+        if hp.value_steps:
+            self.value_variables = self.model.value_net.trainable_variables
+            # Its own optimizer: the policy's Adam moments must not see the value steps.
+            self.value_optimizer = build_optimizer(hp, hp.value_learning_rate)
+            self.value_optimizer.build(self.value_variables)
 
     def _minibatch_loss(self, data: Dict[str, tf.Tensor]):
         hp = self.hp
@@ -42,18 +50,10 @@ class A2CLearner(PPOLearner):
             entropy_coef=hp.entropy_coef,
         )
 
-
-class VPGLearner(A2CLearner):
-    """A2C's step, then ``value_steps`` steps of the baseline alone on the same batch."""
-
-    def __init__(self, hp: VPGHParams, observation_space, action_space):
-        super().__init__(hp, observation_space, action_space)
-        self.value_variables = self.model.value_net.trainable_variables
-        # Its own optimizer: the policy's Adam moments must not see the value steps.
-        self.value_optimizer = build_optimizer(hp, hp.value_learning_rate)
-        self.value_optimizer.build(self.value_variables)
-
     def _after_gradient_steps(self, data: Dict[str, tf.Tensor]) -> Dict[str, tf.Tensor]:
+        if self.value_optimizer is None:
+            return {}
+
         def baseline_loss(data):
             return 0.5 * tf.square(self.model.value(data["obs"]) - data["returns"]), {}
 
@@ -70,4 +70,7 @@ class VPGLearner(A2CLearner):
         return run_gradient_steps(self.hp.value_steps, value_step, ("baseline_loss",))
 
     def checkpoint_items(self):
-        return {**super().checkpoint_items(), "value_optimizer": self.value_optimizer}
+        items = super().checkpoint_items()
+        if self.value_optimizer is not None:
+            items["value_optimizer"] = self.value_optimizer
+        return items

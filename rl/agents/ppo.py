@@ -1,17 +1,9 @@
-"""PPO's learner: on-policy rollouts, GAE, epochs of clipped-surrogate steps.
-
-The actors record each action's behaviour log-prob; values of the rollout
-are computed in the update, in one batched pass with the pre-update critic.
-The whole update (GAE, every epoch and minibatch) is one compiled call.
-"""
+"""PPO's learner: GAE rollouts (policy_gradient.py) and epochs of clipped-surrogate steps."""
 
 from typing import Dict, Tuple
 
-from rl import registry
 from rl._tf import tf
-from rl.agents.learner import run_gradient_steps
-from rl.agents.rollouts import RolloutLearner
-from rl.hparams.ppo import PPOHParams
+from rl.agents.policy_gradient import PolicyGradientLearner
 
 METRICS = (
     "loss",
@@ -24,7 +16,7 @@ METRICS = (
 )
 
 
-class PPOLearner(RolloutLearner):
+class PPOLearner(PolicyGradientLearner):
     """Proximal Policy Optimization (Schulman et al. 2017), any action space with a head."""
 
     fitting_components = {
@@ -33,92 +25,10 @@ class PPOLearner(RolloutLearner):
         # The update's ratio assumes actions sampled from the policy itself.
         "act_select": ("sample",),
     }
-    on_policy = True
     metrics = METRICS  # what each gradient step reports (averaged over the update)
 
-    def __init__(self, hp: PPOHParams, observation_space, action_space):
-        super().__init__(hp, observation_space, action_space)
-        batch = hp.num_envs * hp.rollout_steps
-        _, minibatches = self.epochs_and_minibatches()
-        if batch % minibatches:
-            raise ValueError(
-                f"num_envs * rollout_steps = {batch} must be divisible by "
-                f"num_minibatches = {minibatches}"
-            )
-        self.check_divisible(
-            "the minibatch, num_envs * rollout_steps / num_minibatches", batch // minibatches
-        )
-        self.gae = registry.grad_comp.get("gae")
-
     def epochs_and_minibatches(self) -> Tuple[int, int]:
-        """Passes over each rollout, and minibatches per pass."""
         return self.hp.num_epochs, self.hp.num_minibatches
-
-    def _update_step(self, batch: Dict[str, tf.Tensor], learning_rate: tf.Tensor):
-        """GAE, then num_epochs x num_minibatches gradient steps on a [T, N] rollout."""
-        hp = self.hp
-        self.optimizer.learning_rate.assign(learning_rate)
-        steps, envs = tf.shape(batch["rewards"])[0], tf.shape(batch["rewards"])[1]
-        size = steps * envs
-
-        def flat(x):
-            return tf.reshape(x, tf.concat([[size], tf.shape(x)[2:]], 0))
-
-        obs = flat(batch["obs"])
-        values = self.model.value(obs)
-        next_values = self.model.value(flat(batch["next_obs"]))
-        advantages, returns = self.gae(
-            batch["rewards"],
-            tf.reshape(values, [steps, envs]),
-            tf.reshape(next_values, [steps, envs]),
-            batch["terminated"],
-            batch["truncated"],
-            hp.gamma,
-            hp.gae_lambda,
-        )
-        data = {
-            "obs": obs,
-            "actions": flat(batch["actions"]),
-            "old_log_probs": flat(batch["log_prob"]),
-            "advantages": flat(advantages),
-            "returns": flat(returns),
-            "old_values": values,
-        }
-        epochs, minibatches = self.epochs_and_minibatches()
-        minibatch_size = size // minibatches
-        # One permutation per epoch, each from its own seed (argsort of
-        # uniforms: XLA compiles it).
-        orders = tf.stack(
-            [
-                tf.argsort(tf.random.stateless_uniform([size], self.next_seed()))
-                for _ in range(epochs)
-            ]
-        )
-
-        def gradient_step(i):
-            start = (i % minibatches) * minibatch_size
-            index = orders[i // minibatches, start : start + minibatch_size]
-            return self._minibatch_step({k: tf.gather(v, index) for k, v in data.items()})
-
-        metrics = run_gradient_steps(epochs * minibatches, gradient_step, self.metrics)
-        metrics.update(self._after_gradient_steps(data))
-        metrics["explained_variance"] = 1.0 - (
-            tf.math.reduce_variance(data["returns"] - values)
-            / (tf.math.reduce_variance(data["returns"]) + 1e-8)
-        )
-        return self._update_outputs(metrics)
-
-    def _after_gradient_steps(self, data: Dict[str, tf.Tensor]) -> Dict[str, tf.Tensor]:
-        """More learning on the whole rollout after the gradient steps; its metrics."""
-        del data
-        return {}
-
-    def _minibatch_step(self, data: Dict[str, tf.Tensor]) -> Dict[str, tf.Tensor]:
-        if self.hp.normalize_advantages:  # over the whole minibatch, before any split
-            mean, variance = tf.nn.moments(data["advantages"], axes=[0])
-            data = {**data, "advantages": (data["advantages"] - mean) / (tf.sqrt(variance) + 1e-8)}
-        mean_loss, grad_norm, extras = self.minimize(self._minibatch_loss, data)
-        return {"loss": mean_loss, "grad_norm": grad_norm, **extras}
 
     def _minibatch_loss(self, data: Dict[str, tf.Tensor]):
         """The grad_comp's per-example loss [B] and extras on (a slice of) one minibatch."""

@@ -3,9 +3,9 @@
 The actors record each action's behaviour log-prob beside the transition, and the
 rollout keeps ``next_obs`` so that a truncated episode bootstraps from the value of
 the observation it was cut at. Once ``rollout_steps`` steps of every env copy are in,
-the whole rollout goes to the subclass's ``_update_step`` as one compiled call. PPO
-(``ppo.py``, whose step A2C and VPG in ``a2c.py`` reuse) and IMPALA (``impala.py``) add
-that step.
+the whole rollout goes to the subclass's ``_update_step`` as one compiled call. The
+policy-gradient learners (``policy_gradient.py``: PPO, A2C, VPG) and IMPALA
+(``impala.py``) add that step.
 """
 
 from typing import Dict, Optional

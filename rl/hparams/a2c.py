@@ -30,6 +30,10 @@ class A2CHParams(HParams, ModelSettings, RewardSettings):
     entropy_coef: float = bounded(0.0, 0)  # weight of the entropy bonus
     gae_lambda: float = bounded(1.0, 0, 1)  # 1: n-step returns minus the baseline
     normalize_advantages: bool = False  # over the rollout, to zero mean, unit std
+    # VPG's switch: baseline-only steps on each rollout after the policy step, with their
+    # own optimizer (0: none, A2C's one joint step).
+    value_steps: int = bounded(0, 0, 10_000)
+    value_learning_rate: float = positive(1e-3)  # their step size
 
 
 @dataclasses.dataclass(frozen=True)
@@ -42,7 +46,6 @@ class VPGHParams(A2CHParams):
     value_coef: float = bounded(0.0, 0)  # the baseline learns in its own steps below
     normalize_advantages: bool = True
     value_steps: int = bounded(80, 0, 10_000)  # baseline-only steps on each batch
-    value_learning_rate: float = positive(1e-3)  # their Adam step size
 
 
 @registry.hparams.register
