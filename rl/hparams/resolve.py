@@ -9,6 +9,7 @@ import os
 from typing import Any, Dict, Optional, Tuple, Union
 
 from rl import registry
+from rl.hparams.a2c import BASELINES_RMSPROP_EPSILON
 from rl.hparams.base import HParams, HParamsError, apply_overrides, check_ranges, from_dict
 
 HPARAMS_FILE = "hparams.json"  # in a run folder: the resolved hparams of its run
@@ -127,10 +128,6 @@ def load_run_hparams(output_dir: str) -> Optional[HParams]:
         raise HParamsError(f"{path}: {e}") from None
 
 
-# RMSprop's epsilon of runs saved before the field existed (rl fixed it at 1e-5).
-RMSPROP_EPSILON_BEFORE_THE_FIELD = 1e-5
-
-
 def as_trained_before_new_fields(values: Dict[str, Any], cls: type) -> Dict[str, Any]:
     """A saved hparams.json's values, with fields added since it was written set to what
     its run trained with where that differs from today's default.
@@ -143,4 +140,5 @@ def as_trained_before_new_fields(values: Dict[str, Any], cls: type) -> Dict[str,
     optimizer = values.get("optimizer", cls.__dataclass_fields__["optimizer"].default)
     if optimizer != "rmsprop":
         return values  # the field does not act on Adam: today's default is as good
-    return {**values, "rmsprop_epsilon": RMSPROP_EPSILON_BEFORE_THE_FIELD}
+    # Before the field, rl's RMSprop always ran at Baselines' 1e-5.
+    return {**values, "rmsprop_epsilon": BASELINES_RMSPROP_EPSILON}
