@@ -21,7 +21,7 @@ import gymnasium as gym
 import numpy as np
 
 from rl import registry
-from rl.hparams.base import one_of
+from rl.fields import one_of
 from rl.hparams.ppo import PPOHParams
 
 

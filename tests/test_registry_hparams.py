@@ -7,8 +7,8 @@ import pytest
 
 from rl import catalog, registry  # noqa: F401  (fills the registries)
 from rl.envs.make import check_env_name
+from rl.fields import MAX_SEED
 from rl.hparams.base import (
-    MAX_SEED,
     HParamsError,
     apply_overrides,
     check_ranges,

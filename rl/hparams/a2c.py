@@ -4,7 +4,8 @@ import dataclasses
 from typing import Optional
 
 from rl import registry
-from rl.hparams.base import HParams, RewardSettings, bounded, one_of, positive
+from rl.fields import bounded, one_of, positive
+from rl.hparams.base import HParams, RewardSettings
 from rl.models.settings import ModelSettings
 
 # RMSprop's epsilon under the root as TF1 and OpenAI Baselines' A2C had it (the default,

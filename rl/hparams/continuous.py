@@ -10,7 +10,8 @@ from typing import Optional, Tuple
 
 from rl import registry
 from rl.algos.noise import NOISE_PROCESSES
-from rl.hparams.base import HParams, bounded, one_of, positive
+from rl.fields import bounded, one_of, positive
+from rl.hparams.base import HParams
 from rl.hparams.replay import ReplaySettings
 from rl.models.settings import ModelSettings
 

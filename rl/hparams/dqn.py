@@ -3,7 +3,8 @@
 import dataclasses
 
 from rl import registry
-from rl.hparams.base import MAX_STEPS, HParams, HParamsError, bounded, one_of, positive
+from rl.fields import MAX_STEPS, bounded, one_of, positive
+from rl.hparams.base import HParams, HParamsError
 from rl.hparams.replay import ReplaySettings
 from rl.models.settings import ModelSettings, QHeadSettings
 

@@ -6,7 +6,7 @@ default by redeclaring the field with a plain value (the limits stay).
 
 import dataclasses
 
-from rl.hparams.base import MAX_STEPS, bounded, positive
+from rl.fields import MAX_STEPS, bounded, positive
 
 
 @dataclasses.dataclass(frozen=True)
