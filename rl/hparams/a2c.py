@@ -5,14 +5,8 @@ from typing import Optional
 
 from rl import registry
 from rl.fields import bounded, one_of, positive
-from rl.hparams.base import HParams, RewardSettings
+from rl.hparams.base import BASELINES_RMSPROP_EPSILON, HParams, RewardSettings
 from rl.models.settings import ModelSettings
-
-# RMSprop's epsilon under the root as TF1 and OpenAI Baselines' A2C had it (the default,
-# 1e-10, steps as SB3's PyTorch RMSprop: hparams/base.py). The sets that keep it did
-# better with it than with the default (docs/benchmarks.md): a2c_cartpole holds 500,
-# a2c_acrobot matches RL-Zoo; impala_cartpole keeps TF1's form, as IMPALA had it.
-BASELINES_RMSPROP_EPSILON = 1e-5
 
 
 @dataclasses.dataclass(frozen=True)

@@ -4,8 +4,7 @@ import dataclasses
 
 from rl import registry
 from rl.fields import bounded, one_of, positive
-from rl.hparams.a2c import BASELINES_RMSPROP_EPSILON
-from rl.hparams.base import HParams, RewardSettings
+from rl.hparams.base import BASELINES_RMSPROP_EPSILON, HParams, RewardSettings
 from rl.models.settings import ModelSettings
 
 

@@ -9,8 +9,14 @@ import os
 from typing import Any, Dict, Optional, Tuple, Union
 
 from rl import registry
-from rl.hparams.a2c import BASELINES_RMSPROP_EPSILON
-from rl.hparams.base import HParams, HParamsError, apply_overrides, check_ranges, from_dict
+from rl.hparams.base import (
+    BASELINES_RMSPROP_EPSILON,
+    HParams,
+    HParamsError,
+    apply_overrides,
+    check_ranges,
+    from_dict,
+)
 
 HPARAMS_FILE = "hparams.json"  # in a run folder: the resolved hparams of its run
 
