@@ -20,17 +20,25 @@ double. Each record keeps the wall time at which it was logged, not the time
 its checkpoint was written.
 """
 
+import functools
 import glob
 import json
 import os
 import re
 import shutil
+import sys
 import time
 from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 from tensorboard.backend.event_processing import event_file_loader
-from tensorboard.compat.proto import event_pb2, summary_pb2
+from tensorboard.compat.proto import (
+    event_pb2,
+    summary_pb2,
+    tensor_pb2,
+    tensor_shape_pb2,
+    types_pb2,
+)
 from tensorboard.plugins.image import metadata as image_metadata
 from tensorboard.plugins.scalar import metadata as scalar_metadata
 from tensorboard.plugins.text import metadata as text_metadata
@@ -172,6 +180,21 @@ class Logbook:
         )
 
 
+SCALAR_SHAPE = tensor_shape_pb2.TensorShapeProto()
+METADATA_MAKERS = {
+    "scalar": scalar_metadata.create_summary_metadata,
+    "text": text_metadata.create_summary_metadata,
+    "gif": image_metadata.create_summary_metadata,
+}
+
+
+@functools.lru_cache(maxsize=4096)
+def summary_metadata(kind: str, tag: str) -> summary_pb2.SummaryMetadata:
+    """The plugin metadata of a ``kind`` summary named ``tag`` (the same for every record
+    of a tag; protobuf merges it by copy, so sharing one is safe)."""
+    return METADATA_MAKERS[kind](display_name=tag, description="")
+
+
 def summary_event(kind: str, tag: str, value: Any, step: int, wall_time: float) -> event_pb2.Event:
     """One held record as a TensorBoard Event with its own wall time.
 
@@ -183,11 +206,15 @@ def summary_event(kind: str, tag: str, value: Any, step: int, wall_time: float) 
       wall_time: when it was logged (seconds since the epoch).
     """
     if kind == "scalar":
-        tensor = tensor_util.make_tensor_proto(np.float32(value))
-        metadata = scalar_metadata.create_summary_metadata(display_name=tag, description="")
+        # What tensor_util.make_tensor_proto(np.float32(value)) gives, at a tenth of its
+        # cost: a run stages thousands of scalars at each checkpoint.
+        tensor = tensor_pb2.TensorProto(
+            dtype=types_pb2.DT_FLOAT, tensor_shape=SCALAR_SHAPE, float_val=[value]
+        )
+        metadata = summary_metadata(kind, tag)
     elif kind == "text":
         tensor = tensor_util.make_tensor_proto(value.encode("utf-8"), dtype=np.object_)
-        metadata = text_metadata.create_summary_metadata(display_name=tag, description="")
+        metadata = summary_metadata(kind, tag)
     elif kind == "gif":
         # An image summary is [width, height, encoded image]; TensorBoard serves
         # the bytes unchanged, so browsers play a GIF as an animation.
@@ -195,7 +222,7 @@ def summary_event(kind: str, tag: str, value: Any, step: int, wall_time: float) 
         tensor = tensor_util.make_tensor_proto(
             np.array([str(width).encode(), str(height).encode(), data], dtype=np.object_)
         )
-        metadata = image_metadata.create_summary_metadata(display_name=tag, description="")
+        metadata = summary_metadata(kind, tag)
     else:
         raise ValueError(f"unknown record kind {kind!r}: valid: scalar, text, gif")
     summary = summary_pb2.Summary(
@@ -206,13 +233,21 @@ def summary_event(kind: str, tag: str, value: Any, step: int, wall_time: float) 
 
 def write_event_file(path: str, events: List[event_pb2.Event]) -> None:
     """A TensorBoard event file holding ``events`` with their own wall times."""
+    # The version record TensorBoard expects first in every event file.
+    header = event_pb2.Event(wall_time=events[0].wall_time, file_version="brain.Event:2")
+    records = [header.SerializeToString()] + [event.SerializeToString() for event in events]
+    # An event file is a TFRecord file. TensorFlow's writer checksums in C++, ten times
+    # faster than TensorBoard's Python one; processes without TensorFlow use the latter.
+    tf = sys.modules.get("tensorflow")
+    if tf is not None and hasattr(tf, "io"):
+        with tf.io.TFRecordWriter(path) as writer:
+            for record in records:
+                writer.write(record)
+        return
     with open(path, "wb") as f:
         writer = RecordWriter(f)
-        # The version record TensorBoard expects first in every event file.
-        header = event_pb2.Event(wall_time=events[0].wall_time, file_version="brain.Event:2")
-        writer.write(header.SerializeToString())
-        for event in events:
-            writer.write(event.SerializeToString())
+        for record in records:
+            writer.write(record)
         f.flush()
 
 

@@ -4,6 +4,7 @@ import json
 import re
 import time
 
+import numpy as np
 import pytest
 from tensorboard.backend.event_processing import event_accumulator
 
@@ -133,3 +134,51 @@ def test_eval_file_lines_are_checked_except_a_cut_last_one(tmp_path):
         path.write_bytes(b'{"step": 1}\n' + bad)
         with pytest.raises(EvalFileError, match=f"line 2 {re.escape(problem)}"):
             read_eval_records(str(path))
+
+
+def test_a_staged_scalar_is_the_event_tensorboards_own_helpers_build():
+    # summary_event builds scalar tensors by hand and shares metadata between records.
+    from tensorboard.compat.proto import event_pb2, summary_pb2
+    from tensorboard.plugins.scalar import metadata as scalar_metadata
+    from tensorboard.util import tensor_util
+
+    from rl.logbook import summary_event
+
+    expected = event_pb2.Event(
+        wall_time=12.5,
+        step=7,
+        summary=summary_pb2.Summary(
+            value=[
+                summary_pb2.Summary.Value(
+                    tag="train/loss",
+                    tensor=tensor_util.make_tensor_proto(np.float32(0.1)),
+                    metadata=scalar_metadata.create_summary_metadata(
+                        display_name="train/loss", description=""
+                    ),
+                )
+            ]
+        ),
+    )
+    for _ in range(2):  # the second from the cached metadata
+        built = summary_event("scalar", "train/loss", 0.1, 7, 12.5)
+        assert built.SerializeToString() == expected.SerializeToString()
+
+
+def test_event_files_are_the_same_bytes_with_and_without_tensorflow(tmp_path, monkeypatch):
+    # With TensorFlow loaded, TFRecordWriter checksums in C++; without, TensorBoard's writer.
+    import sys
+
+    from rl import import_tensorflow_quietly
+    from rl.logbook import scalar_events, summary_event, write_event_file
+
+    import_tensorflow_quietly()
+    events = [summary_event("scalar", f"t{i % 3}", i * 0.5, i, 100.0 + i) for i in range(50)]
+    events.append(summary_event("text", "hparams", "lr **3e-4**", 50, 200.0))
+    with_tf, without_tf = tmp_path / "a.tfevents.with_tf", tmp_path / "b.tfevents.without_tf"
+    write_event_file(str(with_tf), events)
+    with monkeypatch.context() as patch:
+        patch.delitem(sys.modules, "tensorflow")
+        write_event_file(str(without_tf), events)
+    assert with_tf.read_bytes() == without_tf.read_bytes()
+    t1 = [(step, value) for tag, step, value, _ in scalar_events(str(with_tf)) if tag == "t1"]
+    assert t1 == [(step, step * 0.5) for step in range(1, 50, 3)]

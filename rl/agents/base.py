@@ -15,7 +15,7 @@ learner's published weights. The plain-Python loop around them lives in
 """
 
 import json
-from typing import Dict
+from typing import Dict, Optional
 
 import gymnasium as gym
 import numpy as np
@@ -59,6 +59,7 @@ class Agent:
         self.actor = self.make_actor(seeding.stream(hp.seed, seeding.ACT), explore=True)
         self._api_actors: Dict[bool, Actor] = {}
         self._api_rng = seeding.stream(hp.seed, seeding.API)
+        self._policy_module: Optional["EvalPolicy"] = None
 
     def make_actor(self, rng: np.random.Generator, explore: bool) -> Actor:
         """A new actor with the learner's current weights.
@@ -145,9 +146,17 @@ class Agent:
         return actions
 
     def policy_module(self) -> "EvalPolicy":
-        """The evaluation policy as a tf.Module, ready for ``tf.saved_model.save``."""
-        select = registry.act_select.get(self.hp.eval_act_select)
-        return EvalPolicy(self.model, select.graph, self.obs_shape, self.obs_dtype)
+        """The evaluation policy as a tf.Module, ready for ``tf.saved_model.save``.
+
+        One module per agent, traced once: it reads the model's variables, so each save
+        exports the weights of that moment (a new module would cost a trace per checkpoint).
+        """
+        if self._policy_module is None:
+            select = registry.act_select.get(self.hp.eval_act_select)
+            self._policy_module = EvalPolicy(
+                self.model, select.graph, self.obs_shape, self.obs_dtype
+            )
+        return self._policy_module
 
 
 class SavedStream(tf.train.experimental.PythonState):
