@@ -1300,15 +1300,20 @@ def environment_without_token():
     return {k: v for k, v in os.environ.items() if k != TOKEN_VARIABLE}
 
 
-def test_cli_refuses_an_open_host_without_a_token():
-    done = subprocess.run(
-        serve_command("--env", "CartPole-v1", "--host", "0.0.0.0"),
+def run_without_token(command):
+    """Runs ``command`` from the repo root without the token variable; its output."""
+    return subprocess.run(
+        command,
         cwd=ROOT,
         env=environment_without_token(),
         capture_output=True,
         text=True,
         timeout=60,
     )
+
+
+def test_cli_refuses_an_open_host_without_a_token():
+    done = run_without_token(serve_command("--env", "CartPole-v1", "--host", "0.0.0.0"))
     assert done.returncode == 2, done.stderr
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and "token" in lines[0] and "0.0.0.0" in lines[0], done.stderr
@@ -1324,14 +1329,7 @@ def test_cli_refuses_an_open_host_without_a_token():
     ],
 )
 def test_cli_refuses_an_env_it_cannot_serve_in_one_line(env_ids, expected):
-    done = subprocess.run(
-        serve_command("--env", env_ids, "--port", "0"),
-        cwd=ROOT,
-        env=environment_without_token(),
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    done = run_without_token(serve_command("--env", env_ids, "--port", "0"))
     assert done.returncode == 2, done.stderr
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1, done.stderr
@@ -1357,14 +1355,7 @@ sys.exit(serve.main(["--env", "CartPole-v1", "--port", "0"]))
 def test_cli_stops_when_sigterm_is_delivered_to_a_thread_other_than_main():
     # A main thread blocked on a lock is not woken by a signal another thread received;
     # the server then ran on after SIGTERM (once in ~40 stops on a loaded machine).
-    done = subprocess.run(
-        [sys.executable, "-c", SIGTERM_TO_ANOTHER_THREAD],
-        cwd=ROOT,
-        env=environment_without_token(),
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    done = run_without_token([sys.executable, "-c", SIGTERM_TO_ANOTHER_THREAD])
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("serving CartPole-v1 on grpc://127.0.0.1:"), done.stdout
 
