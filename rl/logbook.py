@@ -211,10 +211,8 @@ def summary_event(kind: str, tag: str, value: Any, step: int, wall_time: float) 
         tensor = tensor_pb2.TensorProto(
             dtype=types_pb2.DT_FLOAT, tensor_shape=SCALAR_SHAPE, float_val=[value]
         )
-        metadata = summary_metadata(kind, tag)
     elif kind == "text":
         tensor = tensor_util.make_tensor_proto(value.encode("utf-8"), dtype=np.object_)
-        metadata = summary_metadata(kind, tag)
     elif kind == "gif":
         # An image summary is [width, height, encoded image]; TensorBoard serves
         # the bytes unchanged, so browsers play a GIF as an animation.
@@ -222,9 +220,9 @@ def summary_event(kind: str, tag: str, value: Any, step: int, wall_time: float) 
         tensor = tensor_util.make_tensor_proto(
             np.array([str(width).encode(), str(height).encode(), data], dtype=np.object_)
         )
-        metadata = summary_metadata(kind, tag)
     else:
         raise ValueError(f"unknown record kind {kind!r}: valid: scalar, text, gif")
+    metadata = summary_metadata(kind, tag)
     summary = summary_pb2.Summary(
         value=[summary_pb2.Summary.Value(tag=tag, tensor=tensor, metadata=metadata)]
     )
