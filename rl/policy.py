@@ -213,38 +213,36 @@ def load_host_policy(path: str, observation_space, action_space):
     from rl.hparams.base import from_dict
     from rl.hparams.resolve import hparams_class
     from rl.models.distributions import action_head
-    from rl.models.host import HostPolicy, QHeadLayout
+    from rl.models.host import HostPolicy, QHeadLayout, masked_actions
 
     meta = read_artefact(path)
     values = meta["hparams"]
     hp = from_dict(hparams_class(values.get("agent", "")), values)
     head = action_head(action_space)
-    masked = int(action_space.n) if getattr(hp, "action_mask", False) else 0
     clip = hp.observation_clip if getattr(hp, "normalize_observations", False) else None
     if getattr(hp, "torso", "mlp") != "mlp" or getattr(hp, "noisy", False):
         raise PolicyArtefactError(f"{path}: only MLP, non-noisy models act in NumPy here")
     if hp.model == "actor_critic" and head.kind == "categorical":
-        policy = HostPolicy(
-            "distribution", head, hp.activation, masked_actions=masked, observation_clip=clip
-        )
+        layout = None
     elif hp.model == "q_network":
-        support = ()
-        if hp.num_atoms > 1:
-            support = tuple(float(z) for z in np.linspace(hp.v_min, hp.v_max, hp.num_atoms))
-        layout = QHeadLayout(int(action_space.n), hp.dueling, support)
-        policy = HostPolicy(
-            "q_values",
-            head,
-            hp.activation,
-            q_layout=layout,
-            masked_actions=masked,
-            observation_clip=clip,
-        )
+        layout = QHeadLayout.from_settings(hp, int(action_space.n))
     else:
         raise PolicyArtefactError(
             f"{path}: a {hp.model} model cannot act in NumPy here (actor_critic with "
             "discrete actions or q_network only)"
         )
+    try:
+        masked = masked_actions(hp, head, observation_space)
+    except ValueError as e:
+        raise PolicyArtefactError(f"{path}: {e}") from None
+    policy = HostPolicy(
+        "distribution" if layout is None else "q_values",
+        head,
+        hp.activation,
+        q_layout=layout,
+        masked_actions=masked,
+        observation_clip=clip,
+    )
     arrays = meta["arrays"]
     try:  # one forward pass on a zero observation proves the shapes fit
         policy(np.zeros((1, *observation_space.shape), np.float32), arrays)

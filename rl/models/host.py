@@ -68,6 +68,35 @@ def illegal_penalty(obs: np.ndarray, num_actions: int) -> np.ndarray:
     return (1.0 - obs[:, -num_actions:].astype(np.float32)) * np.float32(ILLEGAL_SCORE)
 
 
+def masked_actions(settings, head: ActionHead, observation_space) -> int:
+    """A when ``settings.action_mask`` says the observations end with a legal-move mask, else 0.
+
+    Raises:
+      ValueError: a mask asked for with other than Discrete actions or flat observations.
+    """
+    if not getattr(settings, "action_mask", False):
+        return 0
+    if head.kind != "categorical":
+        raise ValueError(f"action_mask needs Discrete actions, the env's head is {head.kind}")
+    num_actions = head.num_outputs
+    if len(observation_space.shape) != 1 or observation_space.shape[0] <= num_actions:
+        raise ValueError(
+            f"action_mask needs flat observations ending with {num_actions} mask entries, "
+            f"got shape {observation_space.shape}"
+        )
+    # A mask's entries are bounded by [0, 1] (rl/games/versus.py): other features taken
+    # for a mask (action_mask on CartPole) would silently forbid moves.
+    low = getattr(observation_space, "low", np.zeros(1))[-num_actions:]
+    high = getattr(observation_space, "high", np.zeros(1))[-num_actions:]
+    if not (np.all(low == 0) and np.all(high == 1)):
+        raise ValueError(
+            f"action_mask needs observations whose last {num_actions} entries are a 0/1 "
+            "legal-move mask (a game env's, bounds [0, 1]); this env's are not: set "
+            "action_mask=false"
+        )
+    return num_actions
+
+
 @dataclasses.dataclass(frozen=True)
 class QHeadLayout:
     """How a Q-network's outputs become Q-values (rl/models/networks.py QNetwork).
@@ -81,6 +110,15 @@ class QHeadLayout:
     num_actions: int
     dueling: bool = False
     support: Tuple[float, ...] = ()
+
+    @classmethod
+    def from_settings(cls, settings, num_actions: int) -> "QHeadLayout":
+        """The layout QHeadSettings (dueling, num_atoms, v_min, v_max) give A actions."""
+        support = ()
+        if settings.num_atoms > 1:
+            atoms = np.linspace(settings.v_min, settings.v_max, settings.num_atoms)
+            support = tuple(float(z) for z in atoms)
+        return cls(num_actions, settings.dueling, support)
 
     @property
     def num_atoms(self) -> int:

@@ -24,6 +24,7 @@ from rl.models.host import (
     MIN_LOG_STD,
     HostPolicy,
     QHeadLayout,
+    masked_actions,
     mlp_forward,
 )
 from rl.models.settings import ModelSettings, QHeadSettings
@@ -353,35 +354,6 @@ def build_network(
     )
 
 
-def masked_actions(settings, head: ActionHead, observation_space: gym.Space) -> int:
-    """A when ``settings.action_mask`` says the observations end with a legal-move mask, else 0.
-
-    Raises:
-      ValueError: a mask asked for with other than Discrete actions or flat observations.
-    """
-    if not getattr(settings, "action_mask", False):
-        return 0
-    if head.kind != "categorical":
-        raise ValueError(f"action_mask needs Discrete actions, the env's head is {head.kind}")
-    num_actions = head.num_outputs
-    if len(observation_space.shape) != 1 or observation_space.shape[0] <= num_actions:
-        raise ValueError(
-            f"action_mask needs flat observations ending with {num_actions} mask entries, "
-            f"got shape {observation_space.shape}"
-        )
-    # A mask's entries are bounded by [0, 1] (rl/games/versus.py): other features taken
-    # for a mask (action_mask on CartPole) would silently forbid moves.
-    low = getattr(observation_space, "low", np.zeros(1))[-num_actions:]
-    high = getattr(observation_space, "high", np.zeros(1))[-num_actions:]
-    if not (np.all(low == 0) and np.all(high == 1)):
-        raise ValueError(
-            f"action_mask needs observations whose last {num_actions} entries are a 0/1 "
-            "legal-move mask (a game env's, bounds [0, 1]); this env's are not: set "
-            "action_mask=false"
-        )
-    return num_actions
-
-
 def illegal_penalty(obs: tf.Tensor, num_actions: int) -> tf.Tensor:
     """[B, A]: 0 for legal moves, ILLEGAL_SCORE for illegal ones (the observations' last
     ``num_actions`` entries, 1 = legal)."""
@@ -466,12 +438,8 @@ class QNetwork(tf.Module):
             raise ValueError(f"a Q-network needs Discrete actions, the env has {action_space}")
         self.head = action_head(action_space)
         self.masked_actions = masked_actions(settings, self.head, observation_space)
-        support = ()
-        if settings.num_atoms > 1:
-            support = tuple(
-                float(z) for z in np.linspace(settings.v_min, settings.v_max, settings.num_atoms)
-            )
-        self.layout = QHeadLayout(int(action_space.n), settings.dueling, support)
+        self.layout = QHeadLayout.from_settings(settings, int(action_space.n))
+        support = self.layout.support
         self.support = tf.constant(support, tf.float32) if support else None
         self.noisy = settings.noisy
         self.normalizer = observation_normalizer(settings, observation_space)
