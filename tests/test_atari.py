@@ -44,6 +44,32 @@ def test_an_ale_id_gets_sticky_actions_skips_gray_84x84_and_a_stack_of_four():
     env.close()
 
 
+def test_each_lost_life_but_the_last_is_flagged_and_the_game_goes_on():
+    env = make_env("ALE/Breakout-v5")
+    _, info = env.reset(seed=0)
+    assert info["lives"] == 5 and info["life_lost"] is False
+    rng = np.random.default_rng(0)
+    flagged_at_lives = []
+    for _ in range(20_000):  # random play loses Breakout's 5 balls in a few hundred steps
+        _, _, terminated, truncated, info = env.step(int(rng.integers(env.action_space.n)))
+        if info["life_lost"]:
+            flagged_at_lives.append(info["lives"])
+        if terminated or truncated:
+            break
+    assert terminated and info["lives"] == 0 and not info["life_lost"]  # the game's end
+    assert flagged_at_lives == [4, 3, 2, 1]
+    env.close()
+
+
+def test_life_loss_terminal_is_refused_for_an_env_without_lives():
+    from rl.hparams.resolve import validate_hparams
+
+    hp = registry.hparams.get("ppo_tiny")().replace(life_loss_terminal=True)
+    with pytest.raises(HParamsError, match="'life_loss_terminal' needs an Atari game"):
+        validate_hparams(hp)
+    validate_hparams(hp.replace(env="ALE/Breakout-v5"))
+
+
 def test_without_ale_py_an_atari_id_says_how_to_install_it(monkeypatch):
     monkeypatch.setattr(atari, "installed", lambda: False)
     with pytest.raises(HParamsError, match=r"ale-py is not installed: pip install -e '.\[atari\]'"):

@@ -302,3 +302,31 @@ def test_a_nature_cnn_learns_from_uint8_images_kept_as_bytes(name, memory):
 def test_host_acting_with_a_cnn_is_refused_with_what_to_set():
     with pytest.raises(ValueError, match="with torso=nature_cnn set host_acting=false"):
         build("ppo_tiny", env="catch", torso="nature_cnn")
+
+
+class _LifeLosingEnvs:
+    """Two CartPole-shaped env copies whose second step costs copy 0 a life (as Atari's
+    info says it); no episode ends."""
+
+    def __init__(self):
+        self.t = 0
+
+    def step(self, actions):
+        self.t += 1
+        info = {"life_lost": np.array([self.t == 2, False]), "_life_lost": np.ones(2, bool)}
+        zeros = np.zeros((2, 4), np.float32)
+        return zeros, np.ones(2, np.float32), np.zeros(2, bool), np.zeros(2, bool), info
+
+
+@pytest.mark.parametrize("life_loss_terminal", [False, True])
+def test_a_lost_life_ends_an_episode_for_learning_only_when_asked(life_loss_terminal):
+    agent, envs = build("ppo_tiny", num_envs=2, life_loss_terminal=life_loss_terminal)
+    envs.close()
+    lives = _LifeLosingEnvs()
+    obs = np.zeros((2, 4), np.float32)
+    for _ in range(3):
+        obs, _ = act_and_observe(agent.actor, agent.learner, lives, obs, 0)
+    stored = agent.learner.rollout.data()
+    assert "life_lost" not in stored  # read by the learner, not kept
+    expected = [[False, False], [life_loss_terminal, False], [False, False]]
+    np.testing.assert_array_equal(stored["terminated"][:3], expected)

@@ -24,6 +24,7 @@ from rl._tf import tf
 from rl.algos.act_select.base import ActSelect
 from rl.algos.noise import OrnsteinUhlenbeckNoise
 from rl.envs import true_next_obs
+from rl.envs.atari import LIFE_LOST
 
 # What an actor can record beside each action, for its learner.
 ACTOR_EXTRAS = ("log_prob",)
@@ -214,13 +215,15 @@ def act_and_observe(actor: Actor, learner, envs, obs: np.ndarray, step: int):
     actions, extras = actor.act(obs, step)
     next_obs, rewards, terminated, truncated, info = envs.step(actor.to_env(actions))
     actor.episodes_ended(terminated | truncated)
-    learner.observe(
+    step = dict(
         obs=obs,
         actions=actions,
         rewards=rewards,
         terminated=terminated,
         truncated=truncated,
         next_obs=true_next_obs(next_obs, info),
-        **extras,
     )
+    if LIFE_LOST in info:  # Atari: the learner decides whether a lost life ends an episode
+        step[LIFE_LOST] = info[LIFE_LOST] & info[f"_{LIFE_LOST}"]
+    learner.observe(**step, **extras)
     return next_obs, info

@@ -23,6 +23,7 @@ from rl.algos.grad_comp.checks import weighted_mean
 from rl.algos.normalization import ReturnScaler, RunningMeanStd
 from rl.algos.schedules import constant_schedule, linear_schedule
 from rl.counters import Counters
+from rl.envs.atari import LIFE_LOST
 from rl.hparams.base import HParams, RewardSettings
 
 
@@ -69,6 +70,7 @@ class Learner(tf.Module):
         self.observation_stats = self._observation_stats()
         rewards = hp if isinstance(hp, RewardSettings) else RewardSettings()
         self.reward_scale = rewards.reward_scale
+        self.life_loss_terminal = rewards.life_loss_terminal
         self.return_scaler = None
         if rewards.normalize_rewards:
             self.return_scaler = ReturnScaler(hp.num_envs, hp.gamma, rewards.reward_clip)
@@ -127,8 +129,12 @@ class Learner(tf.Module):
         Args:
             **step: obs, actions, rewards, terminated, truncated, next_obs
                 (the true next observations: final ones at episode ends),
-                each [N, ...], and the actor's extras (``actor_extras``).
+                each [N, ...], the actor's extras (``actor_extras``), and for
+                Atari ``life_lost`` [N] (terminal with ``life_loss_terminal``).
         """
+        life_lost = step.pop(LIFE_LOST, None)
+        if life_lost is not None and self.life_loss_terminal:
+            step["terminated"] = step["terminated"] | life_lost
         if self.observation_stats is not None:
             self.observation_stats.stats.update(step["obs"])
         rewards = step["rewards"]

@@ -3,10 +3,13 @@
 Any ``ALE/<Game>-v5`` id given as ``--env`` is built here: sticky actions
 (repeat the previous action with probability 0.25), the minimal action set,
 no-op starts, 4 frames per step with max-pooling of the last two, 84 x 84
-grayscale, no episode end on a lost life (in training and evaluation alike),
-and the last ``FRAME_STACK`` frames stacked on axis 0 as uint8. The model
-scales the bytes; replay stores each frame once (``frame_stack`` in the DQN
-hparams).
+grayscale, no episode end on a lost life, and the last ``FRAME_STACK`` frames
+stacked on axis 0 as uint8. The model scales the bytes; replay stores each
+frame once (``frame_stack`` in the DQN hparams).
+
+Each step's info says whether it cost a life (``info["life_lost"]``): rollout
+learners with ``life_loss_terminal`` treat that step as terminal for learning
+only, while the game, the logged returns and evaluation go on unchanged.
 """
 
 import importlib.util
@@ -21,6 +24,7 @@ STICKY_ACTION_PROBABILITY = 0.25
 FRAME_SKIP = 4
 NOOP_MAX = 30
 SCREEN_SIZE = 84
+LIFE_LOST = "life_lost"  # info key: the step cost a life and the game goes on
 
 _registered = False
 
@@ -71,4 +75,22 @@ def make_atari(name: str, render_mode: Optional[str] = None) -> gym.Env:
         grayscale_obs=True,
         scale_obs=False,
     )
-    return gym.wrappers.FrameStackObservation(env, FRAME_STACK)
+    return LifeLossInfo(gym.wrappers.FrameStackObservation(env, FRAME_STACK))
+
+
+class LifeLossInfo(gym.Wrapper):
+    """Adds ``info["life_lost"]``: the ALE's ``lives`` fell in this step and the game
+    did not end (True in no other step, reset included, so every info has the key)."""
+
+    def reset(self, **kwargs):
+        obs, info = self.env.reset(**kwargs)
+        self._lives = info.get("lives", 0)
+        info[LIFE_LOST] = False
+        return obs, info
+
+    def step(self, action):
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        lives = info.get("lives", 0)
+        info[LIFE_LOST] = bool(lives < self._lives and not terminated)
+        self._lives = lives
+        return obs, reward, terminated, truncated, info

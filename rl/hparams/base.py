@@ -106,14 +106,17 @@ class HParams:
 
 @dataclasses.dataclass(frozen=True)
 class RewardSettings:
-    """How rollout learners (PPO, A2C, VPG, IMPALA) see rewards; evaluation returns and
-    the logged episode returns are always the env's own."""
+    """How rollout learners (PPO, A2C, VPG, IMPALA) see rewards and episode ends;
+    evaluation returns and the logged episode returns are always the env's own."""
 
     reward_scale: float = positive(1.0)  # rewards are multiplied by this before learning
     # Then divided by the running std of the discounted return and clipped (as SB3's
     # VecNormalize does); the statistics are saved in checkpoints.
     normalize_rewards: bool = False
     reward_clip: float = bounded(10.0, 0.1, 1e6)  # normalised rewards stay within +-this
+    # Atari: a lost life ends the episode for learning (no bootstrap across it), as SB3's
+    # and CleanRL's EpisodicLifeEnv do; the game, logged returns and evaluation go on.
+    life_loss_terminal: bool = False
 
 
 def field_names(hp: HParams) -> List[str]:

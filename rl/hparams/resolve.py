@@ -9,6 +9,7 @@ import os
 from typing import Any, Dict, Optional, Tuple, Union
 
 from rl import registry
+from rl.envs import atari
 from rl.hparams.base import (
     BASELINES_RMSPROP_EPSILON,
     HParams,
@@ -54,6 +55,11 @@ def validate_hparams(hp: HParams) -> None:
     agent is built (``check_fits``)."""
     check_ranges(hp)
     hp.check_consistency()
+    if getattr(hp, "life_loss_terminal", False) and not atari.is_atari(hp.env):
+        raise HParamsError(
+            f"hparam 'life_loss_terminal' needs an Atari game (env ALE/<Game>-v5), whose "
+            f"steps say when a life is lost; env {hp.env!r} does not: set it to false"
+        )
     if hp.eval_epsilon > 0 and not registry.act_select.get(hp.eval_act_select).uses_epsilon:
         takers = [n for n in registry.act_select.names() if registry.act_select.get(n).uses_epsilon]
         raise HParamsError(
