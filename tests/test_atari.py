@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from rl import catalog, registry  # noqa: F401  (catalog: every registry complete)
-from rl.envs import atari, make_env
+from rl.envs import atari, make_env, make_vec_env
 from rl.hparams.base import HParamsError
 
 pytestmark = pytest.mark.skipif(
@@ -59,6 +59,11 @@ def test_each_lost_life_but_the_last_is_flagged_and_the_game_goes_on():
     assert terminated and info["lives"] == 0 and not info["life_lost"]  # the game's end
     assert flagged_at_lives == [4, 3, 2, 1]
     env.close()
+    envs = make_vec_env("ALE/Breakout-v5", 2)  # what act_and_observe reads
+    envs.reset(seed=0)
+    info = envs.step(np.zeros(2, np.int64))[-1]
+    assert info["life_lost"].dtype == bool and info["_life_lost"].all()
+    envs.close()
 
 
 def test_life_loss_terminal_is_refused_for_an_env_without_lives():
