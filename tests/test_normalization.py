@@ -170,6 +170,26 @@ def test_the_learner_stores_scaled_then_normalised_rewards():
     envs.close()
 
 
+def test_the_learner_stores_the_signs_of_rewards_then_scales_them():
+    hp = registry.hparams.get("ppo_tiny")().replace(sign_rewards=True, reward_scale=0.5)
+    envs = make_vec_env(hp.env, hp.num_envs)
+    learner = Agent(hp, envs.single_observation_space, envs.single_action_space).learner
+    zeros = np.zeros((2, 4), np.float32)
+    for rewards in ([7.0, -0.25], [0.0, 4.0]):
+        learner.observe(
+            obs=zeros,
+            actions=np.zeros(2, np.int64),
+            rewards=np.array(rewards, np.float32),
+            terminated=np.zeros(2, bool),
+            truncated=np.zeros(2, bool),
+            next_obs=zeros,
+            log_prob=np.zeros(2, np.float32),
+        )
+    stored = learner.rollout.data()["rewards"][:2]
+    np.testing.assert_array_equal(stored, [[0.5, -0.5], [0.0, 0.5]])
+    envs.close()
+
+
 def _train(out, steps, *extra):
     return subprocess.run(
         [

@@ -69,6 +69,7 @@ class Learner(tf.Module):
         self.counters = Counters(env_steps=0, updates=0)
         self.observation_stats = self._observation_stats()
         rewards = hp if isinstance(hp, RewardSettings) else RewardSettings()
+        self.sign_rewards = rewards.sign_rewards
         self.reward_scale = rewards.reward_scale
         self.life_loss_terminal = rewards.life_loss_terminal
         self.return_scaler = None
@@ -123,8 +124,8 @@ class Learner(tf.Module):
     def observe(self, **step: np.ndarray) -> None:
         """Records one vectorised step of N transitions.
 
-        Observation statistics take the step's observations; rewards are scaled
-        and normalised as the hparams say before ``record`` keeps them.
+        Observation statistics take the step's observations; rewards are signed,
+        scaled and normalised as the hparams say before ``record`` keeps them.
 
         Args:
             **step: obs, actions, rewards, terminated, truncated, next_obs
@@ -138,6 +139,8 @@ class Learner(tf.Module):
         if self.observation_stats is not None:
             self.observation_stats.stats.update(step["obs"])
         rewards = step["rewards"]
+        if self.sign_rewards:
+            rewards = np.sign(rewards).astype(np.float32)
         if self.reward_scale != 1.0:
             rewards = rewards * np.float32(self.reward_scale)
         if self.return_scaler is not None:

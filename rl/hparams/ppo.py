@@ -218,7 +218,9 @@ def ppo_tiny() -> PPOHParams:
 def ppo_atari() -> PPOHParams:
     # RL-Zoo's Atari PPO (8 envs x 128 steps, 4 epochs of 256-sample minibatches, lr
     # 2.5e-4 annealed, clip 0.1, entropy 0.01), with a constant clip instead of its
-    # annealed one. The game comes from --env (default Breakout). train_steps counts
+    # annealed one, and its AtariWrapper's learning signals: the sign of each reward,
+    # and a lost life as the end of an episode (the env, logged returns and evaluation
+    # are Machado et al.'s). The game comes from --env (default Breakout). train_steps counts
     # agent steps: 2.5M = the usual 10M frames, a GPU run; on 2 CPU cores use
     # --train_steps 500000 (2M frames; docs/benchmarks.md).
     return ppo_base().replace(
@@ -244,6 +246,8 @@ def ppo_atari() -> PPOHParams:
         gae_lambda=0.95,
         max_grad_norm=0.5,
         normalize_advantages=True,
+        sign_rewards=True,
+        life_loss_terminal=True,
         train_steps=2_500_000,
         eval_interval=102_400,
         eval_episodes=5,
