@@ -109,10 +109,10 @@ class RewardSettings:
     """How rollout learners (PPO, A2C, VPG, IMPALA) see rewards and episode ends;
     evaluation returns and the logged episode returns are always the env's own."""
 
+    reward_scale: float = positive(1.0)  # rewards are multiplied by this before learning
     # Learn from sign(reward) in {-1, 0, 1} (Atari's usual clipping: one scale for every
     # game), applied before reward_scale and normalize_rewards.
     sign_rewards: bool = False
-    reward_scale: float = positive(1.0)  # rewards are multiplied by this before learning
     # Then divided by the running std of the discounted return and clipped (as SB3's
     # VecNormalize does); the statistics are saved in checkpoints.
     normalize_rewards: bool = False
