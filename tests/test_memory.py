@@ -120,6 +120,43 @@ def test_ending_a_stream_mid_episode_bootstraps_its_last_step_and_starts_anew():
     Replay(SPECS, capacity=100, num_envs=2, seed=0).end_streams([0, 1])
 
 
+@pytest.mark.parametrize("goes_on", [True, False])
+def test_a_lost_life_is_terminal_while_the_stream_and_its_frame_stacks_go_on(goes_on):
+    # One env, frames 0..6, stacks of 2 (the first padded), rewards 1, 2, 4, ...; the
+    # step 2 -> 3 costs a life: terminal for learning, but the game (no reset) goes on.
+    specs = transition_specs(gym.spaces.Box(-1e9, 1e9, (2, 1), np.float32), gym.spaces.Discrete(2))
+    replay = Replay(specs, capacity=100, num_envs=1, seed=0, n_step=2, gamma=0.5, frame_stack=2)
+
+    def stack(t):
+        return np.array([[[max(t - 1, 0)], [t]]], np.float32)
+
+    for t in range(6):
+        replay.add(
+            obs=stack(t),
+            actions=np.zeros(1, np.int32),
+            rewards=np.array([2.0**t], np.float32),
+            terminated=np.array([t == 2]),
+            truncated=np.array([False]),
+            next_obs=stack(t + 1),
+            episode_goes_on=np.array([t == 2 and goes_on]),
+        )
+    batch = replay.sample((2000,)).batch
+    got = {
+        (tuple(o[:, 0]), tuple(n[:, 0]), float(r), float(d))
+        for o, n, r, d in zip(batch["obs"], batch["next_obs"], batch["rewards"], batch["discounts"])
+    }
+    after = [(2.0, 3.0), (3.0, 4.0)] if goes_on else [(3.0, 3.0), (3.0, 4.0)]
+    assert got == {
+        ((0.0, 0.0), (1.0, 2.0), 1 + 0.5 * 2, 0.25),
+        ((0.0, 1.0), (2.0, 3.0), 2 + 0.5 * 4, 0.0),  # the window stops at the lost life
+        ((1.0, 2.0), (2.0, 3.0), 4.0, 0.0),  # no bootstrap across it
+        (after[0], (4.0, 5.0), 8 + 0.5 * 16, 0.25),  # stacked as the agent saw it
+        (after[1], (5.0, 6.0), 16 + 0.5 * 32, 0.25),
+    }
+    # One frame a step after the first: no second copy of frame 3 when the game goes on.
+    assert replay.count.tolist() == [7 if goes_on else 8]
+
+
 def test_unfinished_n_step_windows_wait():
     replay = Replay(SPECS, capacity=100, num_envs=1, seed=0, n_step=3, gamma=0.5)
     add(replay, [0], [1])

@@ -357,7 +357,7 @@ def test_flags_and_dict_overrides_are_checked_too():
     [
         ("seed", -1, "hparam 'seed' must be in"),
         ("learning_rate", float("inf"), "hparam 'learning_rate' must be finite, got inf"),
-        ("agent", "dqn", "unknown hparam 'reward_scale'"),  # DQN's class has no PPO fields
+        ("agent", "dqn", "unknown hparam 'normalize_rewards'"),  # rollout learners' only
     ],
 )
 def test_a_saved_hparams_json_goes_through_the_same_checks(tmp_path, field, value, message):

@@ -318,15 +318,31 @@ class _LifeLosingEnvs:
         return zeros, np.ones(2, np.float32), np.zeros(2, bool), np.zeros(2, bool), info
 
 
-@pytest.mark.parametrize("life_loss_terminal", [False, True])
-def test_a_lost_life_ends_an_episode_for_learning_only_when_asked(life_loss_terminal):
-    agent, envs = build("ppo_tiny", num_envs=2, life_loss_terminal=life_loss_terminal)
+def _act_with_lost_lives(hparams, life_loss_terminal):
+    agent, envs = build(hparams, num_envs=2, life_loss_terminal=life_loss_terminal)
     envs.close()
     lives = _LifeLosingEnvs()
     obs = np.zeros((2, 4), np.float32)
     for _ in range(3):
         obs, _ = act_and_observe(agent.actor, agent.learner, lives, obs, 0)
-    stored = agent.learner.rollout.data()
+    return agent.learner
+
+
+@pytest.mark.parametrize("life_loss_terminal", [False, True])
+def test_a_lost_life_ends_an_episode_for_learning_only_when_asked(life_loss_terminal):
+    stored = _act_with_lost_lives("ppo_tiny", life_loss_terminal).rollout.data()
     assert "life_lost" not in stored  # read by the learner, not kept
     expected = [[False, False], [life_loss_terminal, False], [False, False]]
     np.testing.assert_array_equal(stored["terminated"][:3], expected)
+
+
+@pytest.mark.parametrize("life_loss_terminal", [False, True])
+def test_dqn_replays_a_lost_life_as_terminal_and_its_episode_as_going_on(life_loss_terminal):
+    replay = _act_with_lost_lives("dqn_tiny", life_loss_terminal).replay
+    assert "life_lost" not in replay.fields
+    # Each env's transitions sit in slots 0, 1, 2 of its ring.
+    expected = [[False, False], [life_loss_terminal, False], [False, False]]
+    np.testing.assert_array_equal(replay.fields["terminated"][:, :3].T, expected)
+    # One first frame and one frame a step: the stream did not restart at the lost life.
+    assert replay.count.tolist() == [4, 4]
+    assert replay.episode_start[:, :4].tolist() == [[0, 0, 0, 0], [0, 0, 0, 0]]

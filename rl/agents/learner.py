@@ -24,7 +24,7 @@ from rl.algos.normalization import ReturnScaler, RunningMeanStd
 from rl.algos.schedules import constant_schedule, linear_schedule
 from rl.counters import Counters
 from rl.envs.atari import LIFE_LOST
-from rl.hparams.base import HParams, RewardSettings
+from rl.hparams.base import HParams, ReturnNormalization, RewardSettings
 
 
 class NonFiniteError(ArithmeticError):
@@ -73,8 +73,8 @@ class Learner(tf.Module):
         self.reward_scale = rewards.reward_scale
         self.life_loss_terminal = rewards.life_loss_terminal
         self.return_scaler = None
-        if rewards.normalize_rewards:
-            self.return_scaler = ReturnScaler(hp.num_envs, hp.gamma, rewards.reward_clip)
+        if isinstance(hp, ReturnNormalization) and hp.normalize_rewards:
+            self.return_scaler = ReturnScaler(hp.num_envs, hp.gamma, hp.reward_clip)
         self._acting_variables = self.model.acting_variables()
         self._snapshot = self._take_snapshot()
 
@@ -134,7 +134,9 @@ class Learner(tf.Module):
                 Atari ``life_lost`` [N] (terminal with ``life_loss_terminal``).
         """
         life_lost = step.pop(LIFE_LOST, None)
+        episode_goes_on = None
         if life_lost is not None and self.life_loss_terminal:
+            episode_goes_on = life_lost & ~(step["terminated"] | step["truncated"])
             step["terminated"] = step["terminated"] | life_lost
         if self.observation_stats is not None:
             self.observation_stats.stats.update(step["obs"])
@@ -145,11 +147,19 @@ class Learner(tf.Module):
             rewards = rewards * np.float32(self.reward_scale)
         if self.return_scaler is not None:
             rewards = self.return_scaler(rewards, step["terminated"] | step["truncated"])
-        self.record({**step, "rewards": rewards})
+        self.record({**step, "rewards": rewards}, episode_goes_on)
         self.counters.add("env_steps", len(rewards))
 
-    def record(self, step: Dict[str, np.ndarray]) -> None:
-        """Keeps one vectorised step (``observe``'s, rewards as learned from) in memory."""
+    def record(
+        self, step: Dict[str, np.ndarray], episode_goes_on: Optional[np.ndarray] = None
+    ) -> None:
+        """Keeps one vectorised step (``observe``'s, rewards as learned from) in memory.
+
+        Args:
+            step: as ``observe`` takes it, ``terminated`` as learned from.
+            episode_goes_on: [N] bool or None: steps terminal for learning only (a
+                lost life) after which the env's episode, and its observations, go on.
+        """
         raise NotImplementedError
 
     def update(self) -> Optional[Dict[str, float]]:

@@ -50,8 +50,8 @@ class ReplayLearner(Learner):
         del hp
         return 0.0
 
-    def record(self, step: Dict[str, np.ndarray]) -> None:
-        self.replay.add(**step)
+    def record(self, step: Dict[str, np.ndarray], episode_goes_on=None) -> None:
+        self.replay.add(**step, episode_goes_on=episode_goes_on)
 
     def break_streams(self, env_ids) -> None:
         super().break_streams(env_ids)

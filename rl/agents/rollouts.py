@@ -41,7 +41,8 @@ class RolloutLearner(Learner):
         self.rollout = RolloutBuffer(specs, hp.rollout_steps, hp.num_envs)
         self._compiled_update = self.compile_update(self._update_step)
 
-    def record(self, step: Dict[str, np.ndarray]) -> None:
+    def record(self, step: Dict[str, np.ndarray], episode_goes_on=None) -> None:
+        del episode_goes_on  # each step keeps its own next_obs
         self.rollout.add(**step)
 
     def round_steps(self) -> int:

@@ -5,12 +5,12 @@ from typing import Optional
 
 from rl import registry
 from rl.fields import bounded, one_of, positive
-from rl.hparams.base import BASELINES_RMSPROP_EPSILON, HParams, RewardSettings
+from rl.hparams.base import BASELINES_RMSPROP_EPSILON, HParams, ReturnNormalization, RewardSettings
 from rl.models.settings import ModelSettings
 
 
 @dataclasses.dataclass(frozen=True)
-class A2CHParams(HParams, ModelSettings, RewardSettings):
+class A2CHParams(HParams, ModelSettings, ReturnNormalization, RewardSettings):
     agent: str = one_of("a2c", ("a2c",))  # these fields are A2C's
     model: str = "actor_critic"
     act_select: str = "sample"

@@ -106,20 +106,28 @@ class HParams:
 
 @dataclasses.dataclass(frozen=True)
 class RewardSettings:
-    """How rollout learners (PPO, A2C, VPG, IMPALA) see rewards and episode ends;
-    evaluation returns and the logged episode returns are always the env's own."""
+    """How learners with discrete episodes (PPO, A2C, VPG, IMPALA, the DQN family) see
+    rewards and episode ends; evaluation returns and the logged episode returns are
+    always the env's own."""
 
     reward_scale: float = positive(1.0)  # rewards are multiplied by this before learning
     # Learn from sign(reward) in {-1, 0, 1} (Atari's usual clipping: one scale for every
     # game), applied before reward_scale and normalize_rewards.
     sign_rewards: bool = False
-    # Then divided by the running std of the discounted return and clipped (as SB3's
-    # VecNormalize does); the statistics are saved in checkpoints.
-    normalize_rewards: bool = False
-    reward_clip: float = bounded(10.0, 0.1, 1e6)  # normalised rewards stay within +-this
     # Atari: a lost life ends the episode for learning (no bootstrap across it), as SB3's
     # and CleanRL's EpisodicLifeEnv do; the game, logged returns and evaluation go on.
     life_loss_terminal: bool = False
+
+
+@dataclasses.dataclass(frozen=True)
+class ReturnNormalization:
+    """Rollout learners (PPO, A2C, VPG, IMPALA) only: a replay would keep rewards
+    divided by statistics that have moved on since."""
+
+    # Rewards divided by the running std of the discounted return and clipped (as SB3's
+    # VecNormalize does); the statistics are saved in checkpoints.
+    normalize_rewards: bool = False
+    reward_clip: float = bounded(10.0, 0.1, 1e6)  # normalised rewards stay within +-this
 
 
 def field_names(hp: HParams) -> List[str]:

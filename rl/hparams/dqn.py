@@ -4,13 +4,13 @@ import dataclasses
 
 from rl import registry
 from rl.fields import MAX_STEPS, bounded, one_of, positive
-from rl.hparams.base import HParams, HParamsError
+from rl.hparams.base import HParams, HParamsError, RewardSettings
 from rl.hparams.replay import ReplaySettings
 from rl.models.settings import ModelSettings, QHeadSettings
 
 
 @dataclasses.dataclass(frozen=True)
-class DQNHParams(HParams, ModelSettings, QHeadSettings, ReplaySettings):
+class DQNHParams(HParams, ModelSettings, QHeadSettings, ReplaySettings, RewardSettings):
     """DQN and its switches towards Rainbow (Hessel et al. 2018): double_q, dueling,
     noisy, num_atoms (C51, with grad_comp categorical_td), n_step, prioritized_replay."""
 
@@ -171,6 +171,8 @@ def dqn_atari() -> DQNHParams:
     # RL-Zoo's Atari DQN (Nature CNN, 100k replay, lr 1e-4, batch 32, an update every 4
     # steps, a target copy every 1,000 updates, epsilon to 0.01 over the first 10% of
     # 10M frames), on 4 env copies. Frames are stored once each (~0.7 GB for 100k).
+    # It learns from what SB3's AtariWrapper gives it: reward signs, and a lost life as
+    # a terminal (the replay's frame stacks go on across it, as the game does).
     # The game comes from --env (default Breakout); train_steps counts agent steps.
     return dqn_base().replace(
         env="ALE/Breakout-v5",
@@ -193,6 +195,8 @@ def dqn_atari() -> DQNHParams:
         # Evaluated as Mnih et al. (2015) did: uniform actions 5% of the time.
         eval_act_select="epsilon_greedy",
         eval_epsilon=0.05,
+        sign_rewards=True,
+        life_loss_terminal=True,
         train_steps=2_500_000,
         eval_interval=100_000,
         eval_episodes=5,
@@ -267,7 +271,8 @@ def rainbow_lunar_lander() -> DQNHParams:
 def rainbow_atari() -> DQNHParams:
     # dqn_atari's frames and Nature CNN with the paper's Atari settings: Adam 6.25e-5
     # (eps 1.5e-4 in the paper; Adam's default here), 20k steps before learning, a target
-    # copy every 8k steps (2k updates), returns on [-10, 10] (rewards clipped to +-1).
+    # copy every 8k steps (2k updates), returns on [-10, 10] (reward signs, as dqn_atari;
+    # a lost life is terminal in training, as in Mnih et al. 2015, whose protocol it follows).
     return _rainbow(dqn_atari()).replace(
         learning_rate=6.25e-5,
         learning_starts=20_000,

@@ -4,12 +4,12 @@ import dataclasses
 
 from rl import registry
 from rl.fields import bounded, one_of, positive
-from rl.hparams.base import BASELINES_RMSPROP_EPSILON, HParams, RewardSettings
+from rl.hparams.base import BASELINES_RMSPROP_EPSILON, HParams, ReturnNormalization, RewardSettings
 from rl.models.settings import ModelSettings
 
 
 @dataclasses.dataclass(frozen=True)
-class IMPALAHParams(HParams, ModelSettings, RewardSettings):
+class IMPALAHParams(HParams, ModelSettings, ReturnNormalization, RewardSettings):
     agent: str = one_of("impala", ("impala",))  # these fields are IMPALA's
     model: str = "actor_critic"
     act_select: str = "sample"

@@ -5,12 +5,12 @@ from typing import Optional
 
 from rl import registry
 from rl.fields import bounded, one_of, positive
-from rl.hparams.base import HParams, RewardSettings
+from rl.hparams.base import HParams, ReturnNormalization, RewardSettings
 from rl.models.settings import ModelSettings
 
 
 @dataclasses.dataclass(frozen=True)
-class PPOHParams(HParams, ModelSettings, RewardSettings):
+class PPOHParams(HParams, ModelSettings, ReturnNormalization, RewardSettings):
     agent: str = one_of("ppo", ("ppo",))  # these fields are PPO's
     model: str = "actor_critic"
     act_select: str = "sample"

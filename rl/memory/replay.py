@@ -182,7 +182,9 @@ class Replay:
     def _newest(self, obs: np.ndarray) -> np.ndarray:
         return obs[:, -1] if self.frame_stack > 1 else obs
 
-    def add(self, obs, actions, rewards, terminated, truncated, next_obs, **extras) -> None:
+    def add(
+        self, obs, actions, rewards, terminated, truncated, next_obs, episode_goes_on=None, **extras
+    ) -> None:
         """Adds one vector step: each argument [num_envs, ...].
 
         Args:
@@ -192,6 +194,9 @@ class Replay:
             terminated: the episode reached a terminal state.
             truncated: the episode was cut (time limit); bootstrapped.
             next_obs: true next observations (the final ones at episode ends).
+            episode_goes_on: None, or [num_envs] bool: terminal for learning only (an
+                Atari life lost): the next step's observation continues this stream,
+                frame stacks included, instead of starting an episode.
             **extras: the actor's extras named in the specs.
         """
         envs = np.arange(self.num_envs)
@@ -215,6 +220,8 @@ class Replay:
             self.tree.set(envs * self.ring + slots, np.full(self.num_envs, self.max_priority))
         self._write_frames(envs, self._newest(next_obs), self.current_start)
         self.new_episode = np.logical_or(terminated, truncated)
+        if episode_goes_on is not None:
+            self.new_episode &= ~np.asarray(episode_goes_on, bool)
         self.max_abs_reward = max(self.max_abs_reward, float(np.max(np.abs(rewards))))
 
     def end_streams(self, envs: Sequence[int]) -> None:
