@@ -15,7 +15,9 @@ start, as Gymnasium's FrameStackObservation pads): 1M Atari transitions of
 n-step returns come from the same streams at sample time (Sutton & Barto
 7.1): for transition i with m = min(n, steps left in its episode),
 reward = sum_j<m gamma^j r_{i+j}, discount = gamma^m unless the episode
-terminated (0), next_obs = frame i+m. Truncation is bootstrapped.
+terminated (0), next_obs = frame i+m. Truncation is bootstrapped. A step that
+is terminal for learning only (an Atari life lost: ``episode_goes_on``) ends
+n-step sums and bootstrapping there, while its stream and stacks go on.
 
 Sampling is uniform, or proportional to priority^alpha (Schaul et al. 2016)
 with a sum tree; ``sample`` returns indices and their probabilities, and
