@@ -669,7 +669,8 @@ class Progress:
         step = exp.step
         elapsed = max(time.time() - self.start_time, 1e-9)
         rate = (step - self.start_step) / elapsed
-        eta = (self.target - step) / rate if rate > 0 else math.inf
+        # A rollout may end past the target (a PPO run stops at 500,736 of 500,000).
+        eta = max(self.target - step, 0) / rate if rate > 0 else math.inf
         recent = list(exp._recent_returns)[-20:]
         ret = f"{np.mean(recent):8.1f}" if recent else "     n/a"
         ev = f"{exp._last_eval['return_mean']:.1f}" if exp._last_eval else "n/a"

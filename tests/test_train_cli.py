@@ -241,3 +241,22 @@ def test_a_budget_that_ends_mid_rollout_says_where_the_run_ends(tmp_path):
         in proc.stderr
     )
     assert json.loads(proc.stdout.splitlines()[-1])["step"] == 256
+
+
+def test_the_progress_line_counts_down_to_zero_and_not_below():
+    import collections
+    import types
+
+    from rl.experiment import Progress
+
+    run = types.SimpleNamespace(
+        step=0, _recent_returns=collections.deque([1.0, 3.0]), _last_eval={"return_mean": 2.5}
+    )
+    progress = Progress(run, target=1000, enabled=False)
+    progress.start_time -= 10.0  # 10 s ago
+    run.step = 500  # 50 steps/s: 10 s to go
+    assert re.search(
+        r"step +500/1,000 +50 steps/s .* 2\.0 +eval 2\.5 +ETA 0:00:1[01]$", progress.line()
+    )
+    run.step = 1024  # a rollout that ends past the target
+    assert progress.line().endswith("ETA 0:00:00")
