@@ -258,5 +258,5 @@ def test_the_progress_line_counts_down_to_zero_and_not_below():
     assert re.search(
         r"step +500/1,000 +50 steps/s .* 2\.0 +eval 2\.5 +ETA 0:00:1[01]$", progress.line()
     )
-    run.step = 1024  # a rollout that ends past the target
+    run.step = 1500  # a rollout that ends past the target: 3 s past at 150 steps/s
     assert progress.line().endswith("ETA 0:00:00")
