@@ -7,9 +7,10 @@ grayscale, no episode end on a lost life, and the last ``FRAME_STACK`` frames
 stacked on axis 0 as uint8. The model scales the bytes; replay stores each
 frame once (``frame_stack`` in the DQN hparams).
 
-Each step's info says whether it cost a life (``info["life_lost"]``): rollout
-learners with ``life_loss_terminal`` treat that step as terminal for learning
-only, while the game, the logged returns and evaluation go on unchanged.
+Each step's info says whether it cost a life (``info["life_lost"]``): learners
+with ``life_loss_terminal`` (PPO, A2C, VPG, IMPALA, DQN) treat that step as
+terminal for learning only, while the game, the logged returns and evaluation go
+on unchanged.
 """
 
 import importlib.util
