@@ -106,9 +106,8 @@ class HParams:
 
 @dataclasses.dataclass(frozen=True)
 class RewardSettings:
-    """How learners with discrete episodes (PPO, A2C, VPG, IMPALA, the DQN family) see
-    rewards and episode ends; evaluation returns and the logged episode returns are
-    always the env's own."""
+    """How PPO, A2C, VPG, IMPALA and the DQN family see rewards and episode ends;
+    evaluation returns and the logged episode returns are always the env's own."""
 
     reward_scale: float = positive(1.0)  # rewards are multiplied by this before learning
     # Learn from sign(reward) in {-1, 0, 1} (Atari's usual clipping: one scale for every

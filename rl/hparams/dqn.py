@@ -272,7 +272,7 @@ def rainbow_atari() -> DQNHParams:
     # dqn_atari's frames and Nature CNN with the paper's Atari settings: Adam 6.25e-5
     # (eps 1.5e-4 in the paper; Adam's default here), 20k steps before learning, a target
     # copy every 8k steps (2k updates), returns on [-10, 10] (reward signs, as dqn_atari;
-    # a lost life is terminal in training, as in Mnih et al. 2015, whose protocol it follows).
+    # a lost life is terminal in training, as Mnih et al. (2015) trained).
     return _rainbow(dqn_atari()).replace(
         learning_rate=6.25e-5,
         learning_starts=20_000,
