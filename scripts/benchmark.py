@@ -757,6 +757,32 @@ def run_with_peak_memory(command: List[str]) -> Tuple[float, str, int]:
     return time.perf_counter() - start, stdout.decode(), peak
 
 
+def second_half_rate(run_dir: str) -> Optional[float]:
+    """Env steps/s over a run's second half, from the times of its own update records.
+
+    The run's reported rate counts from the start of training, so worker start-up
+    and the first update's compile weigh on short runs; this is the steady rate.
+    None when fewer than two updates were logged in the second half.
+    """
+    from rl import import_tensorflow_quietly
+    from rl.logbook import committed_event_files, scalar_events
+
+    import_tensorflow_quietly()  # TensorBoard's event reader loads it, with start-up lines
+    records = sorted(
+        (step, millis)
+        for _, path in committed_event_files(os.path.join(run_dir, "tb"))
+        for tag, step, _, millis in scalar_events(path)
+        if tag == "train/steps_per_second"
+    )
+    if not records:
+        return None
+    half = records[-1][0] / 2
+    later = [(step, millis) for step, millis in records if step >= half]
+    if len(later) < 2 or later[-1][1] <= later[0][1]:
+        return None
+    return (later[-1][0] - later[0][0]) / ((later[-1][1] - later[0][1]) / 1000)
+
+
 # Throughput with actor processes: (env, hparams, train.py flags, worker counts).
 WORKER_CASES = (
     ("slow_cartpole", "impala_cartpole", (0, 1, 2, 4, 8)),
@@ -770,7 +796,7 @@ def run_workers_table(train_steps: int, ray: bool) -> List[dict]:
     """Env steps/s against --num_workers, with peak memory; Ray beside processes if asked."""
     header = (
         f"{'env':<15} {'sys':<6} {'workers':>7} {'steps':>7} {'wall s':>7} "
-        f"{'steps/s':>8} {'x N=1':>6} {'peak RSS MB':>11}"
+        f"{'steps/s':>8} {'x N=1':>6} {'2nd half':>8} {'x N=1':>6} {'peak RSS MB':>11}"
     )
     print(header)
     print("-" * len(header))
@@ -779,7 +805,7 @@ def run_workers_table(train_steps: int, ray: bool) -> List[dict]:
         for env, hparams, counts in WORKER_CASES:
             systems = ("local", "ray") if ray and env == "slow_cartpole" else ("local",)
             for sys_name in systems:
-                base = None
+                base = steady_base = None
                 for n in counts:
                     if sys_name == "ray" and n not in (2, 8):
                         continue
@@ -792,15 +818,23 @@ def run_workers_table(train_steps: int, ray: bool) -> List[dict]:
                     wall, stdout, peak = run_with_peak_memory(command)
                     result = last_json_line(stdout)
                     rate = float(result["steps_per_second"])
+                    steady = second_half_rate(out)
                     base = rate if n == 1 else base
+                    steady_base = steady if n == 1 else steady_base
                     rows.append(
                         {"env": env, "sys": sys_name, "workers": n, "steps": result["step"],
-                         "wall_s": wall, "steps_per_s": rate, "peak_rss_bytes": peak}
+                         "wall_s": wall, "steps_per_s": rate, "second_half_steps_per_s": steady,
+                         "peak_rss_bytes": peak}
                     )  # fmt: skip
                     ratio = f"{rate / base:6.2f}" if base else f"{'-':>6}"
+                    steady_text = f"{steady:8.0f}" if steady else f"{'-':>8}"
+                    steady_ratio = (
+                        f"{steady / steady_base:6.2f}" if steady and steady_base else f"{'-':>6}"
+                    )
                     print(
                         f"{env:<15} {sys_name:<6} {n:>7} {result['step']:>7} {wall:>7.1f} "
-                        f"{rate:>8.0f} {ratio} {peak / 2**20:>11.0f}",
+                        f"{rate:>8.0f} {ratio} {steady_text} {steady_ratio} "
+                        f"{peak / 2**20:>11.0f}",
                         flush=True,
                     )
     return rows

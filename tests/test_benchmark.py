@@ -192,3 +192,19 @@ def test_the_suite_table_puts_rl_zoo_beside_each_set():
         "| `a2c_cartpole` | CartPole-v1 | 200,000 | 3 | 498.2 [490.0, 500.0] | 500 (500,000) | 24 |"
     )
     assert lines[3].split(" | ")[5] == "-"
+
+
+def test_second_half_rate_is_steps_over_the_seconds_of_the_second_half_records(tmp_path):
+    from rl.logbook import summary_event, write_event_file
+
+    # Updates every 1,000 steps; the first half slow (start-up), the second 2,000 steps/s.
+    times = {1000: 10.0, 2000: 12.0, 3000: 13.0, 4000: 13.5, 5000: 14.0, 6000: 14.5}
+    events = [
+        summary_event("scalar", "train/steps_per_second", 1.0, step, 1_000.0 + seconds)
+        for step, seconds in times.items()
+    ] + [summary_event("scalar", "train/loss", 1.0, 6000, 9_999.0)]  # another tag: ignored
+    os.makedirs(tmp_path / "tb")
+    write_event_file(str(tmp_path / "tb" / "events.out.tfevents.000000000006000.1.0.rl.v2"), events)
+    # Records at steps >= 3,000: 3,000 steps in 1.5 s.
+    assert benchmark.second_half_rate(str(tmp_path)) == pytest.approx(2000.0)
+    assert benchmark.second_half_rate(str(tmp_path / "missing")) is None

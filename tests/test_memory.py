@@ -342,3 +342,27 @@ def test_rollout_buffer_keeps_the_spec_dtypes_and_checks_fields():
     assert len(buffer) == 0
     with pytest.raises(ValueError, match="log_prob"):
         buffer.add(**{k: v for k, v in step.items() if k != "log_prob"})
+
+
+def test_batch_fields_are_the_shapes_and_dtypes_that_sample_returns():
+    # uint8 stacks of 2 frames, Box actions, an extra, n-step sums: each as sampled.
+    specs = transition_specs(
+        gym.spaces.Box(0, 255, (2, 3), np.uint8),
+        gym.spaces.Box(-1.0, 1.0, (2,), np.float32),
+        extras={"log_prob": (np.float32, ())},
+    )
+    replay = Replay(specs, capacity=100, num_envs=2, seed=0, n_step=3, gamma=0.5, frame_stack=2)
+    for t in range(6):
+        replay.add(
+            obs=np.full((2, 2, 3), t, np.uint8),
+            actions=np.zeros((2, 2), np.float32),
+            rewards=np.ones(2, np.float32),
+            terminated=np.array([t == 4, False]),
+            truncated=np.zeros(2, bool),
+            next_obs=np.full((2, 2, 3), t + 1, np.uint8),
+            log_prob=np.zeros(2, np.float32),
+        )
+    batch = replay.sample((4, 5)).batch
+    fields = replay.batch_fields((4, 5))
+    assert fields == {name: (array.shape, array.dtype) for name, array in batch.items()}
+    assert fields["obs"] == ((4, 5, 2, 3), np.uint8)

@@ -346,3 +346,51 @@ def test_dqn_replays_a_lost_life_as_terminal_and_its_episode_as_going_on(life_lo
     # One first frame and one frame a step: the stream did not restart at the lost life.
     assert replay.count.tolist() == [4, 4]
     assert replay.episode_start[:, :4].tolist() == [[0, 0, 0, 0], [0, 0, 0, 0]]
+
+
+def _until_first_update(agent, envs):
+    """Acts and observes until the learner's first update; returns its metrics."""
+    obs, _ = envs.reset(seed=0)
+    while True:
+        actions, extras = agent.actor.act(obs)
+        next_obs, rewards, terminated, truncated, _ = envs.step(agent.actor.to_env(actions))
+        agent.learner.observe(
+            obs=obs,
+            actions=actions,
+            rewards=rewards,
+            terminated=terminated,
+            truncated=truncated,
+            next_obs=next_obs,
+            **extras,
+        )
+        metrics = agent.learner.update()
+        if metrics is not None:
+            return metrics
+        obs = next_obs
+
+
+@pytest.mark.parametrize(
+    "name", ["ppo_tiny", "impala_tiny", "dqn_tiny", "rainbow_tiny", "sac_tiny"]
+)
+def test_warm_up_compiles_the_update_the_first_batch_uses_and_learns_nothing(name):
+    agent, envs = build(name)
+    cold = _until_first_update(agent, envs)
+    cold_weights = [v.numpy() for v in agent.learner.trainable_variables]
+    envs.close()
+
+    agent, envs = build(name)
+    before = [v.numpy() for v in agent.learner.trainable_variables]
+    agent.learner.warm_up()
+    update = agent.learner._compiled_update
+    assert update.experimental_get_tracing_count() == 1
+    # Tracing ran nothing: no weight moved, no update was counted.
+    for a, b in zip(before, agent.learner.trainable_variables):
+        np.testing.assert_array_equal(a, b.numpy())
+    assert agent.learner.counters["updates"] == 0
+    warm = _until_first_update(agent, envs)
+    # The first batch used that trace, and learned exactly what a cold learner learns.
+    assert update.experimental_get_tracing_count() == 1
+    assert warm == cold
+    for a, b in zip(cold_weights, agent.learner.trainable_variables):
+        np.testing.assert_array_equal(a, b.numpy())
+    envs.close()

@@ -173,6 +173,61 @@ def test_each_round_acts_with_the_weights_its_grant_carried():
     assert versions == [1, 2, 3]
 
 
+class _PipeLauncher:
+    """Starts no process: keeps each worker's end of its pipe to read what was sent."""
+
+    class _Idle:
+        pid, returncode = 0, 0
+
+        def poll(self):
+            return None
+
+        def kill(self):
+            pass
+
+        def wait(self, timeout=None):
+            return 0
+
+    def __init__(self):
+        self.ends = []
+
+    def spawn(self, spec):
+        from multiprocessing import Pipe
+
+        ours, theirs = Pipe()
+        self.ends.append(theirs)
+        ours.send(spec)
+        return self._Idle(), ours
+
+
+@pytest.mark.parametrize("ahead", [1, 3])
+def test_workers_start_with_the_rounds_the_first_take_would_grant(ahead):
+    # So they play while the learner compiles its update (Learner.warm_up).
+    from rl.agents.actor import PolicySnapshot
+    from rl.workers.messages import Grant
+    from rl.workers.pool import ActorPool
+
+    launcher = _PipeLauncher()
+    pool = ActorPool(
+        lambda index, first, snapshot, restart: index,  # an index stands in for the spec
+        num_workers=2,
+        ahead=ahead,
+        max_restarts=0,
+        restart_window=60.0,
+        say=print,
+        launcher=launcher,
+    )
+    pool.start(PolicySnapshot(0, ()))
+    for index, end in enumerate(launcher.ends):
+        assert end.recv() == index
+        grants = []
+        while end.poll():
+            grants.append(end.recv())
+        # The spec carries the weights; each grant says they are unchanged.
+        assert grants == [Grant(None)] * ahead
+    pool.close()
+
+
 @pytest.mark.parametrize("hparams", ["ppo_tiny", "dqn_tiny"])
 def test_workers_train_checkpoint_and_resume_with_another_worker_count(tmp_path, hparams):
     out = str(tmp_path / "run")

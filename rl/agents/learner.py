@@ -166,6 +166,14 @@ class Learner(tf.Module):
         """Learns if enough has been observed; returns metrics, or None if not."""
         raise NotImplementedError
 
+    def warm_up(self) -> None:
+        """Compiles the update for the batches to come, without running it.
+
+        The first update otherwise traces it (seconds) while actor processes,
+        which may play only a few rounds ahead, wait; called as they start,
+        the trace overlaps their start-up. Nothing is learned or changed.
+        """
+
     def break_streams(self, env_ids: Sequence[int]) -> None:
         """These env copies were reset mid-episode (a resumed run, a restarted
         actor process): what is held of their current episodes ends there.

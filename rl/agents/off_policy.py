@@ -100,6 +100,16 @@ class ReplayLearner(Learner):
             self.replay.update_priorities(sample.indices, priorities.numpy() + hp.priority_epsilon)
         return result
 
+    def warm_up(self) -> None:
+        hp = self.hp
+        fields = self.replay.batch_fields((hp.gradient_steps, hp.batch_size))
+        batch = {name: tf.TensorSpec(*fields[name]) for name in BATCH_FIELDS}
+        if self.prioritized:
+            batch["weights"] = tf.TensorSpec((hp.gradient_steps, hp.batch_size), tf.float32)
+        self._compiled_update.get_concrete_function(
+            batch, tf.TensorSpec((), tf.float32), tf.TensorSpec((), tf.int64)
+        )
+
     def update_info(self, steps: int) -> Dict[str, float]:
         """Values logged with each update beside its metrics (e.g. DQN's epsilon)."""
         del steps

@@ -64,6 +64,13 @@ class RolloutLearner(Learner):
         outputs = self._compiled_update(batch, tf.constant(learning_rate, tf.float32))
         return self._finish_update(outputs, learning_rate=learning_rate)
 
+    def warm_up(self) -> None:
+        batch = {
+            name: tf.TensorSpec(array.shape, tf.as_dtype(array.dtype))
+            for name, array in self.rollout.data().items()
+        }
+        self._compiled_update.get_concrete_function(batch, tf.TensorSpec((), tf.float32))
+
     def _update_step(self, batch: Dict[str, tf.Tensor], learning_rate: tf.Tensor):
         """The compiled update on a [T, N] rollout; returns what ``_finish_update`` takes."""
         raise NotImplementedError

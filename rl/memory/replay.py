@@ -356,6 +356,28 @@ class Replay:
             {k: v.reshape(*batch_shape, *v.shape[1:]) for k, v in batch.items()},
         )
 
+    def batch_fields(self, batch_shape: Tuple[int, ...]) -> Dict[str, Tuple[tuple, np.dtype]]:
+        """(shape, dtype) of each field ``sample(batch_shape)`` returns in its batch.
+
+        Lets a learner compile its update for the batches to come before the
+        replay holds any (``Learner.warm_up``).
+        """
+
+        def held(name: str) -> Tuple[tuple, np.dtype]:
+            spec = self.specs[name]
+            return tuple(batch_shape) + tuple(spec.shape), np.dtype(spec.dtype)
+
+        computed = (tuple(batch_shape), np.dtype(np.float32))  # n-step sums, as sample makes
+        fields = {
+            "obs": held("obs"),
+            "actions": held("actions"),
+            "rewards": computed,
+            "discounts": computed,
+            "next_obs": held("obs"),
+        }
+        fields.update((name, held(name)) for name in self.extras)
+        return fields
+
     def _flat(self, name: str) -> np.ndarray:
         array = self.fields[name]
         return array.reshape(-1, *array.shape[2:])

@@ -131,10 +131,16 @@ class ActorPool:
 
     # --- life cycle ------------------------------------------------------------
     def start(self, snapshot: PolicySnapshot) -> None:
-        """Starts every worker with these weights."""
+        """Starts every worker with these weights, granted the rounds it may play first.
+
+        The grants are those ``take_round(0)`` would make, so the workers play
+        while the learner still prepares (``Learner.warm_up``).
+        """
         self.snapshot = snapshot
         for slot in self.slots:
             self._launch(slot)
+            while slot.granted < self.next_round + self.ahead:
+                self._grant(slot)
 
     def _launch(self, slot: WorkerSlot) -> None:
         spec = self.make_spec(slot.index, slot.received, self.snapshot, slot.restarts)
