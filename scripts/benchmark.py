@@ -804,8 +804,8 @@ def run_workers_table(train_steps: int, ray: bool) -> List[dict]:
     with tempfile.TemporaryDirectory(prefix="rl-bench-") as tmp:
         for env, hparams, counts in WORKER_CASES:
             systems = ("local", "ray") if ray and env == "slow_cartpole" else ("local",)
+            base = steady_base = None  # one local worker's rates: Ray's rows compare to them too
             for sys_name in systems:
-                base = steady_base = None
                 for n in counts:
                     if sys_name == "ray" and n not in (2, 8):
                         continue
@@ -819,8 +819,8 @@ def run_workers_table(train_steps: int, ray: bool) -> List[dict]:
                     result = last_json_line(stdout)
                     rate = float(result["steps_per_second"])
                     steady = second_half_rate(out)
-                    base = rate if n == 1 else base
-                    steady_base = steady if n == 1 else steady_base
+                    if n == 1 and sys_name == "local":
+                        base, steady_base = rate, steady
                     rows.append(
                         {"env": env, "sys": sys_name, "workers": n, "steps": result["step"],
                          "wall_s": wall, "steps_per_s": rate, "second_half_steps_per_s": steady,
