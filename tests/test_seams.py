@@ -349,24 +349,15 @@ def test_dqn_replays_a_lost_life_as_terminal_and_its_episode_as_going_on(life_lo
 
 
 def _until_first_update(agent, envs):
-    """Acts and observes until the learner's first update; returns its metrics."""
+    """Acts and observes, as the training loop does, until the first update; its metrics."""
     obs, _ = envs.reset(seed=0)
+    step = 0
     while True:
-        actions, extras = agent.actor.act(obs)
-        next_obs, rewards, terminated, truncated, _ = envs.step(agent.actor.to_env(actions))
-        agent.learner.observe(
-            obs=obs,
-            actions=actions,
-            rewards=rewards,
-            terminated=terminated,
-            truncated=truncated,
-            next_obs=next_obs,
-            **extras,
-        )
+        obs, _ = act_and_observe(agent.actor, agent.learner, envs, obs, step)
+        step += envs.num_envs
         metrics = agent.learner.update()
         if metrics is not None:
             return metrics
-        obs = next_obs
 
 
 @pytest.mark.parametrize(
