@@ -55,7 +55,9 @@ class System:
             log_dir: where each worker's output goes; None: this process's stderr.
 
         Returns:
-            An object with ``spawn(spec) -> (process, connection)``.
+            An object with ``spawn(spec) -> (process, connection)`` and
+            ``prepare(count)``, which may start the hosts of ``count`` workers at once
+            before their ``spawn`` calls.
         """
         raise NotImplementedError
 

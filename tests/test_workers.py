@@ -191,6 +191,9 @@ class _PipeLauncher:
     def __init__(self):
         self.ends = []
 
+    def prepare(self, count):
+        pass
+
     def spawn(self, spec):
         from multiprocessing import Pipe
 
@@ -372,6 +375,9 @@ def test_ray_actors_run_the_same_actor_code_and_ray_stops_with_the_run(tmp_path)
     proc = run("--sys", "ray", "--hparams", "dqn_tiny", "--output_dir", out, "--num_workers", "2")
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout.splitlines()[-1])["step"] == 256
+    # Only rl's own lines (progress, notes): none of the local Ray's start-up notes.
+    own = ("rl: ", "step ")
+    assert [line for line in proc.stderr.splitlines() if not line.startswith(own)] == []
     with open(os.path.join(out, "snapshot", "flags.json")) as f:
         recorded = json.load(f)
     assert recorded["device"]["sys"] == "ray" and recorded["num_workers"] == 2
@@ -397,3 +403,30 @@ def error_line(proc):
     lines = [l for l in proc.stderr.splitlines() if l.startswith("train.py: error:")]
     assert len(lines) == 1, proc.stderr
     return lines[0]
+
+
+def test_ray_actors_connecting_in_any_order_are_told_apart_by_their_tokens():
+    # prepare() starts every actor at once; each connection is filed under the token its
+    # actor sends first, so spawn() gives each spec to the actor it asked.
+    pytest.importorskip("ray")
+    from multiprocessing import AuthenticationError
+    from multiprocessing.connection import Client
+
+    from rl.workers.ray_actors import RayLauncher
+
+    launcher = RayLauncher(None)  # no Ray started: only its listener is used here
+    clients = {}
+    for token in ("second", "first"):
+        clients[token] = Client(launcher.listener.address, authkey=launcher.authkey)
+        clients[token].send(token)
+    wait_for(lambda: len(launcher.connections) == 2, "both connections filed", timeout=10)
+    for token, client in clients.items():
+        launcher.connections[token].send(f"spec for {token}")
+        assert client.recv() == f"spec for {token}"
+    # A stranger without the key is turned away, and the listener keeps serving.
+    with pytest.raises(AuthenticationError):
+        Client(launcher.listener.address, authkey=b"wrong").send("intruder")
+    late = Client(launcher.listener.address, authkey=launcher.authkey)
+    late.send("third")
+    wait_for(lambda: "third" in launcher.connections, "a later connection filed", timeout=10)
+    assert "intruder" not in launcher.connections

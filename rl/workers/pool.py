@@ -72,6 +72,10 @@ class ProcessLauncher:
         ours.send(spec)
         return process, ours
 
+    def prepare(self, count: int) -> None:
+        """Nothing to start ahead: a local process starts in ``spawn`` without waiting."""
+        del count
+
 
 class WorkerSlot:
     """One worker's process, connection and bookkeeping."""
@@ -137,6 +141,7 @@ class ActorPool:
         while the learner still prepares (``Learner.warm_up``).
         """
         self.snapshot = snapshot
+        self.launcher.prepare(len(self.slots))
         for slot in self.slots:
             self._launch(slot)
             while slot.granted < self.next_round + self.ahead:

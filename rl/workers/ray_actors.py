@@ -8,13 +8,16 @@ does; Ray only places and starts it. Ray core only: no RLlib.
 
 from __future__ import annotations
 
+import collections
 import dataclasses
+import logging
 import os
 import secrets
 import socket
 import threading
-from multiprocessing.connection import Client, Listener
-from typing import Optional
+from multiprocessing import AuthenticationError
+from multiprocessing.connection import Client, Connection, Listener
+from typing import Any, Deque, Dict, Optional
 
 import rl
 from rl.errors import SystemUnavailableError
@@ -52,13 +55,21 @@ def connect(address: Optional[str], local_cpus: int) -> str:
             host, _, port = address.rpartition(":")
             if address != "auto" and not _reachable(host, port):
                 raise ConnectionError(f"nothing listens at {address}")
-            ray.init(address=address, runtime_env=runtime_env, log_to_driver=False)
+            ray.init(
+                address=address,
+                runtime_env=runtime_env,
+                log_to_driver=False,
+                logging_level=logging.WARNING,  # a cluster's warnings may matter; its notes not
+            )
         else:
             ray.init(
                 num_cpus=local_cpus,
                 include_dashboard=False,
                 runtime_env=runtime_env,
                 log_to_driver=False,
+                # Its notes on a Ray that lives and dies with this run (token
+                # authentication on, "Started a local Ray instance") are not rl's output.
+                logging_level=logging.ERROR,
             )
             _started_here = True
     except (ConnectionError, RuntimeError, ValueError) as e:
@@ -85,9 +96,11 @@ def _reachable(host: str, port: str) -> bool:
         return False
 
 
-def run_actor(address, authkey: bytes) -> int:
-    """What a Ray actor runs: connect to the learner, then play as an actor process does."""
+def run_actor(address, authkey: bytes, token: str) -> int:
+    """What a Ray actor runs: connect to the learner, say which actor it is (``token``),
+    then play as an actor process does."""
     conn = Client(tuple(address), authkey=authkey)
+    conn.send(token)
     spec = conn.recv()
     try:
         process.play(spec, conn)
@@ -141,7 +154,13 @@ class RayWorker:
 
 
 class RayLauncher:
-    """Starts Ray actors that connect back to a listener of this learner."""
+    """Starts Ray actors that connect back to a listener of this learner.
+
+    An actor takes seconds to start (a Ray worker process importing Ray and rl),
+    so ``prepare`` starts all of a pool's actors at once; one after another,
+    eight took 15 s here. Each connects back when it is up and names itself
+    with a token, since connections arrive in any order.
+    """
 
     def __init__(self, log_dir: Optional[str]):
         del log_dir  # Ray keeps each actor's output in its own session logs
@@ -151,46 +170,80 @@ class RayLauncher:
         host = ray.util.get_node_ip_address()
         self.listener = Listener((host, 0), authkey=self.authkey)
         self.remote_class = ray.remote(num_cpus=1, max_restarts=0)(_ActorProcess)
+        self.pending: Deque[_StartingActor] = collections.deque()
+        self.connections: Dict[str, Connection] = {}
+        self.arrived = threading.Condition()
+        threading.Thread(target=self._accept_forever, daemon=True).start()
+
+    def _accept_forever(self) -> None:
+        """Takes each actor's connection and files it under the token it sends first."""
+        while True:
+            try:
+                conn = self.listener.accept()
+            except AuthenticationError:
+                continue  # not one of ours
+            except OSError:
+                return  # the listener was closed
+            try:
+                token = conn.recv()
+            except (EOFError, OSError):
+                continue
+            with self.arrived:
+                self.connections[token] = conn
+                self.arrived.notify_all()
+
+    def _start_actor(self) -> _StartingActor:
+        actor = self.remote_class.remote()
+        token = secrets.token_hex(8)
+        # Asked before run: an actor runs one call at a time.
+        pid = actor.pid.remote()
+        ref = actor.run.remote(self.listener.address, self.authkey, token)
+        return _StartingActor(actor, pid, ref, token)
+
+    def prepare(self, count: int) -> None:
+        """Starts ``count`` actors at once; the next ``spawn`` calls take them in turn."""
+        self.pending.extend(self._start_actor() for _ in range(count))
 
     def spawn(self, spec: WorkerSpec):
-        """Starts one Ray actor for ``spec``; returns (RayWorker, connection)."""
+        """Gives ``spec`` to a started actor (or starts one); returns (RayWorker, connection)."""
         import ray
 
         # The learner's death reaches a Ray actor as a closed connection (and Ray
         # ends a job's actors with its driver), not as a change of parent process.
         spec = dataclasses.replace(spec, parent_pid=0)
-        actor = self.remote_class.remote()
+        starting = self.pending.popleft() if self.pending else self._start_actor()
         try:
-            # Asked before run: an actor runs one call at a time.
-            pid = ray.get(actor.pid.remote(), timeout=CONNECT_TIMEOUT_SECONDS)
+            pid = ray.get(starting.pid, timeout=CONNECT_TIMEOUT_SECONDS)
         except ray.exceptions.GetTimeoutError:
-            ray.kill(actor)
+            ray.kill(starting.actor)
             raise WorkerFailure(
                 f"Ray could not start worker {spec.index} within "
                 f"{CONNECT_TIMEOUT_SECONDS:.0f} s: the cluster may be short of CPUs "
                 "(each worker asks for one)"
             ) from None
-        ref = actor.run.remote(self.listener.address, self.authkey)
-        accepted = {}
-
-        def accept():
-            try:
-                accepted["conn"] = self.listener.accept()
-            except OSError as e:
-                accepted["error"] = e
-
-        thread = threading.Thread(target=accept, daemon=True)
-        thread.start()
-        thread.join(CONNECT_TIMEOUT_SECONDS)
-        if "conn" not in accepted:
-            ray.kill(actor)
+        with self.arrived:
+            self.arrived.wait_for(
+                lambda: starting.token in self.connections, CONNECT_TIMEOUT_SECONDS
+            )
+            conn = self.connections.pop(starting.token, None)
+        if conn is None:
+            ray.kill(starting.actor)
             raise WorkerFailure(
                 f"Ray actor for worker {spec.index} did not connect back within "
                 f"{CONNECT_TIMEOUT_SECONDS:.0f} s (is the cluster short of CPUs?)"
             )
-        conn = accepted["conn"]
         conn.send(spec)
-        return RayWorker(actor, ref, pid), conn
+        return RayWorker(starting.actor, starting.ref, pid), conn
+
+
+@dataclasses.dataclass(frozen=True)
+class _StartingActor:
+    """A Ray actor asked for its pid and to run, not yet given a spec."""
+
+    actor: Any
+    pid: Any  # ObjectRef of its process id
+    ref: Any  # ObjectRef of its run(): ready when it ends
+    token: str
 
 
 class _ActorProcess:
@@ -199,5 +252,5 @@ class _ActorProcess:
     def pid(self) -> int:
         return os.getpid()
 
-    def run(self, address, authkey: bytes) -> int:
-        return run_actor(address, authkey)
+    def run(self, address, authkey: bytes, token: str) -> int:
+        return run_actor(address, authkey, token)
