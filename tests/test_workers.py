@@ -430,3 +430,24 @@ def test_ray_actors_connecting_in_any_order_are_told_apart_by_their_tokens():
     late.send("third")
     wait_for(lambda: "third" in launcher.connections, "a later connection filed", timeout=10)
     assert "intruder" not in launcher.connections
+
+
+def test_a_ray_actor_that_dies_as_it_starts_is_a_worker_failure_not_a_traceback(monkeypatch):
+    # Ray's answer for an actor that died is faked: no local Ray starts (other tests
+    # check that none runs while they do).
+    ray = pytest.importorskip("ray")
+    import dataclasses
+
+    from rl.workers.pool import WorkerFailure
+    from rl.workers.ray_actors import RayLauncher, _StartingActor
+
+    def died(*args, **kwargs):
+        raise ray.exceptions.RayActorError()
+
+    monkeypatch.setattr(ray, "get", died)
+    launcher = RayLauncher(None)
+    launcher.pending.append(_StartingActor(actor=None, pid=None, ref=None, token="t"))
+    # A stand-in for the spec: spawn reads only its index before the failure.
+    spec = dataclasses.make_dataclass("Spec", [("index", int), ("parent_pid", int)])(3, 1)
+    with pytest.raises(WorkerFailure, match="Ray worker 3 died as it started: RayActorError"):
+        launcher.spawn(spec)

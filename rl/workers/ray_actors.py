@@ -221,6 +221,10 @@ class RayLauncher:
                 f"{CONNECT_TIMEOUT_SECONDS:.0f} s: the cluster may be short of CPUs "
                 "(each worker asks for one)"
             ) from None
+        except ray.exceptions.RayActorError as e:  # it died before it could say its pid
+            raise WorkerFailure(
+                f"Ray worker {spec.index} died as it started: {process.one_line(e)}"
+            ) from None
         with self.arrived:
             self.arrived.wait_for(
                 lambda: starting.token in self.connections, CONNECT_TIMEOUT_SECONDS
