@@ -478,7 +478,7 @@ class Experiment:
             launcher=self.system.actor_launcher(self.folder.file("workers")),
         )
         self.pool.start(self.learner.publish())
-        self.learner.warm_up()  # compiled while the workers start and play their first rounds
+        self.learner.warm_up()  # traced while the workers start and play their first rounds
 
     def _stop_workers(self) -> None:
         if self.pool is not None:

@@ -55,9 +55,9 @@ class System:
             log_dir: where each worker's output goes; None: this process's stderr.
 
         Returns:
-            An object with ``spawn(spec) -> (process, connection)`` and
+            An object with ``spawn(spec) -> (process, connection)``,
             ``prepare(count)``, which may start the hosts of ``count`` workers at once
-            before their ``spawn`` calls.
+            before their ``spawn`` calls, and ``close()``, which releases what it holds.
         """
         raise NotImplementedError
 

@@ -1,5 +1,6 @@
 """--num_workers: actor processes feeding one learner, their faults, and their stopping."""
 
+import dataclasses
 import json
 import os
 import signal
@@ -194,6 +195,9 @@ class _PipeLauncher:
     def prepare(self, count):
         pass
 
+    def close(self):
+        pass
+
     def spawn(self, spec):
         from multiprocessing import Pipe
 
@@ -375,9 +379,9 @@ def test_ray_actors_run_the_same_actor_code_and_ray_stops_with_the_run(tmp_path)
     proc = run("--sys", "ray", "--hparams", "dqn_tiny", "--output_dir", out, "--num_workers", "2")
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout.splitlines()[-1])["step"] == 256
-    # Only rl's own lines (progress, notes): none of the local Ray's start-up notes.
-    own = ("rl: ", "step ")
-    assert [line for line in proc.stderr.splitlines() if not line.startswith(own)] == []
+    # None of the local Ray's start-up notes reach the user.
+    assert "Started a local Ray instance" not in proc.stderr
+    assert "Token authentication is enabled" not in proc.stderr
     with open(os.path.join(out, "snapshot", "flags.json")) as f:
         recorded = json.load(f)
     assert recorded["device"]["sys"] == "ray" and recorded["num_workers"] == 2
@@ -405,39 +409,75 @@ def error_line(proc):
     return lines[0]
 
 
-def test_ray_actors_connecting_in_any_order_are_told_apart_by_their_tokens():
+@dataclasses.dataclass
+class SpecStandIn:
+    """What RayLauncher.spawn reads of a WorkerSpec (picklable, as the spec is sent)."""
+
+    index: int
+    parent_pid: int
+
+
+def test_ray_actors_connecting_in_any_order_each_get_their_own_spec(monkeypatch):
     # prepare() starts every actor at once; each connection is filed under the token its
-    # actor sends first, so spawn() gives each spec to the actor it asked.
-    pytest.importorskip("ray")
+    # actor sends first, so spawn() gives each spec to the actor it took. Ray's side is
+    # faked (no local Ray starts): clients stand in for the actors.
+    ray = pytest.importorskip("ray")
+    import socket
+    import threading
     from multiprocessing import AuthenticationError
     from multiprocessing.connection import Client
 
-    from rl.workers.ray_actors import RayLauncher
+    from rl.workers.ray_actors import RayLauncher, _StartingActor
 
-    launcher = RayLauncher(None)  # no Ray started: only its listener is used here
-    clients = {}
-    for token in ("second", "first"):
-        clients[token] = Client(launcher.listener.address, authkey=launcher.authkey)
-        clients[token].send(token)
-    wait_for(lambda: len(launcher.connections) == 2, "both connections filed", timeout=10)
-    for token, client in clients.items():
-        launcher.connections[token].send(f"spec for {token}")
-        assert client.recv() == f"spec for {token}"
-    # A stranger without the key is turned away, and the listener keeps serving.
+    monkeypatch.setattr(ray, "get", lambda ref, timeout=None: ref)  # the pid
+    launcher = RayLauncher(None)
+    address = launcher.listener.address
+    tokens = ["a", "b", "c"]
+    launcher.pending.extend(_StartingActor(None, 100 + i, None, t) for i, t in enumerate(tokens))
+
+    def within_10_s(connect):
+        """What ``connect()`` returns or raises; fails the test if the launcher never answers."""
+        outcome = {}
+
+        def run():
+            try:
+                outcome["value"] = connect()
+            except Exception as e:
+                outcome["error"] = e
+
+        thread = threading.Thread(target=run, daemon=True)
+        thread.start()
+        thread.join(timeout=10)
+        assert outcome, "the launcher stopped accepting connections"
+        if "error" in outcome:
+            raise outcome["error"]
+        return outcome["value"]
+
+    # Before any actor: a probe that hangs up at once, and a stranger without the key.
+    socket.create_connection(address).close()
     with pytest.raises(AuthenticationError):
-        Client(launcher.listener.address, authkey=b"wrong").send("intruder")
-    late = Client(launcher.listener.address, authkey=launcher.authkey)
-    late.send("third")
-    wait_for(lambda: "third" in launcher.connections, "a later connection filed", timeout=10)
-    assert "intruder" not in launcher.connections
+        within_10_s(lambda: Client(address, authkey=b"wrong"))
+    clients = {}
+    for token in reversed(tokens):  # the last prepared connects first
+        clients[token] = within_10_s(lambda: Client(address, authkey=launcher.authkey))
+        clients[token].send(token)
+    for index, token in enumerate(tokens):
+        worker, conn = launcher.spawn(SpecStandIn(index, 1))
+        assert worker.pid == 100 + index
+        # parent_pid 0: a Ray actor does not watch its parent process.
+        assert clients[token].recv() == SpecStandIn(index, 0)
+        conn.send("grant")
+        assert clients[token].recv() == "grant"
+    launcher.close()
+    launcher.acceptor.join(timeout=10)
+    assert not launcher.acceptor.is_alive()
+    assert launcher.listener._listener is None and launcher.connections == {}
 
 
 def test_a_ray_actor_that_dies_as_it_starts_is_a_worker_failure_not_a_traceback(monkeypatch):
     # Ray's answer for an actor that died is faked: no local Ray starts (other tests
     # check that none runs while they do).
     ray = pytest.importorskip("ray")
-    import dataclasses
-
     from rl.workers.pool import WorkerFailure
     from rl.workers.ray_actors import RayLauncher, _StartingActor
 
@@ -447,7 +487,27 @@ def test_a_ray_actor_that_dies_as_it_starts_is_a_worker_failure_not_a_traceback(
     monkeypatch.setattr(ray, "get", died)
     launcher = RayLauncher(None)
     launcher.pending.append(_StartingActor(actor=None, pid=None, ref=None, token="t"))
-    # A stand-in for the spec: spawn reads only its index before the failure.
-    spec = dataclasses.make_dataclass("Spec", [("index", int), ("parent_pid", int)])(3, 1)
+    spec = SpecStandIn(3, 1)
     with pytest.raises(WorkerFailure, match="Ray worker 3 died as it started: RayActorError"):
         launcher.spawn(spec)
+    launcher.close()
+
+
+def test_a_ray_actor_that_fails_before_connecting_back_is_reported_at_once(monkeypatch):
+    ray = pytest.importorskip("ray")
+    from rl.workers.pool import WorkerFailure
+    from rl.workers.ray_actors import RayLauncher, _StartingActor
+
+    def get(ref, timeout=None):
+        if ref == "run":  # the actor's run() raised: it never connects
+            raise ray.exceptions.RayActorError()
+        return ref
+
+    monkeypatch.setattr(ray, "get", get)
+    monkeypatch.setattr(ray, "wait", lambda refs, timeout=None: (refs, []))
+    launcher = RayLauncher(None)
+    launcher.pending.append(_StartingActor(actor=None, pid=7, ref="run", token="t"))
+    # Not the 60 s connect timeout: within the first short wait.
+    with pytest.raises(WorkerFailure, match="worker 2 failed before connecting back"):
+        launcher.spawn(SpecStandIn(2, 1))
+    launcher.close()

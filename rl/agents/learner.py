@@ -167,11 +167,12 @@ class Learner(tf.Module):
         raise NotImplementedError
 
     def warm_up(self) -> None:
-        """Compiles the update for the batches to come, without running it.
+        """Traces the update for the batches to come, without running it.
 
         The first update otherwise traces it (seconds) while actor processes,
         which may play only a few rounds ahead, wait; called as they start,
-        the trace overlaps their start-up. Nothing is learned or changed.
+        the trace overlaps their start-up. Nothing is learned or changed. An
+        XLA update (``jit_compile``) still compiles at its first run.
         """
 
     def break_streams(self, env_ids: Sequence[int]) -> None:

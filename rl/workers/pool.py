@@ -76,6 +76,9 @@ class ProcessLauncher:
         """Nothing to start ahead: a local process starts in ``spawn`` without waiting."""
         del count
 
+    def close(self) -> None:
+        """Nothing held beyond the workers, which the pool stops."""
+
 
 class WorkerSlot:
     """One worker's process, connection and bookkeeping."""
@@ -177,6 +180,7 @@ class ActorPool:
             if slot.conn is not None:
                 slot.conn.close()
             slot.process, slot.conn = None, None
+        self.launcher.close()
 
     @property
     def pids(self) -> List[int]:

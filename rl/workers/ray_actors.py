@@ -15,6 +15,7 @@ import os
 import secrets
 import socket
 import threading
+import time
 from multiprocessing import AuthenticationError
 from multiprocessing.connection import Client, Connection, Listener
 from typing import Any, Deque, Dict, Optional
@@ -173,20 +174,27 @@ class RayLauncher:
         self.pending: Deque[_StartingActor] = collections.deque()
         self.connections: Dict[str, Connection] = {}
         self.arrived = threading.Condition()
-        threading.Thread(target=self._accept_forever, daemon=True).start()
+        self.closed = False
+        self.acceptor = threading.Thread(target=self._accept_forever, daemon=True)
+        self.acceptor.start()
 
     def _accept_forever(self) -> None:
-        """Takes each actor's connection and files it under the token it sends first."""
-        while True:
+        """Takes each actor's connection and files it under the token it sends first.
+
+        A connection that fails (a stranger without the key, a peer that hangs up
+        or sends nothing) is dropped; only ``close`` ends the loop.
+        """
+        while not self.closed:
             try:
                 conn = self.listener.accept()
-            except AuthenticationError:
-                continue  # not one of ours
-            except OSError:
-                return  # the listener was closed
+            except (AuthenticationError, EOFError, OSError):
+                continue  # not one of ours, or it hung up; after close(): the loop ends
             try:
-                token = conn.recv()
+                token = conn.recv() if conn.poll(CONNECT_TIMEOUT_SECONDS) else None
             except (EOFError, OSError):
+                token = None
+            if not isinstance(token, str):
+                conn.close()
                 continue
             with self.arrived:
                 self.connections[token] = conn
@@ -205,7 +213,11 @@ class RayLauncher:
         self.pending.extend(self._start_actor() for _ in range(count))
 
     def spawn(self, spec: WorkerSpec):
-        """Gives ``spec`` to a started actor (or starts one); returns (RayWorker, connection)."""
+        """Gives ``spec`` to a started actor (or starts one); returns (RayWorker, connection).
+
+        Raises:
+            WorkerFailure: the actor did not start, died, or did not connect back in time.
+        """
         import ray
 
         # The learner's death reaches a Ray actor as a closed connection (and Ray
@@ -225,19 +237,56 @@ class RayLauncher:
             raise WorkerFailure(
                 f"Ray worker {spec.index} died as it started: {process.one_line(e)}"
             ) from None
-        with self.arrived:
-            self.arrived.wait_for(
-                lambda: starting.token in self.connections, CONNECT_TIMEOUT_SECONDS
-            )
-            conn = self.connections.pop(starting.token, None)
-        if conn is None:
-            ray.kill(starting.actor)
-            raise WorkerFailure(
-                f"Ray actor for worker {spec.index} did not connect back within "
-                f"{CONNECT_TIMEOUT_SECONDS:.0f} s (is the cluster short of CPUs?)"
-            )
+        conn = self._connection_of(starting, spec.index)
         conn.send(spec)
         return RayWorker(starting.actor, starting.ref, pid), conn
+
+    def _connection_of(self, starting: _StartingActor, index: int) -> Connection:
+        """The connection the actor made back, waiting for it while the actor still runs."""
+        import ray
+
+        deadline = time.monotonic() + CONNECT_TIMEOUT_SECONDS
+        while True:
+            with self.arrived:
+                # In short waits: an actor that fails before connecting says why at once.
+                self.arrived.wait_for(lambda: starting.token in self.connections, 1.0)
+                conn = self.connections.pop(starting.token, None)
+            if conn is not None:
+                return conn
+            ended, _ = ray.wait([starting.ref], timeout=0)
+            if ended:
+                try:
+                    ray.get(starting.ref)
+                    why = "its run ended"
+                except Exception as e:  # the actor raised or died: Ray says which
+                    why = process.one_line(e)
+                raise WorkerFailure(f"Ray worker {index} failed before connecting back ({why})")
+            if time.monotonic() > deadline:
+                ray.kill(starting.actor)
+                raise WorkerFailure(
+                    f"Ray actor for worker {index} did not connect back within "
+                    f"{CONNECT_TIMEOUT_SECONDS:.0f} s (is the cluster short of CPUs?)"
+                )
+
+    def close(self) -> None:
+        """Stops the actors prepared and never used, drops unclaimed connections, stops listening."""
+        import ray
+
+        if self.closed:
+            return
+        self.closed = True
+        while self.pending:
+            ray.kill(self.pending.popleft().actor)
+        try:  # wakes the acceptor from accept(): it drops this one and sees closed
+            with Client(self.listener.address, authkey=self.authkey) as wake:
+                wake.send(None)
+        except OSError:
+            pass
+        self.listener.close()
+        with self.arrived:
+            for conn in self.connections.values():
+                conn.close()
+            self.connections.clear()
 
 
 @dataclasses.dataclass(frozen=True)
