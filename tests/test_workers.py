@@ -511,3 +511,35 @@ def test_a_ray_actor_that_fails_before_connecting_back_is_reported_at_once(monke
     with pytest.raises(WorkerFailure, match="worker 2 failed before connecting back"):
         launcher.spawn(SpecStandIn(2, 1))
     launcher.close()
+
+
+def test_with_workers_the_learner_traces_its_update_before_the_first_round(tmp_path):
+    # Experiment calls Learner.warm_up as the workers start: the first update reuses the
+    # trace made before any round arrived.
+    from rl.experiment import Experiment
+
+    exp = Experiment("ppo_tiny", str(tmp_path / "run"), verbose=False, num_workers=1)
+    traces_at_first_round = []
+    take_round = None
+
+    def watch_take_round(snapshot):
+        if not traces_at_first_round:
+            update = exp.learner._compiled_update
+            traces_at_first_round.append(update.experimental_get_tracing_count())
+        return take_round(snapshot)
+
+    start = exp._start_workers
+
+    def start_and_watch():
+        nonlocal take_round
+        start()
+        take_round = exp.pool.take_round
+        exp.pool.take_round = watch_take_round
+
+    exp._start_workers = start_and_watch
+    try:
+        exp.train(exp.learner.rollout_size())
+    finally:
+        exp.close()
+    assert traces_at_first_round == [1]
+    assert exp.learner._compiled_update.experimental_get_tracing_count() == 1
