@@ -6,6 +6,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 
 import numpy as np
 import pytest
@@ -49,8 +50,8 @@ def start(*args):
     )
 
 
-def worker_pids(learner_pid):
-    """Live actor processes whose parent is ``learner_pid`` (read from /proc)."""
+def child_pids(parent_pid, *markers):
+    """Live processes whose parent is ``parent_pid`` and whose command line holds a marker."""
     pids = []
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
@@ -64,9 +65,14 @@ def worker_pids(learner_pid):
             continue
         fields = stat[stat.rindex(")") + 2 :].split()
         state, ppid = fields[0], int(fields[1])
-        if ppid == learner_pid and state != "Z" and b"rl.workers.process" in cmdline:
+        if ppid == parent_pid and state != "Z" and any(m in cmdline for m in markers):
             pids.append(int(entry))
     return pids
+
+
+def worker_pids(learner_pid):
+    """Live actor processes whose parent is ``learner_pid`` (read from /proc)."""
+    return child_pids(learner_pid, b"rl.workers.process")
 
 
 def both_workers(proc):
@@ -367,25 +373,26 @@ def test_bad_worker_counts_are_one_line_and_write_nothing(tmp_path):
     assert not out.exists()
 
 
-def ray_processes():
-    out = subprocess.run(["pgrep", "-f", "raylet|gcs_server"], capture_output=True, text=True)
-    return out.stdout.split()
-
-
 def test_ray_actors_run_the_same_actor_code_and_ray_stops_with_the_run(tmp_path):
     pytest.importorskip("ray")
-    assert ray_processes() == []  # the check below can fail only if none ran before
     out = str(tmp_path / "run")
-    proc = run("--sys", "ray", "--hparams", "dqn_tiny", "--output_dir", out, "--num_workers", "2")
-    assert proc.returncode == 0, proc.stderr
-    assert json.loads(proc.stdout.splitlines()[-1])["step"] == 256
+    proc = start("--sys", "ray", "--hparams", "dqn_tiny", "--output_dir", out, "--num_workers", "2")
+    # This run's own Ray daemons (other tests may run a Ray of their own meanwhile).
+    daemons = set()
+    while proc.poll() is None:
+        daemons.update(child_pids(proc.pid, b"raylet", b"gcs_server"))
+        time.sleep(0.1)
+    stdout, stderr = proc.communicate()
+    assert proc.returncode == 0, stderr
+    assert json.loads(stdout.splitlines()[-1])["step"] == 256
     # None of the local Ray's start-up notes reach the user.
-    assert "Started a local Ray instance" not in proc.stderr
-    assert "Token authentication is enabled" not in proc.stderr
+    assert "Started a local Ray instance" not in stderr
+    assert "Token authentication is enabled" not in stderr
     with open(os.path.join(out, "snapshot", "flags.json")) as f:
         recorded = json.load(f)
     assert recorded["device"]["sys"] == "ray" and recorded["num_workers"] == 2
-    wait_for(lambda: ray_processes() == [], "the local Ray to stop", timeout=30)
+    assert daemons, "the run started no local Ray of its own"
+    wait_for(lambda: not any(alive(pid) for pid in daemons), "its local Ray to stop", timeout=30)
 
 
 def test_an_unreachable_ray_address_is_one_line_and_writes_nothing(tmp_path):
