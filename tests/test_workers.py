@@ -215,7 +215,7 @@ class _PipeLauncher:
 
 @pytest.mark.parametrize("ahead", [1, 3])
 def test_workers_start_with_the_rounds_the_first_take_would_grant(ahead):
-    # So they play while the learner compiles its update (Learner.warm_up).
+    # So they play while the learner traces its update (Learner.warm_up).
     from rl.agents.actor import PolicySnapshot
     from rl.workers.messages import Grant
     from rl.workers.pool import ActorPool
@@ -482,8 +482,7 @@ def test_ray_actors_connecting_in_any_order_each_get_their_own_spec(monkeypatch)
 
 
 def test_a_ray_actor_that_dies_as_it_starts_is_a_worker_failure_not_a_traceback(monkeypatch):
-    # Ray's answer for an actor that died is faked: no local Ray starts (other tests
-    # check that none runs while they do).
+    # Ray's answer for an actor that died is faked: no local Ray starts.
     ray = pytest.importorskip("ray")
     from rl.workers.pool import WorkerFailure
     from rl.workers.ray_actors import RayLauncher, _StartingActor

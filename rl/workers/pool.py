@@ -147,8 +147,7 @@ class ActorPool:
         self.launcher.prepare(len(self.slots))
         for slot in self.slots:
             self._launch(slot)
-            while slot.granted < self.next_round + self.ahead:
-                self._grant(slot)
+            self._grant_ahead_of(slot, self.next_round)
 
     def _launch(self, slot: WorkerSlot) -> None:
         spec = self.make_spec(slot.index, slot.received, self.snapshot, slot.restarts)
@@ -196,6 +195,11 @@ class ActorPool:
         slot.sent_version = self.snapshot.version
         slot.granted += 1
 
+    def _grant_ahead_of(self, slot: WorkerSlot, r: int) -> None:
+        """Grants ``slot`` every round up to ``ahead`` beyond round ``r``."""
+        while slot.granted < r + self.ahead:
+            self._grant(slot)
+
     def take_round(self, snapshot: PolicySnapshot) -> List[Chunk]:
         """The next round from every worker, in worker order.
 
@@ -208,8 +212,7 @@ class ActorPool:
         self.snapshot = snapshot
         r = self.next_round
         for slot in self.slots:
-            while slot.granted < r + self.ahead:
-                self._grant(slot)
+            self._grant_ahead_of(slot, r)
         while True:
             waiting = [slot for slot in self.slots if r not in slot.chunks]
             if not waiting:
