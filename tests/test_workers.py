@@ -7,11 +7,13 @@ import signal
 import subprocess
 import sys
 import time
+import types
 
 import numpy as np
 import pytest
 from polling import wait_for
 
+import rl
 from rl.workers.messages import Chunk
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -408,6 +410,35 @@ def test_an_unreachable_ray_address_is_one_line_and_writes_nothing(tmp_path):
     proc = run("--ray_address", "127.0.0.1:1", *args)
     assert proc.returncode == 2 and "--ray_address is for --sys ray" in error_line(proc)
     assert not out.exists()
+
+
+def test_a_local_ray_gets_the_actors_environment_as_it_starts_and_the_learner_keeps_its_own(
+    monkeypatch,
+):
+    # Set in the environment a local Ray's daemons inherit, not as a runtime_env (with
+    # one, Ray starts every actor through its runtime-env agent: twice as slow here).
+    ray = pytest.importorskip("ray")
+    from rl.workers import ray_actors
+
+    seen = {}
+
+    def init(**kwargs):
+        seen.update(kwargs, environ={k: os.environ.get(k) for k in ("PYTHONPATH", "RL_TF_LOGS")})
+
+    monkeypatch.setattr(ray, "is_initialized", lambda: False)
+    monkeypatch.setattr(ray, "init", init)
+    monkeypatch.setattr(
+        ray, "get_runtime_context", lambda: types.SimpleNamespace(gcs_address="here:1")
+    )
+    monkeypatch.setattr(ray_actors, "_started_here", False)
+    monkeypatch.delenv("PYTHONPATH", raising=False)
+    monkeypatch.setenv("RL_TF_LOGS", "1")
+    assert ray_actors.connect(None, local_cpus=3) == "here:1"
+    root = os.path.dirname(os.path.dirname(os.path.abspath(rl.__file__)))
+    assert seen["environ"] == {"PYTHONPATH": root, "RL_TF_LOGS": ""}
+    assert "runtime_env" not in seen and seen["num_cpus"] == 3
+    assert "PYTHONPATH" not in os.environ and os.environ["RL_TF_LOGS"] == "1"
+    assert ray_actors._started_here
 
 
 def error_line(proc):

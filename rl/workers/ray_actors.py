@@ -9,6 +9,7 @@ does; Ray only places and starts it. Ray core only: no RLlib.
 from __future__ import annotations
 
 import collections
+import contextlib
 import dataclasses
 import logging
 import os
@@ -63,20 +64,38 @@ def connect(address: Optional[str], local_cpus: int) -> str:
                 logging_level=logging.WARNING,  # a cluster's warnings may matter; its notes not
             )
         else:
-            ray.init(
-                num_cpus=local_cpus,
-                include_dashboard=False,
-                runtime_env=runtime_env,
-                log_to_driver=False,
-                # Its notes on a Ray that lives and dies with this run (token
-                # authentication on, "Started a local Ray instance") are not rl's output.
-                logging_level=logging.ERROR,
-            )
+            # A local Ray's processes inherit this environment as they start, so its
+            # workers need no runtime_env, which would make Ray start each actor
+            # through its runtime-env agent: eight took 6.4 s to start here, not 2.8.
+            with _environ(runtime_env["env_vars"]):
+                ray.init(
+                    num_cpus=local_cpus,
+                    include_dashboard=False,
+                    log_to_driver=False,
+                    # Its notes on a Ray that lives and dies with this run (token
+                    # authentication on, "Started a local Ray instance") are not rl's output.
+                    logging_level=logging.ERROR,
+                )
             _started_here = True
     except (ConnectionError, RuntimeError, ValueError) as e:
         where = f"the Ray cluster at {address}" if address else "a local Ray"
         raise SystemUnavailableError(f"--sys ray cannot reach {where}: {e}") from e
     return ray.get_runtime_context().gcs_address
+
+
+@contextlib.contextmanager
+def _environ(variables: Dict[str, str]):
+    """Sets environment variables for the duration of the block, then restores them."""
+    saved = {name: os.environ.get(name) for name in variables}
+    os.environ.update(variables)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 def disconnect() -> None:
