@@ -147,6 +147,8 @@ class Peer:
       settings: RL-Zoo's hyperparameters as SB3 keyword arguments (its defaults otherwise).
       n_envs: env copies (make_vec_env); None: one env from gym.make.
       normalize: observations and rewards through VecNormalize, as RL-Zoo's `normalize`.
+      action_noise: std of Gaussian exploration noise on every action dimension, as
+        RL-Zoo's `noise_type: normal` with `noise_std` (TD3, DDPG); None: none.
     """
 
     algo: str
@@ -154,6 +156,7 @@ class Peer:
     settings: Dict[str, object]
     n_envs: Optional[int] = None
     normalize: bool = False
+    action_noise: Optional[float] = None
 
 
 def build_peer(peer: Peer, seed: int):
@@ -174,8 +177,17 @@ def build_peer(peer: Peer, seed: int):
         envs = make_vec_env(peer.env, n_envs=peer.n_envs, seed=seed)
     if peer.normalize:
         envs = VecNormalize(envs)
+    settings = dict(peer.settings)
+    if peer.action_noise is not None:
+        import numpy as np
+        from stable_baselines3.common.noise import NormalActionNoise
+
+        dims = envs.action_space.shape[-1]
+        settings["action_noise"] = NormalActionNoise(
+            np.zeros(dims), np.full(dims, peer.action_noise)
+        )
     algorithm = getattr(stable_baselines3, peer.algo.upper())
-    return algorithm("MlpPolicy", envs, seed=seed, device="cpu", verbose=0, **peer.settings)
+    return algorithm("MlpPolicy", envs, seed=seed, device="cpu", verbose=0, **settings)
 
 
 # The peer of each hparams set.
@@ -244,6 +256,20 @@ PEERS: Dict[str, Peer] = {
         n_envs=8,
     ),
     "a2c_mountain_car": Peer("a2c", "MountainCar-v0", {"ent_coef": 0.0}, n_envs=16, normalize=True),
+    "ddpg_lunar_lander_continuous": Peer(
+        "ddpg",
+        "LunarLanderContinuous-v3",
+        {
+            "gamma": 0.98,
+            "buffer_size": 200_000,
+            "learning_starts": 10_000,
+            "gradient_steps": -1,
+            "train_freq": (1, "episode"),
+            "learning_rate": 1e-3,
+            "policy_kwargs": {"net_arch": [400, 300]},
+        },
+        action_noise=0.1,
+    ),
 }
 
 
@@ -342,8 +368,10 @@ def machine_costs(calls: int) -> Dict[str, float]:
     """
     import gymnasium as gym
     import numpy as np
-    import tensorflow as tf
 
+    from rl import import_tensorflow_quietly
+
+    tf = import_tensorflow_quietly()  # its start-up lines would land between the table's rows
     rng = np.random.default_rng(0)
     layers = [
         (rng.normal(0, 0.1, (n_in, n_out)).astype(np.float32), np.zeros(n_out, np.float32))

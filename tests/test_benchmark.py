@@ -127,6 +127,23 @@ def test_a_peer_on_normalised_envs_is_evaluated_with_raw_returns():
 
 
 @needs_bench
+def test_a_ddpg_peer_explores_with_gaussian_noise_of_the_action_size():
+    # RL-Zoo's `noise_type: normal` becomes SB3's NormalActionNoise, one std per action
+    # dimension (LunarLanderContinuous has two). Built in a child: torch stays out of here.
+    code = (
+        f"import json, runpy; b = runpy.run_path({SCRIPT!r})\n"
+        "m = b['build_peer'](b['PEERS']['ddpg_lunar_lander_continuous'], 0)\n"
+        "n = m.action_noise\n"
+        "print(json.dumps([type(n).__name__, n().shape, n._sigma.tolist(), m.learning_starts]))"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=300
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout.splitlines()[-1]) == ["NormalActionNoise", [2], [0.1, 0.1], 10000]
+
+
+@needs_bench
 @pytest.mark.slow
 def test_peer_table_alternates_and_writes_rows_and_summaries(tmp_path):
     report = tmp_path / "report.json"
