@@ -78,11 +78,12 @@ def test_vpg_cartpole_reaches_475_within_300k_steps(tmp_path):
     assert evals[-1]["return_mean"] >= 475, [e["return_mean"] for e in evals]
 
 
-def test_ppo_pendulum_reaches_minus_250_within_300k_steps(tmp_path):
-    # A Gaussian policy, clipped to the bounds; seeds 0-2 end at -139, -150, -127
-    # over 20 episodes (docs/benchmarks.md).
+def test_ppo_pendulum_reaches_minus_250_within_rl_zoos_100k_steps(tmp_path):
+    # A Gaussian policy, clipped to the bounds; seed 0 ends at -147 over 20 episodes
+    # (-1,107, -640, -197, -131 before), the suite's copies at -151, -118, -155
+    # (docs/benchmarks.md).
     evals = train_evals("ppo_pendulum", tmp_path)
-    assert evals[-1]["step"] == 300_000
+    assert evals[-1]["step"] == 102_400
     assert evals[-1]["episodes"] == 20
     assert evals[-1]["return_mean"] >= -250, [e["return_mean"] for e in evals]
 
