@@ -431,13 +431,16 @@ def test_a_local_ray_gets_the_actors_environment_as_it_starts_and_the_learner_ke
         ray, "get_runtime_context", lambda: types.SimpleNamespace(gcs_address="here:1")
     )
     monkeypatch.setattr(ray_actors, "_started_here", False)
-    monkeypatch.delenv("PYTHONPATH", raising=False)
-    monkeypatch.setenv("RL_TF_LOGS", "1")
+    monkeypatch.setenv("PYTHONPATH", "/users/own/envs")
+    monkeypatch.delenv("RL_TF_LOGS", raising=False)
     assert ray_actors.connect(None, local_cpus=3) == "here:1"
     root = os.path.dirname(os.path.dirname(os.path.abspath(rl.__file__)))
-    assert seen["environ"] == {"PYTHONPATH": root, "RL_TF_LOGS": ""}
+    assert seen["environ"] == {
+        "PYTHONPATH": f"{root}{os.pathsep}/users/own/envs",  # rl first, the user's path kept
+        "RL_TF_LOGS": "",
+    }
     assert "runtime_env" not in seen and seen["num_cpus"] == 3
-    assert "PYTHONPATH" not in os.environ and os.environ["RL_TF_LOGS"] == "1"
+    assert os.environ["PYTHONPATH"] == "/users/own/envs" and "RL_TF_LOGS" not in os.environ
     assert ray_actors._started_here
 
 
