@@ -79,7 +79,7 @@ def test_peer_error_names_the_sets_that_have_a_peer():
     error = benchmark.peer_error(["ppo_cartpole", "ppo_acrobot"], 3)
     assert error == (
         "--peer has no peer for ppo_acrobot: valid: ppo_cartpole, dqn_cartpole, sac_pendulum, "
-        "dqn_mountain_car, a2c_lunar_lander, a2c_mountain_car"
+        "dqn_mountain_car, a2c_lunar_lander, a2c_mountain_car, ddpg_lunar_lander_continuous"
     )
     assert benchmark.peer_error(["dqn_cartpole"], 0) == "--pairs must be >= 1, got 0"
 
