@@ -266,7 +266,9 @@ def check_early() -> None:
             # A new run's set, or the run already in output_dir, with the changes asked for.
             saved = load_run_hparams(FLAGS.output_dir) if FLAGS.hparams is None else None
             if FLAGS.hparams is not None or saved is not None:
-                hparams_from_flags(saved)
+                from rl.workers.pool import check_workers
+
+                check_workers(hparams_from_flags(saved), FLAGS.num_workers)
     except user_errors() as e:
         fail(str(e))
     check_tracking()  # last: importing MLflow takes about a second
@@ -365,6 +367,10 @@ def main(argv: List[str]) -> int:
         os.environ[rl.TF_LOGS_VARIABLE] = "1"
     else:
         absl_logging.set_verbosity(absl_logging.WARNING)
+    if FLAGS.training and FLAGS.copies <= 1 and FLAGS.num_workers > 0:
+        from rl import registry
+
+        registry.systems.get(FLAGS.sys).start_actors_early(FLAGS.num_workers)
     rl.import_tensorflow_quietly()
     if not FLAGS.training:
         return run_test()

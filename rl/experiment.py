@@ -58,7 +58,7 @@ from rl.run_folder import (  # noqa: F401  (re-exported: older callers import th
 )
 from rl.tracking import FAILED, FINISHED, KILLED, NoTracking, Tracker
 from rl.workers.messages import WorkerSpec
-from rl.workers.pool import ActorPool, WorkerFailure
+from rl.workers.pool import ActorPool, WorkerFailure, check_workers
 
 
 def build_envs_and_agent(hp: HParams, num_envs: Optional[int] = None):
@@ -588,19 +588,6 @@ class Experiment:
 # Rounds an off-policy learner's actors may play beyond the one it is learning from:
 # enough that a worker a little slower than the others does not hold the rest up.
 OFF_POLICY_ROUNDS_AHEAD = 3
-
-
-def check_workers(hp: HParams, num_workers: int) -> None:
-    """Refuses a --num_workers that cannot share the env copies evenly."""
-    if num_workers < 0:
-        raise HParamsError(f"--num_workers must be >= 0, not {num_workers}")
-    if num_workers and hp.num_envs % num_workers:
-        fits = [n for n in range(1, hp.num_envs + 1) if hp.num_envs % n == 0]
-        raise HParamsError(
-            f"--num_workers {num_workers} must divide num_envs={hp.num_envs} (each worker "
-            f"steps an equal share of the env copies): valid: {', '.join(map(str, fits))}, "
-            "or change num_envs with --hparam_override"
-        )
 
 
 class MergedRound:

@@ -61,6 +61,14 @@ class System:
         """
         raise NotImplementedError
 
+    @classmethod
+    def start_actors_early(cls, count: int) -> None:
+        """Starts ``count`` actor processes before TensorFlow loads, if this system can.
+
+        Nothing by default: a system whose actors start elsewhere gains nothing.
+        """
+        del count
+
 
 @registry.systems.register("local")
 class LocalSystem(System):
@@ -94,6 +102,13 @@ class LocalSystem(System):
         from rl.workers.pool import ProcessLauncher
 
         return ProcessLauncher(log_dir)
+
+    @classmethod
+    def start_actors_early(cls, count: int) -> None:
+        """Local actor processes, started while the learner imports TensorFlow."""
+        from rl.workers.pool import start_early
+
+        start_early(count)
 
 
 @registry.systems.register("ray")
@@ -135,6 +150,11 @@ class RaySystem(LocalSystem):
         from rl.workers.ray_actors import RayLauncher
 
         return RayLauncher(log_dir)
+
+    @classmethod
+    def start_actors_early(cls, count: int) -> None:
+        """Nothing: Ray starts its actors once it runs (``RayLauncher.prepare``)."""
+        del count
 
 
 @registry.systems.register("mirrored")

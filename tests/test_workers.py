@@ -77,10 +77,15 @@ def worker_pids(learner_pid):
     return child_pids(learner_pid, b"rl.workers.process")
 
 
-def both_workers(proc):
-    """The pids of ``proc``'s two actor processes once both run, else None."""
+def both_workers(proc, out):
+    """The pids of ``proc``'s two actor processes once both work for the run, else None.
+
+    They start before the learner imports TensorFlow and wait; each opens its log in
+    ``out``/workers when the learner gives it its spec.
+    """
+    logs = [os.path.join(out, "workers", f"worker_{i}.log") for i in (0, 1)]
     pids = worker_pids(proc.pid)
-    return pids if len(pids) == 2 else None
+    return pids if len(pids) == 2 and all(map(os.path.exists, logs)) else None
 
 
 def alive(pid):
@@ -180,6 +185,79 @@ def test_each_round_acts_with_the_weights_its_grant_carried():
     ours.send(STOP)
     worker.join(timeout=30)
     assert versions == [1, 2, 3]
+
+
+def spec_for(env, index=0):
+    """A WorkerSpec whose env is all a test gets to (the worker fails before the rest)."""
+    from rl.agents.actor import PolicySnapshot
+    from rl.workers.messages import WorkerSpec
+
+    return WorkerSpec(
+        index=index, env=env, env_ids=(0, 1), vectorization="sync", seed=0, policy=None,
+        hparams=None, spaces=(None, None), act_select="greedy", extras=(), exploration=None,
+        round_steps=1, start_step=0, total_envs=1, first_round=0,
+        snapshot=PolicySnapshot(0, ()), restart=0, parent_pid=0,
+    )  # fmt: skip
+
+
+def test_a_process_started_early_becomes_a_worker_and_writes_to_its_log(tmp_path):
+    from rl.workers import pool
+    from rl.workers.messages import ErrorReport
+
+    launcher = pool.ProcessLauncher(str(tmp_path / "workers"))
+    pool.start_early(2)
+    early = pool.waiting_early()
+    try:
+        process, conn = launcher.spawn(spec_for("no_such_env"))
+        assert process.pid == early[0] and pool.waiting_early() == early[1:]
+        # The env cannot be made: the worker says so, and its traceback is in its log.
+        report = conn.recv()
+        assert isinstance(report, ErrorReport) and "no_such_env" in report.message
+        assert process.wait(timeout=60) != 0
+        assert "Traceback" in (tmp_path / "workers" / "worker_0.log").read_text()
+        conn.close()
+    finally:
+        launcher.close()  # the one nobody took exits
+    assert pool.waiting_early() == []
+    assert not alive(early[1])
+
+
+STOP_AT_TENSORFLOW = """
+import sys
+
+from absl import flags
+
+import rl
+from rl import cli
+from rl.workers import pool
+
+cli.define_flags()
+flags.FLAGS(["train.py", *sys.argv[1:]])
+
+
+def report_and_stop():
+    print(" ".join(map(str, pool.waiting_early())), flush=True)
+    raise SystemExit(0)
+
+
+rl.import_tensorflow_quietly = report_and_stop
+cli.main(["train.py"])
+"""
+
+
+@pytest.mark.parametrize("sys_name, started", [("local", 2), ("ray", 0)])
+def test_train_starts_local_workers_before_it_imports_tensorflow(tmp_path, sys_name, started):
+    # Their imports then run beside the learner's; ones the run never takes exit with it.
+    out = subprocess.run(
+        [sys.executable, "-c", STOP_AT_TENSORFLOW, "--hparams", "ppo_tiny", "--sys", sys_name,
+         "--num_workers", "2", "--output_dir", str(tmp_path / "run")],
+        capture_output=True, text=True, cwd=ROOT, timeout=120,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    pids = [int(pid) for pid in out.stdout.split()]
+    assert len(pids) == started
+    wait_for(lambda: not any(alive(pid) for pid in pids), "the early workers to exit", timeout=60)
+    assert not (tmp_path / "run").exists()
 
 
 class _PipeLauncher:
@@ -284,7 +362,7 @@ def test_a_killed_worker_is_restarted_and_training_goes_on(tmp_path):
     out = str(tmp_path / "run")
     proc = start(*LONG_RUN, "--output_dir", out, "--train_steps", "8000")
     try:
-        pids = wait_for(lambda: both_workers(proc), "two workers", process=proc)
+        pids = wait_for(lambda: both_workers(proc, out), "two workers", process=proc)
         os.kill(pids[0], signal.SIGKILL)
         stdout, stderr = proc.communicate(timeout=300)
     finally:
@@ -337,7 +415,7 @@ def test_ctrl_c_saves_one_checkpoint_and_stops_every_worker(tmp_path):
     out = str(tmp_path / "run")
     proc = start(*LONG_RUN, "--output_dir", out)
     try:
-        pids = wait_for(lambda: both_workers(proc), "two workers", process=proc)
+        pids = wait_for(lambda: both_workers(proc, out), "two workers", process=proc)
         # The workers start inside train(), after its signal handlers are in place.
         proc.send_signal(signal.SIGINT)
         stdout, stderr = proc.communicate(timeout=120)
@@ -351,9 +429,10 @@ def test_ctrl_c_saves_one_checkpoint_and_stops_every_worker(tmp_path):
 
 
 def test_kill_9_of_the_learner_leaves_no_actor_process(tmp_path):
-    proc = start(*LONG_RUN, "--output_dir", str(tmp_path / "run"))
+    out = str(tmp_path / "run")
+    proc = start(*LONG_RUN, "--output_dir", out)
     try:
-        pids = wait_for(lambda: both_workers(proc), "two workers", process=proc)
+        pids = wait_for(lambda: both_workers(proc, out), "two workers", process=proc)
         proc.kill()
         proc.wait(timeout=30)
     finally:

@@ -1,6 +1,7 @@
 """What travels between the learner and its actor processes.
 
-Learner -> worker: a ``WorkerSpec`` once, then ``Grant``s (each allows one
+Learner -> worker: an ``OutputTo`` (local processes only), a ``WorkerSpec``
+once, then ``Grant``s (each allows one
 more round, with newer weights if there are any) and finally ``STOP``.
 Worker -> learner: one ``Chunk`` per round, or an ``ErrorReport`` before it
 exits. Everything is plain data (NumPy arrays, dataclasses): no TensorFlow.
@@ -16,6 +17,17 @@ import numpy as np
 from rl.agents.actor import PolicySnapshot
 
 STOP = "stop"
+
+
+@dataclasses.dataclass(frozen=True)
+class OutputTo:
+    """The file a local actor process appends its stdout and stderr to from now on.
+
+    A message rather than a redirection at start, since a process started before
+    the run folder existed (``pool.start_early``) learns its log file only then.
+    """
+
+    path: str
 
 
 @dataclasses.dataclass(frozen=True)

@@ -19,11 +19,12 @@ import sys
 import time
 from multiprocessing import Pipe
 from multiprocessing.connection import Connection, wait
-from typing import Callable, Deque, Dict, List, Optional
+from typing import Callable, Deque, Dict, List, Optional, Tuple
 
 import rl
 from rl.agents.actor import PolicySnapshot
-from rl.workers.messages import STOP, Chunk, ErrorReport, Grant, WorkerSpec
+from rl.hparams.base import HParams, HParamsError
+from rl.workers.messages import STOP, Chunk, ErrorReport, Grant, OutputTo, WorkerSpec
 
 BACKOFF_FIRST_SECONDS = 0.5
 BACKOFF_MAX_SECONDS = 10.0
@@ -34,50 +35,107 @@ class WorkerFailure(RuntimeError):
     """Workers failed more often than allowed; ``str()`` is one line."""
 
 
+def _worker_environment() -> Dict[str, str]:
+    """This process's environment, with rl's own folder first on PYTHONPATH.
+
+    The child then imports the same rl as we do, wherever it is installed or
+    checked out.
+    """
+    env = dict(os.environ)
+    root = os.path.dirname(os.path.dirname(os.path.abspath(rl.__file__)))
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [root, env.get("PYTHONPATH")]))
+    return env
+
+
+def _start_process() -> Tuple[subprocess.Popen, Connection]:
+    """An actor process joined to us by a socket pair, waiting for its OutputTo and spec."""
+    ours, theirs = Pipe(duplex=True)
+    try:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "rl.workers.process", str(theirs.fileno())],
+            pass_fds=(theirs.fileno(),),
+            stdin=subprocess.DEVNULL,
+            env=_worker_environment(),
+            # Ctrl-C in a terminal goes to the learner alone; it stops its workers.
+            start_new_session=True,
+        )
+    finally:
+        theirs.close()
+    return process, ours
+
+
+# Actor processes started by ``start_early``, not yet given a spec.
+_early: List[Tuple[subprocess.Popen, Connection]] = []
+
+
+def start_early(count: int) -> None:
+    """Starts ``count`` actor processes now, for the next ``ProcessLauncher.spawn`` calls.
+
+    train.py calls this before it imports TensorFlow: the workers' own imports
+    (NumPy, Gymnasium, rl) then run on the other core during the learner's,
+    instead of after it. A process nobody takes exits when this one does (its
+    connection closes), or at ``discard_early``.
+    """
+    for _ in range(count):
+        _early.append(_start_process())
+
+
+def waiting_early() -> List[int]:
+    """The pids of processes started early that no worker has taken yet."""
+    return [process.pid for process, _ in _early]
+
+
+def discard_early() -> None:
+    """Stops the early processes that were not taken (they are still waiting for a spec)."""
+    while _early:
+        process, conn = _early.pop()
+        conn.close()  # it reads end-of-file and exits
+        try:
+            process.wait(timeout=STOP_GRACE_SECONDS)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
 class ProcessLauncher:
     """Starts a worker as ``python -m rl.workers.process`` joined by a socket pair."""
 
     def __init__(self, log_dir: Optional[str]):
         """Args:
-        log_dir: where each worker's stderr goes (worker_<i>.log); None: inherit ours.
+        log_dir: where each worker's output goes (worker_<i>.log); None: inherit ours.
         """
         self.log_dir = log_dir
 
     def spawn(self, spec: WorkerSpec):
-        """Starts the worker, sends it its spec; returns (process, connection)."""
-        ours, theirs = Pipe(duplex=True)
-        env = dict(os.environ)
-        # The child imports the same rl as we do, wherever it is installed or checked out.
-        root = os.path.dirname(os.path.dirname(os.path.abspath(rl.__file__)))
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [root, env.get("PYTHONPATH")]))
-        stderr = None
-        if self.log_dir is not None:
-            os.makedirs(self.log_dir, exist_ok=True)
-            stderr = open(os.path.join(self.log_dir, f"worker_{spec.index}.log"), "ab")
+        """Starts the worker (or takes one started early), sends it its spec.
+
+        Returns:
+            (process, connection).
+        """
+        process, conn = None, None
+        while _early and process is None:
+            process, conn = _early.pop(0)
+            if process.poll() is not None:  # it died waiting: start a fresh one
+                conn.close()
+                process, conn = None, None
+        if process is None:
+            process, conn = _start_process()
         try:
-            process = subprocess.Popen(
-                [sys.executable, "-m", "rl.workers.process", str(theirs.fileno())],
-                pass_fds=(theirs.fileno(),),
-                stdin=subprocess.DEVNULL,
-                stdout=stderr,
-                stderr=stderr,
-                env=env,
-                # Ctrl-C in a terminal goes to the learner alone; it stops its workers.
-                start_new_session=True,
-            )
-        finally:
-            theirs.close()
-            if stderr is not None:
-                stderr.close()
-        ours.send(spec)
-        return process, ours
+            if self.log_dir is not None:
+                os.makedirs(self.log_dir, exist_ok=True)
+                conn.send(OutputTo(os.path.join(self.log_dir, f"worker_{spec.index}.log")))
+            conn.send(spec)
+        except OSError:
+            pass  # it died already: the pool notices, as for any worker that dies
+        return process, conn
 
     def prepare(self, count: int) -> None:
         """Nothing to start ahead: a local process starts in ``spawn`` without waiting."""
         del count
 
     def close(self) -> None:
-        """Nothing held beyond the workers, which the pool stops."""
+        """Stops early processes that no worker took; the pool stops the workers."""
+        discard_early()
 
 
 class WorkerSlot:
@@ -284,3 +342,16 @@ def exit_reason(returncode: Optional[int]) -> str:
     if returncode < 0:
         return f"killed by signal {-returncode}"
     return f"exit code {returncode}"
+
+
+def check_workers(hp: HParams, num_workers: int) -> None:
+    """Refuses a --num_workers that cannot share the env copies evenly."""
+    if num_workers < 0:
+        raise HParamsError(f"--num_workers must be >= 0, not {num_workers}")
+    if num_workers and hp.num_envs % num_workers:
+        fits = [n for n in range(1, hp.num_envs + 1) if hp.num_envs % n == 0]
+        raise HParamsError(
+            f"--num_workers {num_workers} must divide num_envs={hp.num_envs} (each worker "
+            f"steps an equal share of the env copies): valid: {', '.join(map(str, fits))}, "
+            "or change num_envs with --hparam_override"
+        )

@@ -1,12 +1,13 @@
 """The actor process: ``python -m rl.workers.process FD`` (started by rl/workers/pool.py).
 
-It reads a WorkerSpec from the connection on file descriptor FD, builds its
-env copies and its actor, and plays rounds while it holds grants, sending
-one Chunk per round. It acts in NumPy (TensorFlow is not imported) unless the
-spec asks for a TensorFlow model. It exits when told to stop, when the
-learner's connection closes, or when the learner process is gone (Linux
-also kills it with the learner: no orphans after a kill -9). Ctrl-C in a
-terminal reaches the learner only; the learner stops its workers.
+It reads where its output goes (an OutputTo) and a WorkerSpec from the
+connection on file descriptor FD, builds its env copies and its actor, and
+plays rounds while it holds grants, sending one Chunk per round. It acts in
+NumPy (TensorFlow is not imported) unless the spec asks for a TensorFlow
+model. It exits when told to stop, when the learner's connection closes, or
+when the learner process is gone (Linux also kills it with the learner: no
+orphans after a kill -9). Ctrl-C in a terminal reaches the learner only; the
+learner stops its workers.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from rl import plugins, registry, seeding
 from rl.agents.actor import Actor, act_and_observe
 from rl.algos.noise import action_noise_for
 from rl.envs import make_vec_env
-from rl.workers.messages import STOP, Chunk, ErrorReport, Grant, WorkerSpec
+from rl.workers.messages import STOP, Chunk, ErrorReport, Grant, OutputTo, WorkerSpec
 
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
@@ -57,6 +58,18 @@ def die_with_parent() -> None:
         libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     except (OSError, AttributeError):
         pass
+
+
+def output_to(path: str) -> None:
+    """Points this process's stdout and stderr (file descriptors 1 and 2) at ``path``."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    try:
+        os.dup2(fd, 1)
+        os.dup2(fd, 2)
+    finally:
+        os.close(fd)
 
 
 def build_actor(spec: WorkerSpec) -> Actor:
@@ -151,8 +164,11 @@ def main(argv: Optional[list] = None) -> int:
     conn = Connection(int(argv[1]))
     try:
         spec = conn.recv()
+        if isinstance(spec, OutputTo):
+            output_to(spec.path)
+            spec = conn.recv()
     except (EOFError, OSError):
-        return 0
+        return 0  # the learner ended before it had work for us (or started us early)
     try:
         plugins.load_from_environment()  # the learner's --plugins register envs, models, ...
         play(spec, conn)
