@@ -370,7 +370,11 @@ def main(argv: List[str]) -> int:
     if FLAGS.training and FLAGS.copies <= 1 and FLAGS.num_workers > 0:
         from rl import registry
 
-        registry.systems.get(FLAGS.sys).start_actors_early(FLAGS.num_workers)
+        system = registry.systems.get(FLAGS.sys)
+        try:
+            system({**system_options(), "num_workers": FLAGS.num_workers}).start_actors_early()
+        except user_errors() as e:
+            fail(str(e))
     rl.import_tensorflow_quietly()
     if not FLAGS.training:
         return run_test()

@@ -61,13 +61,17 @@ class System:
         """
         raise NotImplementedError
 
-    @classmethod
-    def start_actors_early(cls, count: int) -> None:
-        """Starts ``count`` actor processes before TensorFlow loads, if this system can.
+    def start_actors_early(self) -> None:
+        """Starts the run's ``num_workers`` actors before TensorFlow loads, if it can.
 
-        Nothing by default: a system whose actors start elsewhere gains nothing.
+        train.py calls this on a system made from the same options as the run's,
+        so that the actors' start-up overlaps the learner's TensorFlow import;
+        ``actor_launcher`` then hands out the actors started here. Nothing by
+        default.
+
+        Raises:
+            SystemUnavailableError: the system cannot be reached (Ray's address).
         """
-        del count
 
 
 @registry.systems.register("local")
@@ -103,12 +107,11 @@ class LocalSystem(System):
 
         return ProcessLauncher(log_dir)
 
-    @classmethod
-    def start_actors_early(cls, count: int) -> None:
+    def start_actors_early(self) -> None:
         """Local actor processes, started while the learner imports TensorFlow."""
         from rl.workers.pool import start_early
 
-        start_early(count)
+        start_early(int(self.options.get("num_workers") or 0))
 
 
 @registry.systems.register("ray")
@@ -134,11 +137,15 @@ class RaySystem(LocalSystem):
         from rl.workers.ray_actors import connect
 
         description = super().setup()
-        # A local Ray gets a CPU per worker even on a smaller machine: each worker
-        # asks Ray for one, and local actor processes share the cores anyway.
-        cpus = max(os.cpu_count() or 1, int(self.options.get("num_workers") or 0) + 1)
-        description.update(sys="ray", ray=connect(self.address, cpus))
+        description.update(sys="ray", ray=connect(self.address, self._local_cpus()))
         return description
+
+    def _local_cpus(self) -> int:
+        """CPUs a local Ray offers: one per worker even on a smaller machine.
+
+        Each worker asks Ray for one, and local actor processes share the cores anyway.
+        """
+        return max(os.cpu_count() or 1, int(self.options.get("num_workers") or 0) + 1)
 
     def close(self) -> None:
         from rl.workers.ray_actors import disconnect
@@ -147,14 +154,15 @@ class RaySystem(LocalSystem):
 
     def actor_launcher(self, log_dir: Optional[str]):
         """Ray actors running the actor-process code, connected back to this learner over TCP."""
-        from rl.workers.ray_actors import RayLauncher
+        from rl.workers.ray_actors import launcher
 
-        return RayLauncher(log_dir)
+        return launcher(log_dir)
 
-    @classmethod
-    def start_actors_early(cls, count: int) -> None:
-        """Nothing: Ray starts its actors once it runs (``RayLauncher.prepare``)."""
-        del count
+    def start_actors_early(self) -> None:
+        """Connects to Ray (or starts it) and starts the actors, before TensorFlow loads."""
+        from rl.workers.ray_actors import start_early
+
+        start_early(self.address, self._local_cpus(), int(self.options.get("num_workers") or 0))
 
 
 @registry.systems.register("mirrored")
