@@ -438,11 +438,20 @@ def test_ctrl_c_saves_one_checkpoint_and_stops_every_worker(tmp_path):
     assert not any(alive(pid) for pid in pids)
 
 
-def test_kill_9_of_the_learner_leaves_no_actor_process(tmp_path):
+@pytest.mark.parametrize("when", ["at start-up", "while training"])
+def test_kill_9_of_the_learner_leaves_no_actor_process(tmp_path, when):
+    # At start-up: as soon as both exist, while the learner still imports TensorFlow
+    # and they wait for their specs (or still import).
     out = str(tmp_path / "run")
     proc = start(*LONG_RUN, "--output_dir", out)
+
+    def workers():
+        pids = worker_pids(proc.pid)
+        return pids if len(pids) == 2 else None
+
     try:
-        pids = wait_for(lambda: both_workers(proc, out), "two workers", process=proc)
+        ready = workers if when == "at start-up" else lambda: both_workers(proc, out)
+        pids = wait_for(ready, "two workers", process=proc)
         proc.kill()
         proc.wait(timeout=30)
     finally:
