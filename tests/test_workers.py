@@ -222,6 +222,32 @@ def test_a_process_started_early_becomes_a_worker_and_writes_to_its_log(tmp_path
     assert not alive(early[1])
 
 
+def test_a_worker_takes_the_learners_environment_of_when_it_becomes_one(monkeypatch, tmp_path):
+    # A process started early began before the learner set the run's variables
+    # (RL_RUN_DIR: self-play envs find the run's policies there).
+    from multiprocessing import Pipe
+
+    from rl.workers import pool, process
+
+    ours, theirs = Pipe()
+    monkeypatch.setattr(pool, "_early", [(_PipeLauncher._Idle(), ours)])
+    monkeypatch.delenv("RL_RUN_DIR", raising=False)
+    began = dict(os.environ)  # the environment the early process started with
+    monkeypatch.setenv("RL_RUN_DIR", str(tmp_path))
+    pool.ProcessLauncher(None).spawn(spec_for("CartPole-v1", index=1))
+    monkeypatch.delenv("RL_RUN_DIR")
+    try:
+        os.environ.clear()
+        os.environ.update(began)
+        spec = process.receive_spec(theirs)  # what the worker does first
+        assert os.environ["RL_RUN_DIR"] == str(tmp_path)
+        assert os.environ["PYTHONPATH"].split(os.pathsep)[0] == ROOT
+    finally:
+        os.environ.clear()
+        os.environ.update(began)
+    assert spec.index == 1 and pool.waiting_early() == []
+
+
 STOP_AT_TENSORFLOW = """
 import json
 import sys

@@ -1,8 +1,8 @@
 """What travels between the learner and its actor processes.
 
-Learner -> worker: an ``OutputTo`` (local processes only), a ``WorkerSpec``
-once, then ``Grant``s (each allows one
-more round, with newer weights if there are any) and finally ``STOP``.
+Learner -> worker: a ``ProcessSetup`` (local processes only) and a
+``WorkerSpec`` once, then ``Grant``s (each allows one more round, with newer
+weights if there are any) and finally ``STOP``.
 Worker -> learner: one ``Chunk`` per round, or an ``ErrorReport`` before it
 exits. Everything is plain data (NumPy arrays, dataclasses): no TensorFlow.
 """
@@ -20,14 +20,20 @@ STOP = "stop"
 
 
 @dataclasses.dataclass(frozen=True)
-class OutputTo:
-    """The file a local actor process appends its stdout and stderr to from now on.
+class ProcessSetup:
+    """What a local actor process takes on as it becomes a worker.
 
-    A message rather than a redirection at start, since a process started before
-    the run folder existed (``pool.start_early``) learns its log file only then.
+    Sent rather than given at its start, since a process started early
+    (``pool.start_early``) exists before the run folder and before the
+    variables the learner sets for its envs (``RL_RUN_DIR`` for self-play).
+
+    Attributes:
+        environ: the learner's environment now (with rl's folder on PYTHONPATH).
+        output: the file its stdout and stderr append to; None: the learner's.
     """
 
-    path: str
+    environ: Dict[str, str]
+    output: Optional[str]
 
 
 @dataclasses.dataclass(frozen=True)

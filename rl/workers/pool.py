@@ -24,7 +24,7 @@ from typing import Callable, Deque, Dict, List, Optional, Tuple
 import rl
 from rl.agents.actor import PolicySnapshot
 from rl.hparams.base import HParams, HParamsError
-from rl.workers.messages import STOP, Chunk, ErrorReport, Grant, OutputTo, WorkerSpec
+from rl.workers.messages import STOP, Chunk, ErrorReport, Grant, ProcessSetup, WorkerSpec
 
 BACKOFF_FIRST_SECONDS = 0.5
 BACKOFF_MAX_SECONDS = 10.0
@@ -48,7 +48,7 @@ def _worker_environment() -> Dict[str, str]:
 
 
 def _start_process() -> Tuple[subprocess.Popen, Connection]:
-    """An actor process joined to us by a socket pair, waiting for its OutputTo and spec."""
+    """An actor process joined to us by a socket pair, waiting for its setup and spec."""
     ours, theirs = Pipe(duplex=True)
     try:
         process = subprocess.Popen(
@@ -120,10 +120,14 @@ class ProcessLauncher:
                 process, conn = None, None
         if process is None:
             process, conn = _start_process()
+        output = None
+        if self.log_dir is not None:
+            os.makedirs(self.log_dir, exist_ok=True)
+            output = os.path.join(self.log_dir, f"worker_{spec.index}.log")
         try:
-            if self.log_dir is not None:
-                os.makedirs(self.log_dir, exist_ok=True)
-                conn.send(OutputTo(os.path.join(self.log_dir, f"worker_{spec.index}.log")))
+            # The environment of now, not of its start: an early process began before
+            # the learner set the run's variables.
+            conn.send(ProcessSetup(_worker_environment(), output))
             conn.send(spec)
         except OSError:
             pass  # it died already: the pool notices, as for any worker that dies

@@ -1,7 +1,7 @@
 """The actor process: ``python -m rl.workers.process FD`` (started by rl/workers/pool.py).
 
-It reads where its output goes (an OutputTo) and a WorkerSpec from the
-connection on file descriptor FD, builds its env copies and its actor, and
+It reads its setup (a ProcessSetup) and a WorkerSpec from the connection on
+file descriptor FD, builds its env copies and its actor, and
 plays rounds while it holds grants, sending one Chunk per round. It acts in
 NumPy (TensorFlow is not imported) unless the spec asks for a TensorFlow
 model. It exits when told to stop, when the learner's connection closes, or
@@ -27,7 +27,7 @@ from rl import plugins, registry, seeding
 from rl.agents.actor import Actor, act_and_observe
 from rl.algos.noise import action_noise_for
 from rl.envs import make_vec_env
-from rl.workers.messages import STOP, Chunk, ErrorReport, Grant, OutputTo, WorkerSpec
+from rl.workers.messages import STOP, Chunk, ErrorReport, Grant, ProcessSetup, WorkerSpec
 
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
@@ -70,6 +70,18 @@ def output_to(path: str) -> None:
         os.dup2(fd, 2)
     finally:
         os.close(fd)
+
+
+def receive_spec(conn: Connection) -> WorkerSpec:
+    """The learner's first messages: a local process's setup (if sent), then the spec."""
+    message = conn.recv()
+    if isinstance(message, ProcessSetup):
+        os.environ.clear()
+        os.environ.update(message.environ)
+        if message.output is not None:
+            output_to(message.output)
+        message = conn.recv()
+    return message
 
 
 def build_actor(spec: WorkerSpec) -> Actor:
@@ -163,10 +175,7 @@ def main(argv: Optional[list] = None) -> int:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the learner decides when workers stop
     conn = Connection(int(argv[1]))
     try:
-        spec = conn.recv()
-        if isinstance(spec, OutputTo):
-            output_to(spec.path)
-            spec = conn.recv()
+        spec = receive_spec(conn)
     except (EOFError, OSError):
         return 0  # the learner ended before it had work for us (or started us early)
     try:
