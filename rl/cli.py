@@ -265,6 +265,11 @@ def check_early() -> None:
 
             # A new run's set, or the run already in output_dir, with the changes asked for.
             saved = load_run_hparams(FLAGS.output_dir) if FLAGS.hparams is None else None
+            if FLAGS.hparams is None and saved is None and FLAGS.copies <= 1:
+                fail(
+                    "--hparams is required for a new run, e.g. --hparams ppo_cartpole "
+                    "(list them with --list)"
+                )
             if FLAGS.hparams is not None or saved is not None:
                 from rl.workers.pool import check_workers
 
@@ -386,15 +391,9 @@ def main(argv: List[str]) -> int:
 def build_experiment(output_dir: str, seed: Optional[int]):
     """An Experiment from the flags; bad input ends the process (exit 2)."""
     from rl.experiment import Experiment
-    from rl.hparams.resolve import load_run_hparams
     from rl.tracking import make_tracker
 
     try:
-        if FLAGS.hparams is None and load_run_hparams(output_dir) is None:
-            fail(
-                "--hparams is required for a new run, e.g. --hparams ppo_cartpole "
-                "(list them with --list)"
-            )
         return Experiment(
             hparams=FLAGS.hparams,
             output_dir=output_dir,

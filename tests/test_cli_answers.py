@@ -69,6 +69,9 @@ def messages(proc):
         (["--hparams", "ppo_tiny", "--seed", str(2**64), "--output_dir", "x"], "'seed'"),
         (["--hparams", "ppo_tiny", "--train_steps", "abc"], "train_steps"),
         (["--hparams", "ppo_tiny"], "--output_dir is required"),
+        # Before TensorFlow, and so before any actor process starts.
+        (["--output_dir", "x", "--num_workers", "2"], "--hparams is required"),
+        (["--hparams", "ppo_tiny", "--num_workers", "3", "--output_dir", "x"], "valid: 1, 2"),
         (["--training=false", "--seed", "3", "--output_dir", "x"], "--seed cannot be used"),
         (["--test_episodes", "3", "--hparams", "ppo_tiny", "--output_dir", "x"], "--test_episodes"),
     ],

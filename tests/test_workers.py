@@ -222,6 +222,42 @@ def test_a_process_started_early_becomes_a_worker_and_writes_to_its_log(tmp_path
     assert not alive(early[1])
 
 
+def test_a_process_that_died_before_it_was_taken_is_replaced(tmp_path):
+    from rl.workers import pool
+    from rl.workers.messages import ErrorReport
+
+    pool.start_early(1)
+    (dead,) = pool.waiting_early()
+    os.kill(dead, signal.SIGKILL)
+    wait_for(lambda: pool._early[0][0].poll() is not None, "the early process to die")
+    launcher = pool.ProcessLauncher(str(tmp_path / "workers"))
+    try:
+        process, conn = launcher.spawn(spec_for("no_such_env"))
+        assert process.pid != dead and pool.waiting_early() == []
+        assert isinstance(conn.recv(), ErrorReport)  # the fresh one runs (and reports)
+        process.wait(timeout=60)
+        conn.close()
+    finally:
+        launcher.close()
+
+
+def test_ray_actors_started_early_are_the_ones_the_pool_prepares():
+    # The pool's prepare(count) tops up to count: it starts no second set beside them.
+    from collections import deque
+
+    from rl.workers.ray_actors import RayLauncher
+
+    launcher = object.__new__(RayLauncher)  # no Ray: only the bookkeeping is under test
+    launcher.pending = deque()
+    started = []
+    launcher._start_actor = lambda: started.append(len(started)) or started[-1]
+    launcher.prepare(2)  # train.py, before TensorFlow
+    launcher.prepare(2)  # ActorPool.start
+    assert started == [0, 1] and list(launcher.pending) == [0, 1]
+    launcher.prepare(3)
+    assert len(started) == 3
+
+
 def test_a_worker_takes_the_learners_environment_of_when_it_becomes_one(monkeypatch, tmp_path):
     # A process started early began before the learner set the run's variables
     # (RL_RUN_DIR: self-play envs find the run's policies there).
@@ -239,7 +275,9 @@ def test_a_worker_takes_the_learners_environment_of_when_it_becomes_one(monkeypa
     try:
         os.environ.clear()
         os.environ.update(began)
-        spec = process.receive_spec(theirs)  # what the worker does first
+        setup, spec = process.receive_spec(theirs)  # what the worker does first
+        process.take_setup(setup)
+        assert setup.output is None  # no log_dir: the learner's own output
         assert os.environ["RL_RUN_DIR"] == str(tmp_path)
         assert os.environ["PYTHONPATH"].split(os.pathsep)[0] == ROOT
     finally:

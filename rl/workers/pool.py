@@ -47,20 +47,30 @@ def _worker_environment() -> Dict[str, str]:
     return env
 
 
-def _start_process() -> Tuple[subprocess.Popen, Connection]:
-    """An actor process joined to us by a socket pair, waiting for its setup and spec."""
+def _start_process(output: Optional[str] = None) -> Tuple[subprocess.Popen, Connection]:
+    """An actor process joined to us by a socket pair, waiting for its setup and spec.
+
+    Args:
+        output: the file its stdout and stderr append to from the start (so an
+            import that fails is in its log); None: ours, until its setup names one.
+    """
     ours, theirs = Pipe(duplex=True)
+    log = open(output, "ab") if output is not None else None
     try:
         process = subprocess.Popen(
             [sys.executable, "-m", "rl.workers.process", str(theirs.fileno())],
             pass_fds=(theirs.fileno(),),
             stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=log,
             env=_worker_environment(),
             # Ctrl-C in a terminal goes to the learner alone; it stops its workers.
             start_new_session=True,
         )
     finally:
         theirs.close()
+        if log is not None:
+            log.close()
     return process, ours
 
 
@@ -112,6 +122,10 @@ class ProcessLauncher:
         Returns:
             (process, connection).
         """
+        output = None
+        if self.log_dir is not None:
+            os.makedirs(self.log_dir, exist_ok=True)
+            output = os.path.join(self.log_dir, f"worker_{spec.index}.log")
         process, conn = None, None
         while _early and process is None:
             process, conn = _early.pop(0)
@@ -119,18 +133,16 @@ class ProcessLauncher:
                 conn.close()
                 process, conn = None, None
         if process is None:
-            process, conn = _start_process()
-        output = None
-        if self.log_dir is not None:
-            os.makedirs(self.log_dir, exist_ok=True)
-            output = os.path.join(self.log_dir, f"worker_{spec.index}.log")
+            process, conn = _start_process(output)
         try:
             # The environment of now, not of its start: an early process began before
             # the learner set the run's variables.
             conn.send(ProcessSetup(_worker_environment(), output))
             conn.send(spec)
         except OSError:
-            pass  # it died already: the pool notices, as for any worker that dies
+            # It died since: the pool notices and restarts it as any worker that dies
+            # (which counts against --worker_restarts).
+            pass
         return process, conn
 
     def prepare(self, count: int) -> None:

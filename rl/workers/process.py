@@ -19,7 +19,7 @@ import signal
 import sys
 import time
 from multiprocessing.connection import Connection
-from typing import Deque, Dict, Optional
+from typing import Deque, Dict, Optional, Tuple
 
 import numpy as np
 
@@ -72,16 +72,21 @@ def output_to(path: str) -> None:
         os.close(fd)
 
 
-def receive_spec(conn: Connection) -> WorkerSpec:
+def receive_spec(conn: Connection) -> Tuple[Optional[ProcessSetup], WorkerSpec]:
     """The learner's first messages: a local process's setup (if sent), then the spec."""
     message = conn.recv()
+    setup = None
     if isinstance(message, ProcessSetup):
-        os.environ.clear()
-        os.environ.update(message.environ)
-        if message.output is not None:
-            output_to(message.output)
-        message = conn.recv()
-    return message
+        setup, message = message, conn.recv()
+    return setup, message
+
+
+def take_setup(setup: ProcessSetup) -> None:
+    """Takes on the learner's environment of now, and sends output to the worker's log."""
+    os.environ.clear()
+    os.environ.update(setup.environ)
+    if setup.output is not None:
+        output_to(setup.output)
 
 
 def build_actor(spec: WorkerSpec) -> Actor:
@@ -175,10 +180,12 @@ def main(argv: Optional[list] = None) -> int:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the learner decides when workers stop
     conn = Connection(int(argv[1]))
     try:
-        spec = receive_spec(conn)
+        setup, spec = receive_spec(conn)
     except (EOFError, OSError):
         return 0  # the learner ended before it had work for us (or started us early)
     try:
+        if setup is not None:
+            take_setup(setup)  # a log it cannot open is reported like any failure
         plugins.load_from_environment()  # the learner's --plugins register envs, models, ...
         play(spec, conn)
     except (EOFError, BrokenPipeError, ConnectionResetError):

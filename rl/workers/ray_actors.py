@@ -236,8 +236,10 @@ class RayLauncher:
         return _StartingActor(actor, pid, ref, token)
 
     def prepare(self, count: int) -> None:
-        """Starts ``count`` actors at once; the next ``spawn`` calls take them in turn."""
-        self.pending.extend(self._start_actor() for _ in range(count))
+        """Has ``count`` actors started at once (those started early count); the next
+        ``spawn`` calls take them in turn."""
+        missing = max(0, count - len(self.pending))
+        self.pending.extend(self._start_actor() for _ in range(missing))
 
     def spawn(self, spec: WorkerSpec):
         """Gives ``spec`` to a started actor (or starts one); returns (RayWorker, connection).
