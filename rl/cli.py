@@ -273,10 +273,27 @@ def check_early() -> None:
             if FLAGS.hparams is not None or saved is not None:
                 from rl.workers.pool import check_workers
 
-                check_workers(hparams_from_flags(saved), FLAGS.num_workers)
+                hp = hparams_from_flags(saved)
+                check_workers(hp, FLAGS.num_workers)
+                if FLAGS.copies <= 1:
+                    check_run_folder(hp)
     except user_errors() as e:
         fail(str(e))
     check_tracking()  # last: importing MLflow takes about a second
+
+
+def check_run_folder(hp) -> None:
+    """--output_dir can take this run: a folder it can write, whose run (if any) has
+    these hparams and a readable eval log (as Experiment checks again).
+
+    Raises:
+        RunConflictError: naming the folder and what is wrong.
+    """
+    from rl.run_folder import check_output_dir, check_resume, read_eval_file
+
+    check_resume(FLAGS.output_dir, hp, FLAGS.allow_hparam_change)
+    check_output_dir(FLAGS.output_dir)
+    read_eval_file(FLAGS.output_dir)
 
 
 # Flags that only --tracking mlflow reads.

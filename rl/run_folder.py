@@ -11,7 +11,8 @@ Output folder:
     snapshot/          reproducibility snapshot (rl/snapshot.py)
 
 The checks that run before anything is built (``check_output_dir``,
-``check_resume``, ``read_eval_file``) are plain functions; ``RunFolder`` holds
+``check_resume``, ``read_eval_file``) are plain functions that need no
+TensorFlow (train.py runs them before it loads it); ``RunFolder`` holds
 the path, the tf.train checkpoint with its manager, the separately saved state
 and the logbook, and restores and saves them together.
 """
@@ -27,14 +28,16 @@ import shutil
 import sys
 import tempfile
 import time
-from typing import Any, Dict, List, Mapping, Optional, Protocol, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Protocol, Tuple
 
-from rl._tf import tf
 from rl.errors import CheckpointError, RunConflictError
 from rl.files import write_text_atomic
 from rl.hparams.base import RESUMABLE_FIELDS, HParams, differences
 from rl.hparams.resolve import HPARAMS_FILE, load_run_hparams
 from rl.logbook import EVAL_FILE, EvalFileError, Logbook, read_eval_records
+
+if TYPE_CHECKING:  # only RunFolder's checkpoints need it: the checks run before it loads
+    from rl._tf import tf
 
 CHECKPOINT_DIR = "checkpoints"
 UNREADABLE_DIR = "unreadable"  # inside checkpoints/: unreadable checkpoints moved aside
@@ -255,6 +258,8 @@ class RunFolder:
             flags: the flag values to record.
             device_info: the system's description of its devices.
         """
+        from rl._tf import tf
+
         self._write_hparams_and_snapshot(hp, existing, argv, flags, device_info)
         self._tidy_checkpoints(unreadable)
         self.manager = tf.train.CheckpointManager(

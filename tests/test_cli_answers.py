@@ -5,6 +5,7 @@ module was imported is read from Python's own import log (-X importtime), so
 the tests do not depend on how fast this machine is.
 """
 
+import json
 import os
 import subprocess
 import sys
@@ -83,6 +84,35 @@ def test_mistakes_are_reported_without_loading_tensorflow(tmp_path, args, expect
     assert line.startswith("train.py: error:") and expected in line
     assert "tensorflow" not in imported(proc)
     assert not (tmp_path / "x").exists()
+
+
+def test_an_output_dir_that_cannot_take_the_run_is_reported_without_loading_tensorflow(tmp_path):
+    # So also before any actor process starts (--num_workers).
+    from rl import catalog, registry  # noqa: F401  (catalog fills the registries)
+
+    notes = tmp_path / "notes.txt"
+    notes.write_text("mine\n")
+    run_dir = tmp_path / "run"  # a run's folder, as a ppo_tiny run leaves it
+    run_dir.mkdir()
+    hparams = json.dumps(registry.hparams.get("ppo_tiny")().to_dict())
+    (run_dir / "hparams.json").write_text(hparams)
+    damaged = tmp_path / "damaged"
+    damaged.mkdir()
+    (damaged / "hparams.json").write_text(hparams)
+    (damaged / "eval.jsonl").write_bytes(b"\xff\xfe not a record\n")
+    cases = [
+        (notes, [], "is a file, not a folder"),
+        (run_dir, ["--hparam_override", "learning_rate=0.1"], "holds a run with other hparams"),
+        (damaged, [], "eval.jsonl"),
+    ]
+    for out, more, expected in cases:
+        before = {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
+        proc = run("--hparams", "ppo_tiny", *more, "--num_workers", "2", "--output_dir", str(out))
+        assert proc.returncode == 2, proc.stderr
+        (line,) = messages(proc)
+        assert line.startswith("train.py: error:") and expected in line, line
+        assert "tensorflow" not in imported(proc)
+        assert {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()} == before
 
 
 def test_list_shows_registered_names_and_gymnasium_ids_without_tensorflow():
