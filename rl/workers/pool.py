@@ -35,16 +35,19 @@ class WorkerFailure(RuntimeError):
     """Workers failed more often than allowed; ``str()`` is one line."""
 
 
-def _worker_environment() -> Dict[str, str]:
-    """This process's environment, with rl's own folder first on PYTHONPATH.
+# The folder holding rl: a child process with it on PYTHONPATH imports the same rl as
+# we do, wherever it is installed or checked out.
+RL_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(rl.__file__)))
 
-    The child then imports the same rl as we do, wherever it is installed or
-    checked out.
-    """
-    env = dict(os.environ)
-    root = os.path.dirname(os.path.dirname(os.path.abspath(rl.__file__)))
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [root, env.get("PYTHONPATH")]))
-    return env
+
+def python_path_with_rl() -> str:
+    """PYTHONPATH for a child process: rl's folder first, then ours (plugins, own envs)."""
+    return os.pathsep.join(filter(None, [RL_ROOT, os.environ.get("PYTHONPATH")]))
+
+
+def _worker_environment() -> Dict[str, str]:
+    """This process's environment, with rl's own folder first on PYTHONPATH."""
+    return {**os.environ, "PYTHONPATH": python_path_with_rl()}
 
 
 def _start_process(output: Optional[str] = None) -> Tuple[subprocess.Popen, Connection]:

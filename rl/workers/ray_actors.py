@@ -21,11 +21,10 @@ from multiprocessing import AuthenticationError
 from multiprocessing.connection import Client, Connection, Listener
 from typing import Any, Deque, Dict, Optional
 
-import rl
 from rl.errors import SystemUnavailableError
 from rl.workers import process
 from rl.workers.messages import WorkerSpec
-from rl.workers.pool import WorkerFailure
+from rl.workers.pool import RL_ROOT, WorkerFailure, python_path_with_rl
 
 CONNECT_TIMEOUT_SECONDS = 60.0
 _started_here = False  # this process started a local Ray (and so stops it)
@@ -50,8 +49,7 @@ def connect(address: Optional[str], local_cpus: int) -> str:
         ) from e
     if ray.is_initialized():
         return ray.get_runtime_context().gcs_address
-    root = os.path.dirname(os.path.dirname(os.path.abspath(rl.__file__)))
-    runtime_env = {"env_vars": {"PYTHONPATH": root, "RL_TF_LOGS": ""}}
+    runtime_env = {"env_vars": {"PYTHONPATH": RL_ROOT, "RL_TF_LOGS": ""}}
     try:
         if address:
             host, _, port = address.rpartition(":")
@@ -68,8 +66,7 @@ def connect(address: Optional[str], local_cpus: int) -> str:
             # workers need no runtime_env, which would make Ray start each actor
             # through its runtime-env agent: eight took 6.4 s to start here, not 2.8.
             # rl's folder goes first; the user's path (plugins, own envs) stays after it.
-            inherited = os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))
-            with _environ({**runtime_env["env_vars"], "PYTHONPATH": inherited}):
+            with _environ({**runtime_env["env_vars"], "PYTHONPATH": python_path_with_rl()}):
                 ray.init(
                     num_cpus=local_cpus,
                     include_dashboard=False,
