@@ -48,6 +48,11 @@ class System:
         """How many copies of the model an update runs on at once."""
         raise NotImplementedError
 
+    @property
+    def num_workers(self) -> int:
+        """The run's --num_workers (0 when the options do not say)."""
+        return int(self.options.get("num_workers") or 0)
+
     def actor_launcher(self, log_dir: Optional[str]):
         """What starts actor processes for --num_workers (rl/workers/pool.py).
 
@@ -111,7 +116,7 @@ class LocalSystem(System):
         """Local actor processes, started while the learner imports TensorFlow."""
         from rl.workers.pool import start_early
 
-        start_early(int(self.options.get("num_workers") or 0))
+        start_early(self.num_workers)
 
 
 @registry.systems.register("ray")
@@ -145,7 +150,7 @@ class RaySystem(LocalSystem):
 
         Each worker asks Ray for one, and local actor processes share the cores anyway.
         """
-        return max(os.cpu_count() or 1, int(self.options.get("num_workers") or 0) + 1)
+        return max(os.cpu_count() or 1, self.num_workers + 1)
 
     def close(self) -> None:
         from rl.workers.ray_actors import disconnect
@@ -162,7 +167,7 @@ class RaySystem(LocalSystem):
         """Connects to Ray (or starts it) and starts the actors, before TensorFlow loads."""
         from rl.workers.ray_actors import start_early
 
-        start_early(self.address, self._local_cpus(), int(self.options.get("num_workers") or 0))
+        start_early(self.address, self._local_cpus(), self.num_workers)
 
 
 @registry.systems.register("mirrored")

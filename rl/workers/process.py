@@ -1,13 +1,13 @@
 """The actor process: ``python -m rl.workers.process FD`` (started by rl/workers/pool.py).
 
 It reads its setup (a ProcessSetup) and a WorkerSpec from the connection on
-file descriptor FD, builds its env copies and its actor, and
-plays rounds while it holds grants, sending one Chunk per round. It acts in
-NumPy (TensorFlow is not imported) unless the spec asks for a TensorFlow
-model. It exits when told to stop, when the learner's connection closes, or
-when the learner process is gone (Linux also kills it with the learner: no
-orphans after a kill -9). Ctrl-C in a terminal reaches the learner only; the
-learner stops its workers.
+file descriptor FD, builds its env copies and its actor, and plays rounds
+while it holds grants, sending one Chunk per round. It acts in NumPy
+(TensorFlow is not imported) unless the spec asks for a TensorFlow model. It
+exits when told to stop, when the learner's connection closes, or when the
+learner process is gone (Linux also kills it with the learner: no orphans
+after a kill -9). Ctrl-C in a terminal reaches the learner only; the learner
+stops its workers.
 """
 
 from __future__ import annotations
