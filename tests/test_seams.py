@@ -4,6 +4,7 @@ import json
 import os
 
 import gymnasium as gym
+import keras
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -12,10 +13,12 @@ from rl import catalog, registry  # noqa: F401
 from rl.agents.actor import Actor, PolicySnapshot
 from rl.agents.base import Agent, act_and_observe
 from rl.agents.dqn import DQNLearner
-from rl.agents.learner import build_optimizer, run_gradient_steps
+from rl.agents.learner import run_gradient_steps
+from rl.agents.optimizers import FusedAdam, build_optimizer
 from rl.envs import make_vec_env
 from rl.experiment import Experiment
 from rl.hparams.a2c import a2c_base
+from rl.hparams.ppo import ppo_base
 from rl.policy import PolicyArtefactError, load_policy, policy_steps, read_artefact
 
 
@@ -127,6 +130,68 @@ def test_rmsprop_steps_as_pytorchs_with_epsilon_added_to_the_root(gradient):
     step = -float(weight.numpy()[0])
     # sqrt(a^2 + b^2) <= a + b <= sqrt(2) sqrt(a^2 + b^2): never smaller, at most sqrt(2) larger.
     assert torch_step * (1 - 1e-5) <= step <= torch_step * 2**0.5 * (1 + 1e-5)
+
+
+def _adam_steps(optimizer, weights, gradients, compiled):
+    def step(grads):
+        optimizer.apply_gradients(zip(grads, weights))
+
+    step = tf.function(step) if compiled else step
+    for grads in gradients:
+        step([tf.constant(g) for g in grads])
+    return [w.numpy() for w in weights]
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+def test_fused_adam_takes_keras_adams_steps(compiled):
+    rng = np.random.default_rng(0)
+    shapes = [(3, 2), (2,)]
+    start = [rng.standard_normal(s).astype(np.float32) for s in shapes]
+    # Gradients over five orders of magnitude, and one of zeros.
+    gradients = [
+        [(rng.standard_normal(s) * scale).astype(np.float32) for s in shapes]
+        for scale in (1e-3, 1.0, 100.0, 0.0, 0.5)
+    ]
+    stepped = {}
+    for name, optimizer in (
+        ("keras", keras.optimizers.Adam(learning_rate=0.01)),
+        ("fused", build_optimizer(ppo_base(), 0.01)),
+    ):
+        weights = [tf.Variable(w) for w in start]
+        optimizer.build(weights)
+        stepped[name] = _adam_steps(optimizer, weights, gradients, compiled)
+        assert int(optimizer.iterations.numpy()) == len(gradients)
+    assert isinstance(optimizer, FusedAdam)
+    for fused, plain, first in zip(stepped["fused"], stepped["keras"], start):
+        np.testing.assert_allclose(fused, plain, rtol=1e-6, atol=1e-7)
+        assert not np.allclose(fused, first)  # the steps moved the weights
+
+
+def test_fused_adam_resumes_keras_adams_checkpoint_and_skips_unreached_variables(tmp_path):
+    # Runs saved before FusedAdam (Keras's Adam) resume with their moments.
+    rng = np.random.default_rng(1)
+    start = rng.standard_normal((4,)).astype(np.float32)
+    gradients = [[rng.standard_normal(4).astype(np.float32)] for _ in range(3)]
+    weight = tf.Variable(start)
+    plain = keras.optimizers.Adam(learning_rate=0.01)
+    plain.build([weight])
+    _adam_steps(plain, [weight], gradients[:2], compiled=False)
+    path = tf.train.Checkpoint(optimizer=plain, weight=weight).write(str(tmp_path / "ckpt"))
+    _adam_steps(plain, [weight], gradients[2:], compiled=False)
+
+    resumed_weight = tf.Variable(np.zeros(4, np.float32))
+    fused = build_optimizer(ppo_base(), 0.01)
+    fused.build([resumed_weight])
+    tf.train.Checkpoint(optimizer=fused, weight=resumed_weight).read(path).assert_consumed()
+    assert int(fused.iterations.numpy()) == 2
+    _adam_steps(fused, [resumed_weight], gradients[2:], compiled=False)
+    np.testing.assert_allclose(resumed_weight.numpy(), weight.numpy(), rtol=1e-6)
+
+    untouched = tf.Variable([1.0, 2.0])
+    fused_two = build_optimizer(ppo_base(), 0.01)
+    fused_two.build([resumed_weight, untouched])
+    fused_two.apply_gradients([(tf.ones(4), resumed_weight), (None, untouched)])
+    assert untouched.numpy().tolist() == [1.0, 2.0]
 
 
 def test_gaussian_ppo_acts_stores_and_learns_float_actions_in_the_box():

@@ -10,7 +10,8 @@ fitting the baseline alone, with their own optimizer.
 from typing import Dict
 
 from rl._tf import tf
-from rl.agents.learner import build_optimizer, run_gradient_steps
+from rl.agents.learner import run_gradient_steps
+from rl.agents.optimizers import build_optimizer
 from rl.agents.policy_gradient import PolicyGradientLearner
 from rl.hparams.a2c import A2CHParams
 

@@ -14,8 +14,9 @@ from typing import Dict, List
 import numpy as np
 
 from rl._tf import tf
-from rl.agents.learner import build_optimizer, run_gradient_steps
+from rl.agents.learner import run_gradient_steps
 from rl.agents.off_policy import BATCH_FIELDS, ReplayLearner, soft_update
+from rl.agents.optimizers import build_optimizer
 from rl.algos.schedules import warmup_schedule
 
 METRICS = ("loss", "actor_loss", "q_mean", "target_mean", "grad_norm")

@@ -17,8 +17,9 @@ import gymnasium as gym
 import numpy as np
 
 from rl import registry, seeding
-from rl._tf import keras, tf
+from rl._tf import tf
 from rl.agents.actor import PolicySnapshot
+from rl.agents.optimizers import build_optimizer
 from rl.algos.grad_comp.checks import weighted_mean
 from rl.algos.normalization import ReturnScaler, RunningMeanStd
 from rl.algos.schedules import constant_schedule, linear_schedule
@@ -414,24 +415,6 @@ class RunningStatsState(tf.train.experimental.PythonState):
 
     def deserialize(self, data: bytes) -> None:
         self.stats.load_state(json.loads(data))
-
-
-def build_optimizer(hp, learning_rate: float):
-    """The Keras optimizer ``hp.optimizer`` names ("adam" or "rmsprop").
-
-    Args:
-        hp: resolved hparams (``optimizer``, ``rmsprop_epsilon``).
-        learning_rate: its step size (the learner's or another optimizer's).
-    """
-    if hp.optimizer == "rmsprop":
-        # As in A2C (Mnih et al. 2016) and Stable-Baselines3's A2C: decay 0.99, no
-        # momentum. Keras adds epsilon under the root, g / sqrt(v + eps) (as TF1 did, and
-        # OpenAI Baselines' A2C with eps 1e-5); PyTorch, which SB3 uses, adds it to the
-        # root, g / (sqrt(v) + 1e-5). hparams.base.HParams.rmsprop_epsilon says which.
-        return keras.optimizers.RMSprop(
-            learning_rate=learning_rate, rho=0.99, epsilon=hp.rmsprop_epsilon
-        )
-    return keras.optimizers.Adam(learning_rate=learning_rate)
 
 
 def run_gradient_steps(
