@@ -43,11 +43,13 @@ class PolicyGradientLearner(RolloutLearner):
         """GAE, then epochs x minibatches gradient steps on a [T, N] rollout."""
         hp = self.hp
         self.optimizer.learning_rate.assign(learning_rate)
-        steps, envs = tf.shape(batch["rewards"])[0], tf.shape(batch["rewards"])[1]
+        # The rollout's shape is known when the update is traced: static shapes let
+        # graph optimisation fold the shape arithmetic of every gradient step.
+        steps, envs = batch["rewards"].shape
         size = steps * envs
 
         def flat(x):
-            return tf.reshape(x, tf.concat([[size], tf.shape(x)[2:]], 0))
+            return tf.reshape(x, [size, *x.shape[2:]])
 
         obs = flat(batch["obs"])
         values = self.model.value(obs)
@@ -80,9 +82,10 @@ class PolicyGradientLearner(RolloutLearner):
             ]
         )
 
+        indices = tf.reshape(orders, [epochs * minibatches, minibatch_size])
+
         def gradient_step(i):
-            start = (i % minibatches) * minibatch_size
-            index = orders[i // minibatches, start : start + minibatch_size]
+            index = indices[i]  # minibatch i % minibatches of epoch i // minibatches
             return self._minibatch_step({k: tf.gather(v, index) for k, v in data.items()})
 
         metrics = run_gradient_steps(epochs * minibatches, gradient_step, self.metrics)
