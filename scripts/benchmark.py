@@ -33,6 +33,7 @@ import importlib.util
 import itertools
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -47,6 +48,8 @@ sys.path.insert(0, ROOT)  # this checkout's rl, not whichever one pip installed
 PROG = "benchmark.py"
 PEER_MODULES = ("torch", "stable_baselines3")
 PEER_EVAL_EPISODES = 20
+# With --peer_checkpoints: env steps between saves of a long peer run.
+PEER_CHECKPOINT_STEPS = 25_000
 COST_CALLS = 2000
 # MLP of the per-call costs: CartPole observations [16, 4] -> 64 -> 64 (tanh) -> 2.
 COST_BATCH, COST_LAYERS = 16, (4, 64, 64, 2)
@@ -273,13 +276,60 @@ PEERS: Dict[str, Peer] = {
 }
 
 
-def peer_run(hparams: str, seed: int, steps: int) -> Dict[str, object]:
+def resume_peer(model, folder: str):
+    """The peer saved last in ``folder`` (model, replay, normalisation), or ``model``
+    itself when nothing there loads; and the env steps it had learned.
+
+    A save cut short by a kill leaves a file that does not load: the one before is used.
+
+    Args:
+      model: the untrained peer, built as the saved one was.
+      folder: where ``CheckpointCallback`` saved it (prefix "peer").
+    """
+    from stable_baselines3.common.vec_env import VecNormalize
+
+    saved = sorted(
+        (int(m.group(1)), name)
+        for name in os.listdir(folder)
+        for m in [re.fullmatch(r"peer_(\d+)_steps\.zip", name)]
+        if m
+    )
+    for steps, name in reversed(saved):
+        replay = os.path.join(folder, f"peer_replay_buffer_{steps}_steps.pkl")
+        statistics_path = os.path.join(folder, f"peer_vecnormalize_{steps}_steps.pkl")
+        try:
+            envs = model.get_env()
+            if os.path.exists(statistics_path):
+                envs = VecNormalize.load(statistics_path, envs.venv)
+            loaded = type(model).load(os.path.join(folder, name), env=envs, device="cpu")
+            if hasattr(loaded, "replay_buffer"):
+                loaded.load_replay_buffer(replay)
+        except Exception as e:  # noqa: BLE001  (any damage: fall back to the save before)
+            print(
+                f"peer: {name} does not load ({type(e).__name__}); trying the one before",
+                file=sys.stderr,
+            )
+            continue
+        return loaded, steps
+    return model, 0
+
+
+def peer_run(
+    hparams: str,
+    seed: int,
+    steps: int,
+    checkpoints: Optional[str] = None,
+    checkpoint_steps: int = PEER_CHECKPOINT_STEPS,
+) -> Dict[str, object]:
     """Builds, trains and evaluates one peer model in this process.
 
     Args:
       hparams: the rl set whose peer (a key of PEERS) runs.
       seed: seed of the model, its envs and the evaluation env.
       steps: env steps to learn.
+      checkpoints: a folder to save the peer in every ``checkpoint_steps`` env steps and
+        to resume it from (its learning then spans processes: ``learn_s`` is this one's).
+      checkpoint_steps: env steps between saves.
     """
     # The peer's own set-up (torch, SB3, Gymnasium) has no TensorFlow and no
     # TensorBoard; here both are installed for rl, and SB3 would load them
@@ -295,8 +345,23 @@ def peer_run(hparams: str, seed: int, steps: int) -> Dict[str, object]:
     torch.set_num_threads(1)
     peer = PEERS[hparams]
     model = build_peer(peer, seed)
+    callbacks, resumed_from = [], 0
+    if checkpoints:
+        from stable_baselines3.common.callbacks import CheckpointCallback
+
+        os.makedirs(checkpoints, exist_ok=True)
+        model, resumed_from = resume_peer(model, checkpoints)
+        callbacks.append(
+            CheckpointCallback(
+                max(checkpoint_steps // model.n_envs, 1),
+                checkpoints,
+                name_prefix="peer",
+                save_replay_buffer=True,
+                save_vecnormalize=True,
+            )
+        )
     start = time.perf_counter()
-    model.learn(steps)
+    model.learn(max(steps - resumed_from, 0), callback=callbacks, reset_num_timesteps=False)
     learn_s = time.perf_counter() - start
     eval_env = DummyVecEnv([lambda: Monitor(gym.make(peer.env))])
     trained_statistics = model.get_vec_normalize_env()
@@ -311,7 +376,12 @@ def peer_run(hparams: str, seed: int, steps: int) -> Dict[str, object]:
         deterministic=True,
         return_episode_rewards=True,
     )
-    return {"steps": int(model.num_timesteps), "learn_s": learn_s, "returns": list(returns)}
+    return {
+        "steps": int(model.num_timesteps),
+        "learn_s": learn_s,
+        "returns": list(returns),
+        "resumed_from": resumed_from,
+    }
 
 
 def peer_once(hparams: str, seed: int, steps: int) -> Dict[str, object]:
@@ -1004,11 +1074,25 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("--calls", type=int, default=3000, help="with --remote: steps per row")
     # The processes this script starts for the peer and the per-call costs.
     parser.add_argument("--_peer_run", nargs=3, metavar="SET_SEED_STEPS", help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--peer_checkpoints",
+        help="with --_peer_run: save the peer into this folder and resume it from there "
+        "(runs of hours that outlive a session)",
+    )
+    parser.add_argument(
+        "--peer_checkpoint_steps",
+        type=int,
+        default=PEER_CHECKPOINT_STEPS,
+        help="with --peer_checkpoints: env steps between saves",
+    )
     parser.add_argument("--_costs", action="store_true", help=argparse.SUPPRESS)
     args, extra = parser.parse_known_args(argv)
     if args._peer_run:
         name, seed, steps = args._peer_run
-        print(json.dumps(peer_run(name, int(seed), int(steps))))
+        result = peer_run(
+            name, int(seed), int(steps), args.peer_checkpoints, args.peer_checkpoint_steps
+        )
+        print(json.dumps(result))
         return 0
     if args._costs:
         print(json.dumps(machine_costs(COST_CALLS)))

@@ -127,6 +127,26 @@ def test_a_peer_on_normalised_envs_is_evaluated_with_raw_returns():
 
 
 @needs_bench
+def test_a_peer_run_saves_and_resumes_from_its_last_loadable_save(tmp_path):
+    saves = tmp_path / "peer"
+    flags = ["--peer_checkpoints", str(saves), "--peer_checkpoint_steps", "256"]
+    first = run_script("--_peer_run", "dqn_cartpole", "0", "512", *flags)
+    assert first.returncode == 0, first.stderr
+    assert json.loads(first.stdout.splitlines()[-1])["resumed_from"] == 0
+    for steps in (256, 512):
+        assert (saves / f"peer_{steps}_steps.zip").exists()
+        assert (saves / f"peer_replay_buffer_{steps}_steps.pkl").exists()
+    # A save cut short by a kill: the one before it is taken.
+    (saves / "peer_512_steps.zip").write_bytes(b"cut short")
+    second = run_script("--_peer_run", "dqn_cartpole", "0", "768", *flags)
+    assert second.returncode == 0, second.stderr
+    result = json.loads(second.stdout.splitlines()[-1])
+    assert (result["resumed_from"], result["steps"]) == (256, 768)
+    assert "peer_512_steps.zip does not load" in second.stderr
+    assert len(result["returns"]) == 20
+
+
+@needs_bench
 def test_a_ddpg_peer_explores_with_gaussian_noise_of_the_action_size():
     # RL-Zoo's `noise_type: normal` becomes SB3's NormalActionNoise, one std per action
     # dimension (LunarLanderContinuous has two). Built in a child: torch stays out of here.
