@@ -12,7 +12,7 @@ from typing import Dict
 
 from rl._tf import tf
 from rl.agents.learner import run_gradient_steps
-from rl.agents.rollouts import RolloutLearner
+from rl.agents.rollouts import RolloutLearner, flat
 from rl.hparams.impala import IMPALAHParams
 
 METRICS = (
@@ -86,9 +86,3 @@ class IMPALALearner(RolloutLearner):
             clip_c_threshold=hp.clip_c_threshold,
             clip_pg_rho_threshold=hp.clip_pg_rho_threshold,
         )
-
-
-def flat(x: tf.Tensor) -> tf.Tensor:
-    """[T, N, ...] -> [T * N, ...]."""
-    shape = tf.shape(x)
-    return tf.reshape(x, tf.concat([[shape[0] * shape[1]], shape[2:]], 0))

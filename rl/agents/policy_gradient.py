@@ -12,7 +12,7 @@ from typing import Dict, Tuple
 from rl import registry
 from rl._tf import tf
 from rl.agents.learner import run_gradient_steps
-from rl.agents.rollouts import RolloutLearner
+from rl.agents.rollouts import RolloutLearner, flat
 from rl.hparams.base import HParams
 
 
@@ -47,9 +47,6 @@ class PolicyGradientLearner(RolloutLearner):
         # graph optimisation fold the shape arithmetic of every gradient step.
         steps, envs = batch["rewards"].shape
         size = steps * envs
-
-        def flat(x):
-            return tf.reshape(x, [size, *x.shape[2:]])
 
         obs = flat(batch["obs"])
         values = self.model.value(obs)

@@ -74,3 +74,8 @@ class RolloutLearner(Learner):
     def _update_step(self, batch: Dict[str, tf.Tensor], learning_rate: tf.Tensor):
         """The compiled update on a [T, N] rollout; returns what ``_finish_update`` takes."""
         raise NotImplementedError
+
+
+def flat(x: tf.Tensor) -> tf.Tensor:
+    """[T, N, ...] -> [T * N, ...]; the result's shape is static where x's is."""
+    return tf.reshape(x, [-1, *x.shape[2:]])
