@@ -157,6 +157,18 @@ def test_plugins_reach_worker_processes(project):
     assert final(proc)["step"] == 1024
 
 
+def test_plugins_reach_ray_actors(project):
+    # A plugin env under a built-in set: nothing in the spec imports the plugin, so the
+    # actor loads it from RL_PLUGINS, which the learner sends it.
+    pytest.importorskip("ray")
+    out = project / "runs" / "ray"
+    proc = train(project, "--sys", "ray", "--plugins", "my_rl.corridor", "--hparams", "ppo_tiny",
+                 "--env", "plugin_corridor", "--num_workers", "2", "--train_steps", "1024",
+                 "--output_dir", str(out))  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert final(proc)["step"] == 1024
+
+
 @pytest.mark.parametrize(
     "module, expected",
     [

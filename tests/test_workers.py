@@ -286,6 +286,23 @@ def test_a_worker_takes_the_learners_environment_of_when_it_becomes_one(monkeypa
     assert spec.index == 1 and pool.waiting_early() == []
 
 
+def test_a_ray_actor_takes_the_learners_rl_variables_and_keeps_its_nodes_own(monkeypatch):
+    from rl.workers import process
+    from rl.workers.messages import ProcessSetup
+
+    monkeypatch.setenv("PATH", "/node/bin")
+    monkeypatch.setenv("RL_RUN_DIR", "/stale/run")  # from the environment Ray started with
+    monkeypatch.setenv("RL_TF_LOGS", "")
+    monkeypatch.delenv("RL_PLUGINS", raising=False)
+    setup = ProcessSetup(
+        {"RL_RUN_DIR": "/runs/now", "RL_PLUGINS": "my_rl.envs"}, None, rl_variables_only=True
+    )
+    process.take_setup(setup)
+    assert os.environ["PATH"] == "/node/bin"
+    assert os.environ["RL_RUN_DIR"] == "/runs/now" and os.environ["RL_PLUGINS"] == "my_rl.envs"
+    assert "RL_TF_LOGS" not in os.environ  # the learner has none: neither does its actor
+
+
 STOP_AT_TENSORFLOW = """
 import json
 import sys
@@ -664,9 +681,15 @@ def test_ray_actors_connecting_in_any_order_each_get_their_own_spec(monkeypatch)
     for token in reversed(tokens):  # the last prepared connects first
         clients[token] = within_10_s(lambda: Client(address, authkey=launcher.authkey))
         clients[token].send(token)
+    monkeypatch.setenv("RL_RUN_DIR", "/runs/x")  # set by the Experiment before its pool starts
     for index, token in enumerate(tokens):
         worker, conn = launcher.spawn(SpecStandIn(index, 1))
         assert worker.pid == 100 + index
+        # rl's variables of now, and only those (a cluster node keeps its own PATH, HOME).
+        setup = clients[token].recv()
+        assert setup.rl_variables_only and setup.output is None
+        assert setup.environ["RL_RUN_DIR"] == "/runs/x"
+        assert all(name.startswith("RL_") for name in setup.environ)
         # parent_pid 0: a Ray actor does not watch its parent process.
         assert clients[token].recv() == SpecStandIn(index, 0)
         conn.send("grant")

@@ -17,6 +17,7 @@ import numpy as np
 from rl.agents.actor import PolicySnapshot
 
 STOP = "stop"
+RL_VARIABLE_PREFIX = "RL_"  # rl's own environment variables (RL_RUN_DIR, RL_PLUGINS, ...)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -27,13 +28,20 @@ class ProcessSetup:
     (``pool.start_early``) exists before the run folder and before the
     variables the learner sets for its envs (``RL_RUN_DIR`` for self-play).
 
+    A Ray actor, which may run on another machine with its own paths, takes only
+    rl's variables (``rl_variables_only``): its other variables stay its node's.
+
     Attributes:
-        environ: the learner's environment now (with rl's folder on PYTHONPATH).
+        environ: the learner's environment now (with rl's folder on PYTHONPATH), or
+            its ``RL_*`` variables.
         output: the file its stdout and stderr append to; None: the learner's.
+        rl_variables_only: ``environ`` holds the learner's ``RL_*`` variables, which
+            replace the process's own; the rest of its environment is kept.
     """
 
     environ: Dict[str, str]
     output: Optional[str]
+    rl_variables_only: bool = False
 
 
 @dataclasses.dataclass(frozen=True)

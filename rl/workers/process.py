@@ -27,7 +27,15 @@ from rl import plugins, registry, seeding
 from rl.agents.actor import Actor, act_and_observe
 from rl.algos.noise import action_noise_for
 from rl.envs import make_vec_env
-from rl.workers.messages import STOP, Chunk, ErrorReport, Grant, ProcessSetup, WorkerSpec
+from rl.workers.messages import (
+    RL_VARIABLE_PREFIX,
+    STOP,
+    Chunk,
+    ErrorReport,
+    Grant,
+    ProcessSetup,
+    WorkerSpec,
+)
 
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
@@ -82,8 +90,13 @@ def receive_spec(conn: Connection) -> Tuple[Optional[ProcessSetup], WorkerSpec]:
 
 
 def take_setup(setup: ProcessSetup) -> None:
-    """Takes on the learner's environment of now, and sends output to the worker's log."""
-    os.environ.clear()
+    """Takes on the learner's environment of now (or only its rl variables), and sends
+    output to the worker's log."""
+    if setup.rl_variables_only:
+        for name in [name for name in os.environ if name.startswith(RL_VARIABLE_PREFIX)]:
+            del os.environ[name]
+    else:
+        os.environ.clear()
     os.environ.update(setup.environ)
     if setup.output is not None:
         output_to(setup.output)
@@ -174,11 +187,10 @@ def one_line(error: BaseException) -> str:
     return f"{type(error).__name__}: {text[0] if text else ''}".rstrip(": ")
 
 
-def main(argv: Optional[list] = None) -> int:
-    argv = sys.argv if argv is None else argv
-    die_with_parent()
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the learner decides when workers stop
-    conn = Connection(int(argv[1]))
+def serve(conn: Connection) -> int:
+    """Acts for the learner at the other end of ``conn`` until told to stop: takes its
+    setup (if sent), loads its --plugins, plays rounds. A local process and a Ray actor
+    both run this."""
     try:
         setup, spec = receive_spec(conn)
     except (EOFError, OSError):
@@ -197,6 +209,13 @@ def main(argv: Optional[list] = None) -> int:
             pass
         raise
     return 0
+
+
+def main(argv: Optional[list] = None) -> int:
+    argv = sys.argv if argv is None else argv
+    die_with_parent()
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the learner decides when workers stop
+    return serve(Connection(int(argv[1])))
 
 
 if __name__ == "__main__":

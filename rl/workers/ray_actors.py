@@ -23,7 +23,7 @@ from typing import Any, Deque, Dict, Optional
 
 from rl.errors import SystemUnavailableError
 from rl.workers import process
-from rl.workers.messages import WorkerSpec
+from rl.workers.messages import RL_VARIABLE_PREFIX, ProcessSetup, WorkerSpec
 from rl.workers.pool import RL_ROOT, WorkerFailure, python_path_with_rl
 
 CONNECT_TIMEOUT_SECONDS = 60.0
@@ -97,6 +97,13 @@ def _environ(variables: Dict[str, str]):
                 os.environ[name] = value
 
 
+def rl_variables() -> Dict[str, str]:
+    """This process's ``RL_*`` environment variables."""
+    return {
+        name: value for name, value in os.environ.items() if name.startswith(RL_VARIABLE_PREFIX)
+    }
+
+
 def disconnect() -> None:
     """Stops the local Ray this process started (an attached cluster keeps running).
 
@@ -123,21 +130,10 @@ def _reachable(host: str, port: str) -> bool:
 
 def run_actor(address, authkey: bytes, token: str) -> int:
     """What a Ray actor runs: connect to the learner, say which actor it is (``token``),
-    then play as an actor process does."""
+    then act for it as an actor process does."""
     conn = Client(tuple(address), authkey=authkey)
     conn.send(token)
-    spec = conn.recv()
-    try:
-        process.play(spec, conn)
-    except (EOFError, BrokenPipeError, ConnectionResetError):
-        return 0
-    except Exception as error:
-        try:
-            conn.send(process.ErrorReport(spec.index, process.one_line(error)))
-        except OSError:
-            pass
-        raise
-    return 0
+    return process.serve(conn)
 
 
 class RayWorker:
@@ -264,6 +260,10 @@ class RayLauncher:
                 f"Ray worker {spec.index} died as it started: {process.one_line(e)}"
             ) from None
         conn = self._connection_of(starting, spec.index)
+        # rl's variables as the learner has them now (RL_RUN_DIR for self-play,
+        # RL_PLUGINS, an env server's token): a cluster's actors started without them,
+        # and a local Ray's took this process's environment of when Ray started.
+        conn.send(ProcessSetup(rl_variables(), None, rl_variables_only=True))
         conn.send(spec)
         return RayWorker(starting.actor, starting.ref, pid), conn
 
