@@ -21,6 +21,13 @@ __version__ = "0.1.0"
 TF_LOGS_VARIABLE = "RL_TF_LOGS"
 
 
+def usable_cpus() -> int:
+    """The CPUs this process may run on (its affinity where the OS has one)."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
 # TensorFlow imports Keras 3, which imports these for its plotting helpers
 # (keras.visualization), which rl never calls: about 1 s of every process that
 # loads TensorFlow, mostly matplotlib.pyplot.

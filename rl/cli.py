@@ -8,6 +8,7 @@ exit code 2, raised before anything is written.
 import json
 import os
 import sys
+import time
 from typing import Any, Dict, List, NoReturn, Optional
 
 from absl import flags
@@ -579,10 +580,27 @@ def run_copies() -> int:
     return 0
 
 
+THREAD_VARIABLES = ("TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS")
+COPY_POLL_SECONDS = 0.5
+
+
+def copy_environment(parallel: int) -> Dict[str, str]:
+    """The environment of a copy run beside ``parallel - 1`` others: TensorFlow's thread
+    pools get this machine's share of CPUs each, unless the user set their sizes.
+
+    Two SAC copies side by side on 2 cores made 112 env steps/s together with one thread
+    each, 101 with TensorFlow's default of one per core (which oversubscribes the cores);
+    the weights were bit-identical either way (docs/benchmarks.md).
+    """
+    environ = dict(os.environ)
+    if not any(name in environ for name in THREAD_VARIABLES):
+        share = str(max(1, rl.usable_cpus() // parallel))
+        environ.update({name: share for name in THREAD_VARIABLES})
+    return environ
+
+
 def run_copies_in_processes(run_dirs: List[str], seeds: List[int]) -> int:
     """Runs copies as train.py subprocesses, ``copies_parallel`` at a time."""
-    import subprocess
-
     passed = [
         f"--{name}={FLAGS[name].value}"
         for name in (
@@ -603,26 +621,36 @@ def run_copies_in_processes(run_dirs: List[str], seeds: List[int]) -> int:
         )
         if FLAGS[name].value is not None
     ]
-    waiting = list(zip(run_dirs, seeds))
+    commands = [
+        [sys.executable, os.path.abspath(sys.argv[0]), *passed, f"--output_dir={run_dir}",
+         f"--seed={seed}"]
+        for run_dir, seed in zip(run_dirs, seeds)
+    ]  # fmt: skip
+    return run_in_slots(commands, FLAGS.copies_parallel, copy_environment(FLAGS.copies_parallel))
+
+
+def run_in_slots(commands: List[List[str]], slots: int, environ: Dict[str, str]) -> int:
+    """Runs the commands, ``slots`` at a time, each as the previous one ends.
+
+    Returns:
+      the first nonzero exit code, else 0; 130 after Ctrl-C (which each command gets too).
+    """
+    import subprocess
+
+    waiting = list(commands)
     running: List[subprocess.Popen] = []
     code = 0
     try:
         while waiting or running:
-            while waiting and len(running) < FLAGS.copies_parallel:
-                run_dir, seed = waiting.pop(0)
-                running.append(
-                    subprocess.Popen(
-                        [
-                            sys.executable,
-                            os.path.abspath(sys.argv[0]),
-                            *passed,
-                            f"--output_dir={run_dir}",
-                            f"--seed={seed}",
-                        ]
-                    )
-                )
-            finished = running.pop(0)
-            code = code or finished.wait()
+            while waiting and len(running) < slots:
+                running.append(subprocess.Popen(waiting.pop(0), env=environ))
+            # The first to end frees its slot (copies of one set can differ by hours).
+            ended = [proc for proc in running if proc.poll() is not None]
+            if not ended:
+                time.sleep(COPY_POLL_SECONDS)
+            for proc in ended:
+                running.remove(proc)
+                code = code or proc.returncode
     except KeyboardInterrupt:
         for proc in running:  # they got the same Ctrl-C and checkpoint
             proc.wait()

@@ -63,6 +63,8 @@ _ENV_VARS = (
     "TF_CUDNN_DETERMINISTIC",
     "TF_DETERMINISTIC_OPS",
     "TF_ENABLE_ONEDNN_OPTS",
+    "TF_NUM_INTEROP_THREADS",
+    "TF_NUM_INTRAOP_THREADS",
     "TF_XLA_FLAGS",
 )
 
@@ -482,7 +484,7 @@ def system_info(include_tf: bool = True) -> dict:
         "cpu": {
             "model": _cpu_model(),
             "count": os.cpu_count(),
-            "usable": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
+            "usable": rl.usable_cpus(),
         },
         "memory_bytes": _total_memory(),
         "env": {name: os.environ[name] for name in _ENV_VARS if name in os.environ},

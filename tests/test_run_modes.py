@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from PIL import Image, ImageSequence
 
+import rl
 from rl.video import gif_delay_ms
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -169,3 +170,49 @@ def test_copies_side_by_side_match_copies_one_after_another(copies_runs):
         assert [json.loads(l)["returns"] for l in a] == [json.loads(l)["returns"] for l in b]
     summary = json.loads((copies_runs / "par" / "summary.json").read_text())
     assert summary["num_runs"] == 2
+    # Side by side, each copy's TensorFlow got its share of the CPUs (one thread pool per
+    # core oversubscribes them), recorded with the run; alone, TensorFlow's default.
+    share = str(max(1, rl.usable_cpus() // 2))
+    for folder, expected in (("par", share), ("seq", None)):
+        system = json.loads(
+            (copies_runs / folder / "run_0" / "snapshot" / "system.json").read_text()
+        )
+        assert system["env"].get("TF_NUM_INTRAOP_THREADS") == expected
+        assert system["env"].get("TF_NUM_INTEROP_THREADS") == expected
+
+
+def test_copies_take_a_free_slot_as_soon_as_any_copy_ends(tmp_path):
+    # Copy 0 ends only once copy 2 has started: with two slots, copy 2 must take the slot
+    # copy 1 frees, not wait for copy 0 (whose wait then gives up after 60 s and fails).
+    from rl import cli
+
+    started = tmp_path / "copy_2_started"
+    wait_for_copy_2 = (
+        "import os, sys, time\n"
+        "deadline = time.time() + 60\n"
+        f"while not os.path.exists({str(started)!r}):\n"
+        "    if time.time() > deadline: sys.exit(1)\n"
+        "    time.sleep(0.05)\n"
+    )
+    commands = [
+        [sys.executable, "-c", wait_for_copy_2],
+        [sys.executable, "-c", "pass"],
+        [sys.executable, "-c", f"open({str(started)!r}, 'w').close()"],
+    ]
+    assert cli.run_in_slots(commands, 2, dict(os.environ)) == 0
+    failing = [[sys.executable, "-c", "pass"], [sys.executable, "-c", "raise SystemExit(3)"]]
+    assert cli.run_in_slots(failing, 2, dict(os.environ)) == 3
+
+
+def test_a_users_thread_settings_are_kept_for_copies_side_by_side(monkeypatch):
+    from rl import cli
+
+    monkeypatch.delenv("TF_NUM_INTRAOP_THREADS", raising=False)
+    monkeypatch.delenv("TF_NUM_INTEROP_THREADS", raising=False)
+    monkeypatch.setattr(rl, "usable_cpus", lambda: 8)
+    environ = cli.copy_environment(3)
+    assert environ["TF_NUM_INTRAOP_THREADS"] == environ["TF_NUM_INTEROP_THREADS"] == "2"
+    assert cli.copy_environment(16)["TF_NUM_INTRAOP_THREADS"] == "1"
+    monkeypatch.setenv("TF_NUM_INTRAOP_THREADS", "4")
+    environ = cli.copy_environment(3)
+    assert environ["TF_NUM_INTRAOP_THREADS"] == "4" and "TF_NUM_INTEROP_THREADS" not in environ
