@@ -477,12 +477,14 @@ def _run_printed(lines: list[str]) -> None:
 
 
 def _after_setup(lines: list[str]) -> list[str]:
-    """The lines after the environment set-up: the ones that train.
+    """The lines after the environment set-up (packages, then recorded variables such as
+    the thread counts of copies side by side): the ones that train.
 
     Args:
       lines: reproduce.py's output.
     """
-    return lines[max(i for i, line in enumerate(lines) if line.startswith("pip install")) + 1 :]
+    setup = ("pip install", "export ")
+    return lines[max(i for i, line in enumerate(lines) if line.startswith(setup)) + 1 :]
 
 
 def _returns(run_dir: Path) -> list:
@@ -543,7 +545,10 @@ def test_real_parallel_copies_folder_is_retrained_copy_by_copy(
     again = tmp_path / "again"
     assert reproduce.main([str(par), "--new_output_dir", str(again)]) == 0
 
-    lines = _after_setup(capsys.readouterr().out.splitlines())
+    out = capsys.readouterr().out.splitlines()
+    # Each copy's share of the CPUs is part of the environment it ran in.
+    assert any(line.startswith("export TF_NUM_INTRAOP_THREADS=") for line in out)
+    lines = _after_setup(out)
     assert lines[0].startswith("# The copies ran side by side")
     assert len(lines) == 4
     for i, line in enumerate(lines[1:3]):
