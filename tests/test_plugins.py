@@ -48,6 +48,16 @@ def plugin_corridor(render_mode=None):
     return gym.wrappers.TimeLimit(Corridor(render_mode), 50)
 
 
+@registry.envs.register("plugin_corridor_in_a_run")
+def plugin_corridor_in_a_run(render_mode=None):
+    # As a self-play env, it needs the run folder ($RL_RUN_DIR) in every process.
+    import os
+
+    if not os.environ.get("RL_RUN_DIR"):
+        raise RuntimeError("RL_RUN_DIR is not set in this process")
+    return plugin_corridor(render_mode)
+
+
 @registry.grad_comp.register("halved_ppo_clip")
 def halved_ppo_clip(*args, **kwargs):
     from rl.algos.grad_comp.ppo import ppo_clip_loss
@@ -157,14 +167,15 @@ def test_plugins_reach_worker_processes(project):
     assert final(proc)["step"] == 1024
 
 
-def test_plugins_reach_ray_actors(project):
+def test_plugins_and_the_run_folder_reach_ray_actors(project):
     # A plugin env under a built-in set: nothing in the spec imports the plugin, so the
-    # actor loads it from RL_PLUGINS, which the learner sends it.
+    # actor loads it from RL_PLUGINS, which the learner sends it with RL_RUN_DIR (this env
+    # refuses to be made without it, as a self-play env cannot find its opponents).
     pytest.importorskip("ray")
     out = project / "runs" / "ray"
     proc = train(project, "--sys", "ray", "--plugins", "my_rl.corridor", "--hparams", "ppo_tiny",
-                 "--env", "plugin_corridor", "--num_workers", "2", "--train_steps", "1024",
-                 "--output_dir", str(out))  # fmt: skip
+                 "--env", "plugin_corridor_in_a_run", "--num_workers", "2",
+                 "--train_steps", "1024", "--output_dir", str(out))  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     assert final(proc)["step"] == 1024
 
