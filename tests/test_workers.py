@@ -286,21 +286,27 @@ def test_a_worker_takes_the_learners_environment_of_when_it_becomes_one(monkeypa
     assert spec.index == 1 and pool.waiting_early() == []
 
 
-def test_a_ray_actor_takes_the_learners_rl_variables_and_keeps_its_nodes_own(monkeypatch):
+def test_a_ray_actor_takes_the_learners_rl_variables_and_keeps_its_nodes_own():
     from rl.workers import process
     from rl.workers.messages import ProcessSetup
 
-    monkeypatch.setenv("PATH", "/node/bin")
-    monkeypatch.setenv("RL_RUN_DIR", "/stale/run")  # from the environment Ray started with
-    monkeypatch.setenv("RL_TF_LOGS", "")
-    monkeypatch.delenv("RL_PLUGINS", raising=False)
-    setup = ProcessSetup(
-        {"RL_RUN_DIR": "/runs/now", "RL_PLUGINS": "my_rl.envs"}, None, rl_variables_only=True
-    )
-    process.take_setup(setup)
-    assert os.environ["PATH"] == "/node/bin"
-    assert os.environ["RL_RUN_DIR"] == "/runs/now" and os.environ["RL_PLUGINS"] == "my_rl.envs"
-    assert "RL_TF_LOGS" not in os.environ  # the learner has none: neither does its actor
+    began = dict(os.environ)  # take_setup changes os.environ itself: restored below
+    try:
+        os.environ["PATH"] = "/node/bin"
+        os.environ["RL_RUN_DIR"] = "/stale/run"  # from the environment Ray started with
+        os.environ["RL_TF_LOGS"] = ""
+        os.environ.pop("RL_PLUGINS", None)
+        setup = ProcessSetup(
+            {"RL_RUN_DIR": "/runs/now", "RL_PLUGINS": "my_rl.envs"}, None, rl_variables_only=True
+        )
+        process.take_setup(setup)
+        assert os.environ["PATH"] == "/node/bin"
+        assert os.environ["RL_RUN_DIR"] == "/runs/now"
+        assert os.environ["RL_PLUGINS"] == "my_rl.envs"
+        assert "RL_TF_LOGS" not in os.environ  # the learner has none: neither does its actor
+    finally:
+        os.environ.clear()
+        os.environ.update(began)
 
 
 STOP_AT_TENSORFLOW = """
