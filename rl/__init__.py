@@ -14,6 +14,7 @@ owns the model, memory and update, plus actors acting with an act_select),
 import contextlib
 import os
 import sys
+from typing import Dict
 
 __version__ = "0.1.0"
 
@@ -26,6 +27,19 @@ def usable_cpus() -> int:
     if hasattr(os, "sched_getaffinity"):
         return len(os.sched_getaffinity(0))
     return os.cpu_count() or 1
+
+
+# The sizes of TensorFlow's two thread pools (default: one thread per core each).
+TF_THREAD_VARIABLES = ("TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS")
+
+
+def tf_thread_share(processes: int) -> Dict[str, str]:
+    """The pool sizes for one of ``processes`` TensorFlow processes side by side: the usable
+    CPUs divided among them (one pool per core each would oversubscribe the cores); {}
+    when the user set either size."""
+    if any(name in os.environ for name in TF_THREAD_VARIABLES):
+        return {}
+    return dict.fromkeys(TF_THREAD_VARIABLES, str(max(1, usable_cpus() // processes)))
 
 
 # TensorFlow imports Keras 3, which imports these for its plotting helpers

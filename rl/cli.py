@@ -580,7 +580,6 @@ def run_copies() -> int:
     return 0
 
 
-THREAD_VARIABLES = ("TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS")
 COPY_POLL_SECONDS = 0.5
 
 
@@ -592,11 +591,7 @@ def copy_environment(parallel: int) -> Dict[str, str]:
     each, 101 with TensorFlow's default of one per core (which oversubscribes the cores);
     the weights were bit-identical either way (docs/benchmarks.md).
     """
-    environ = dict(os.environ)
-    if not any(name in environ for name in THREAD_VARIABLES):
-        share = str(max(1, rl.usable_cpus() // parallel))
-        environ.update({name: share for name in THREAD_VARIABLES})
-    return environ
+    return {**os.environ, **rl.tf_thread_share(parallel)}
 
 
 def run_copies_in_processes(run_dirs: List[str], seeds: List[int]) -> int:

@@ -15,17 +15,13 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 
-THREAD_VARIABLES = ("TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS")
+import rl  # noqa: E402  (after the repo root is on the path)
+
 # Test workers (-n 2) running TensorFlow with a thread pool per core each oversubscribe the
 # cores: each gets its share, as train.py's copies side by side do (the learning tests took
 # 12% less time; docs/benchmarks.md). The training subprocesses of its tests inherit it.
-if os.environ.get("PYTEST_XDIST_WORKER_COUNT") and not any(
-    name in os.environ for name in THREAD_VARIABLES
-):
-    import rl
-
-    _share = str(max(1, rl.usable_cpus() // int(os.environ["PYTEST_XDIST_WORKER_COUNT"])))
-    os.environ.update({name: _share for name in THREAD_VARIABLES})
+if os.environ.get("PYTEST_XDIST_WORKER_COUNT"):
+    os.environ.update(rl.tf_thread_share(int(os.environ["PYTEST_XDIST_WORKER_COUNT"])))
 
 
 @contextlib.contextmanager
@@ -62,7 +58,7 @@ def copies_runs(tmp_path_factory):
                 [sys.executable, "train.py", "--hparams=ppo_tiny", "--copies=2", *more,
                  f"--output_dir={root / folder}"],
                 cwd=ROOT, capture_output=True, text=True, timeout=600,
-                env={k: v for k, v in os.environ.items() if k not in THREAD_VARIABLES},
+                env={k: v for k, v in os.environ.items() if k not in rl.TF_THREAD_VARIABLES},
             )  # fmt: skip
             assert proc.returncode == 0, proc.stderr
     return root
