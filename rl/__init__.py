@@ -14,7 +14,7 @@ owns the model, memory and update, plus actors acting with an act_select),
 import contextlib
 import os
 import sys
-from typing import Dict
+from typing import Callable, Dict, Optional
 
 __version__ = "0.1.0"
 
@@ -27,6 +27,34 @@ def usable_cpus() -> int:
     if hasattr(os, "sched_getaffinity"):
         return len(os.sched_getaffinity(0))
     return os.cpu_count() or 1
+
+
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
+
+
+def die_with_parent_hook() -> Optional[Callable[[], None]]:
+    """A ``preexec_fn`` that has Linux send the child SIGTERM when this process dies.
+
+    SIGTERM, not SIGKILL: a train.py child saves a checkpoint and stops, so rerunning
+    the parent's command resumes it. None where the OS has no such request.
+    """
+    if not sys.platform.startswith("linux"):
+        return None
+    import ctypes
+    import signal
+
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl  # looked up before the fork
+    except (OSError, AttributeError):
+        return None
+    parent = os.getpid()
+
+    def hook() -> None:
+        prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+        if os.getppid() != parent:  # the parent died before the call
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    return hook
 
 
 # The sizes of TensorFlow's two thread pools (default: one thread per core each).

@@ -167,12 +167,24 @@ def parse_flags_or_exit(argv: List[str]) -> List[str]:
     """absl's parser, with bad flags turned into one line and exit code 2."""
     try:
         return FLAGS(argv)
+    except flags.UnrecognizedFlagError as e:
+        fail(unknown_flag_message(e))
     except flags.Error as e:
         fail(str(e).splitlines()[0])
     except SystemExit as e:
         # absl's --help/--helpshort/--helpfull print the flags, then exit 1; asking
         # for help is not a failure.
         sys.exit(0 if e.code == 1 and HELP_FLAGS & set(argv) else e.code)
+
+
+def unknown_flag_message(error: flags.UnrecognizedFlagError) -> str:
+    """absl's "Unknown command line flag 'x'", with the nearest flags and where all are."""
+    import difflib
+
+    ours = [flag.name for flag in FLAGS.get_flags_for_module(__name__)]
+    near = difflib.get_close_matches(error.flagname, ours, n=3)
+    hint = f"did you mean {', '.join('--' + name for name in near)}? " if near else ""
+    return f"unknown flag --{error.flagname}; {hint}{PROG} --help lists the flags"
 
 
 def user_errors() -> tuple:
@@ -250,6 +262,8 @@ def check_early() -> None:
     )
 
     check_mode_flags()
+    if FLAGS["copies_parallel"].present and FLAGS.copies <= 1:
+        fail("--copies_parallel is for --copies N with N > 1; add --copies or remove it")
     load_plugins()
     try:
         registry.systems.check(FLAGS.sys)
@@ -290,10 +304,11 @@ def check_run_folder(hp) -> None:
     Raises:
         RunConflictError: naming the folder and what is wrong.
     """
-    from rl.run_folder import check_output_dir, check_resume, read_eval_file
+    from rl.run_folder import check_not_in_use, check_output_dir, check_resume, read_eval_file
 
     check_resume(FLAGS.output_dir, hp, FLAGS.allow_hparam_change)
     check_output_dir(FLAGS.output_dir)
+    check_not_in_use(FLAGS.output_dir)
     read_eval_file(FLAGS.output_dir)
 
 
@@ -482,7 +497,7 @@ def run_test() -> int:
     writes test_summary.json beside them.
     """
     from rl import analysis
-    from rl.files import write_text_atomic
+    from rl.files import set_aside, write_text_atomic
 
     output_dir = FLAGS.output_dir
     if os.path.exists(os.path.join(output_dir, "hparams.json")):
@@ -506,6 +521,7 @@ def run_test() -> int:
         "episodes_per_run": FLAGS.test_episodes,
     }
     path = os.path.join(output_dir, "test_summary.json")
+    set_aside(path)  # an earlier test's results are kept
     write_text_atomic(path, json.dumps(summary, indent=2) + "\n")
     print(f"test: {len(run_dirs)} copies, mean return {summary['return_mean']:.1f}; wrote {path}")
     return 0
@@ -514,7 +530,7 @@ def run_test() -> int:
 def run_test_episodes(output_dir: str) -> Dict[str, Any]:
     """Tests one run folder into its test.json; bad input ends the process."""
     from rl.experiment import Experiment
-    from rl.files import write_text_atomic
+    from rl.files import set_aside, write_text_atomic
 
     try:
         experiment = Experiment(
@@ -528,7 +544,7 @@ def run_test_episodes(output_dir: str) -> Dict[str, Any]:
             verbose=False,
         )
     except user_errors() + (FileNotFoundError,) as e:
-        fail(f"cannot test {output_dir}: {e}; train a run there first")
+        fail(f"cannot test {output_dir}: {e}")
     try:
         result = experiment.evaluate(
             episodes=FLAGS.test_episodes,
@@ -539,6 +555,7 @@ def run_test_episodes(output_dir: str) -> Dict[str, Any]:
         experiment.close()
     result["checkpoint"] = experiment.restored_from
     path = os.path.join(output_dir, "test.json")
+    set_aside(path)  # an earlier test's results are kept
     write_text_atomic(path, json.dumps(result, indent=2) + "\n")
     print(
         f"test: {result['episodes']} episodes at step {result['step']}: return "
@@ -551,7 +568,7 @@ def run_test_episodes(output_dir: str) -> Dict[str, Any]:
 def run_copies() -> int:
     """--copies N: N runs in run_<i>, one after another or side by side."""
     from rl import analysis
-    from rl.experiment import check_resume
+    from rl.run_folder import check_copies_folder, check_not_in_use, check_resume
 
     output_dir = FLAGS.output_dir
     run_dirs = [os.path.join(output_dir, f"run_{i}") for i in range(FLAGS.copies)]
@@ -560,8 +577,10 @@ def run_copies() -> int:
             fail("--hparams is required with --copies, e.g. --hparams ppo_cartpole")
         hp = hparams_from_flags()
         seeds = seeding.copy_seeds(hp.seed, FLAGS.copies)
+        check_copies_folder(output_dir)
         for run_dir, seed in zip(run_dirs, seeds):  # check all before writing
             check_resume(run_dir, hp.replace(seed=seed), FLAGS.allow_hparam_change)
+            check_not_in_use(run_dir)
     except user_errors() as e:
         fail(str(e))
     if FLAGS.copies_parallel > 1:
@@ -616,6 +635,7 @@ def run_copies_in_processes(run_dirs: List[str], seeds: List[int]) -> int:
         )
         if FLAGS[name].value is not None
     ]
+    passed += [f"--plugins={name}" for name in FLAGS.plugins]
     commands = [
         [sys.executable, os.path.abspath(sys.argv[0]), *passed, f"--output_dir={run_dir}",
          f"--seed={seed}"]
@@ -625,7 +645,8 @@ def run_copies_in_processes(run_dirs: List[str], seeds: List[int]) -> int:
 
 
 def run_in_slots(commands: List[List[str]], slots: int, environ: Dict[str, str]) -> int:
-    """Runs the commands, ``slots`` at a time, each as the previous one ends.
+    """Runs the commands, ``slots`` at a time, each as the previous one ends. Each gets
+    SIGTERM (saves a checkpoint and stops) if this process dies, even by kill -9.
 
     Returns:
       the first nonzero exit code, else 0; 130 after Ctrl-C (which each command gets too).
@@ -638,7 +659,11 @@ def run_in_slots(commands: List[List[str]], slots: int, environ: Dict[str, str])
     try:
         while waiting or running:
             while waiting and len(running) < slots:
-                running.append(subprocess.Popen(waiting.pop(0), env=environ))
+                running.append(
+                    subprocess.Popen(
+                        waiting.pop(0), env=environ, preexec_fn=rl.die_with_parent_hook()
+                    )
+                )
             # The first to end frees its slot (copies of one set can differ by hours).
             ended = [proc for proc in running if proc.poll() is not None]
             if not ended:

@@ -51,6 +51,7 @@ from rl.run_folder import (  # noqa: F401  (re-exported: older callers import th
     checkpoint_steps,
     first_line,
     listed_checkpoints,
+    lock_run_folder,
     move_aside,
     read_eval_file,
     say,
@@ -212,7 +213,13 @@ class Experiment:
         self.evaluator = Evaluator(hp.env, hp.seed, act_for_evaluation, viewer=viewer)
         # --- everything is checked and built; from here on we write ---
         self.logbook = self.folder.logbook
+        self._lock: Optional[int] = None
         if not read_only:
+            try:
+                self._lock = lock_run_folder(self.output_dir)
+            except RunConflictError:
+                self.close()
+                raise
             self.folder.prepare(hp, existing, unreadable, argv, flags, self.device_info)
             if self.logbook.recover(self.step if self.restored_from else 0):
                 self._say(f"dropped the records past step {self.step}: they are redone")
@@ -532,13 +539,16 @@ class Experiment:
             "steps_per_second": scalars.pop("train/steps_per_second", [None])[-1],
             "interrupted": None,
             "failure": None,
+            "failure_kind": None,
             **{
                 tag[len("train/") :]: values[-1]
                 for tag, values in scalars.items()
                 if tag.startswith("train/")
             },
         }
-        return {k: v for k, v in result.items() if v is not None or k in ("interrupted", "failure")}
+        # The same keys as a fresh run's result; values without a record are left out.
+        always = ("interrupted", "failure", "failure_kind")
+        return {k: v for k, v in result.items() if v is not None or k in always}
 
     def _result(self, steps_per_second: float) -> Dict[str, Any]:
         recent = list(self._recent_returns)
@@ -579,6 +589,9 @@ class Experiment:
         self.envs.close()
         self.evaluator.close()
         self.system.close()
+        if getattr(self, "_lock", None) is not None:
+            os.close(self._lock)  # the run folder is free for another process
+            self._lock = None
         if self._outer_run_dir is None:
             os.environ.pop(RUN_DIR_VARIABLE, None)
         else:

@@ -1,4 +1,4 @@
-"""The one atomic writer of run files.
+"""The one atomic writer of run files, the one folder lock, the one way to set a file aside.
 
 Every file a run writes (hparams.json, the checkpoint index, snapshot files,
 summaries, curves, videos) is written under a temporary name in its own
@@ -8,9 +8,11 @@ analysis and train.py's early checks use it too.
 """
 
 import contextlib
+import fcntl
 import os
 import secrets
-from typing import Callable
+import time
+from typing import Callable, Optional
 
 
 def write_atomically(path: str, write: Callable[[str], None]) -> None:
@@ -75,3 +77,57 @@ def write_text_atomic(path: str, text: str) -> None:
     escapes) are written back as the bytes they came from.
     """
     write_bytes_atomic(path, text.encode("utf-8", errors="surrogateescape"))
+
+
+def lock_exclusively(path: str) -> Optional[int]:
+    """Opens (creating) ``path`` and takes its exclusive lock without waiting.
+
+    The lock is the kernel's (flock): it goes when the descriptor is closed or the
+    process ends, even by kill -9, so a lock file left behind never blocks anyone.
+    The holder's pid is written into the file for the messages of those refused.
+
+    Returns:
+        The descriptor that holds the lock, or None when another process holds it.
+    """
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        return None
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+    return fd
+
+
+def lock_holder(path: str) -> Optional[str]:
+    """The pid recorded in a lock file that another process holds now, "?" if it wrote
+    none yet; None when nobody holds it (or there is no such file)."""
+    if not os.path.exists(path):
+        return None
+    fd = lock_exclusively(path)
+    if fd is not None:
+        os.close(fd)
+        return None
+    with contextlib.suppress(OSError), open(path, encoding="utf-8") as f:
+        return f.read().strip() or "?"
+    return "?"
+
+
+def set_aside(path: str) -> Optional[str]:
+    """Renames ``path`` to ``<stem>.before-<unix time>[-<n>]<ext>`` beside it, so a file
+    about to be replaced by a different one is kept.
+
+    Returns:
+        The new name, or None when ``path`` does not exist.
+    """
+    if not os.path.exists(path):
+        return None
+    stem, ext = os.path.splitext(path)
+    stamp = f"{stem}.before-{int(time.time())}"
+    kept, n = f"{stamp}{ext}", 1
+    while os.path.exists(kept):
+        n += 1
+        kept = f"{stamp}-{n}{ext}"
+    os.replace(path, kept)
+    return kept

@@ -9,6 +9,7 @@ Output folder:
     eval.jsonl         one line per evaluation
     tb/                TensorBoard events
     snapshot/          reproducibility snapshot (rl/snapshot.py)
+    train.lock         held by the process training the run (one writer at a time)
 
 The checks that run before anything is built (``check_output_dir``,
 ``check_resume``, ``read_eval_file``) are plain functions that need no
@@ -30,8 +31,9 @@ import tempfile
 import time
 from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Protocol, Tuple
 
+from rl.analysis import SUMMARY_NAME, copy_dirs
 from rl.errors import CheckpointError, RunConflictError
-from rl.files import write_text_atomic
+from rl.files import lock_exclusively, lock_holder, set_aside, write_text_atomic
 from rl.hparams.base import RESUMABLE_FIELDS, HParams, differences
 from rl.hparams.resolve import HPARAMS_FILE, load_run_hparams
 from rl.logbook import EVAL_FILE, EvalFileError, Logbook, read_eval_records
@@ -40,6 +42,8 @@ if TYPE_CHECKING:  # only RunFolder's checkpoints need it: the checks run before
     from rl._tf import tf
 
 CHECKPOINT_DIR = "checkpoints"
+RUN_LOCK_FILE = "train.lock"
+WRITE_CHECK_PREFIX = ".rl-write-check-"  # check_output_dir's probe folders
 UNREADABLE_DIR = "unreadable"  # inside checkpoints/: unreadable checkpoints moved aside
 CHECKPOINT_INDEX = "checkpoint"  # tf.train.CheckpointManager's list of checkpoints
 
@@ -101,7 +105,7 @@ def check_output_dir(output_dir: str) -> None:
             "name a folder (new or holding a run)"
         )
     try:
-        os.rmdir(tempfile.mkdtemp(prefix=".rl-write-check-", dir=existing))
+        os.rmdir(tempfile.mkdtemp(prefix=WRITE_CHECK_PREFIX, dir=existing))
     except OSError as e:
         raise RunConflictError(
             f"--output_dir {output_dir}: cannot write in {existing} ({e.strerror}); "
@@ -127,6 +131,7 @@ def check_resume(output_dir: str, hp: HParams, allow_change: bool) -> Optional[H
     """
     saved = load_run_hparams(output_dir)
     if saved is None:
+        check_new_run_folder(output_dir)
         return None
     changed = {k: v for k, v in differences(saved, hp).items() if k not in RESUMABLE_FIELDS}
     listed = ", ".join(f"{k}: {old!r} -> {new!r}" for k, (old, new) in changed.items())
@@ -144,6 +149,75 @@ def check_resume(output_dir: str, hp: HParams, allow_change: bool) -> Optional[H
             "--output_dir, or pass --allow_hparam_change to resume it with these"
         )
     return saved
+
+
+def check_new_run_folder(output_dir: str) -> None:
+    """A new run goes into a new or empty folder: never beside --copies runs (whose
+    analysis would then read the wrong run) nor among files it could overwrite.
+
+    Raises:
+        RunConflictError: naming what the folder holds.
+    """
+    if not os.path.isdir(output_dir):
+        return
+    if copy_dirs(output_dir) or os.path.exists(os.path.join(output_dir, SUMMARY_NAME)):
+        raise RunConflictError(
+            f"{output_dir} holds --copies runs (run_<i>/): resume them with --copies and "
+            "the same --hparams, or use another --output_dir"
+        )
+    others = sorted(
+        name
+        for name in os.listdir(output_dir)
+        if name != RUN_LOCK_FILE and not name.startswith(WRITE_CHECK_PREFIX)
+    )
+    if others:
+        shown = ", ".join(others[:3]) + (", ..." if len(others) > 3 else "")
+        raise RunConflictError(
+            f"{output_dir} holds files that are not a run ({shown}) and no {HPARAMS_FILE}; "
+            "use a new or empty --output_dir"
+        )
+
+
+def check_copies_folder(output_dir: str) -> None:
+    """--copies writes run_<i>/ folders and summary.json: never into a single run's folder.
+
+    Raises:
+        RunConflictError: the folder holds a single run.
+    """
+    if os.path.exists(os.path.join(output_dir, HPARAMS_FILE)):
+        raise RunConflictError(
+            f"{output_dir} holds a single run ({HPARAMS_FILE}), not --copies runs: resume it "
+            "without --copies, or use another --output_dir"
+        )
+
+
+def _in_use(output_dir: str, holder: str) -> RunConflictError:
+    return RunConflictError(
+        f"{output_dir} is being trained by another process (pid {holder}); wait for it to "
+        "end or stop it, or use another --output_dir"
+    )
+
+
+def check_not_in_use(output_dir: str) -> None:
+    """Refuses a run folder that another process is training (it holds train.lock)."""
+    holder = lock_holder(os.path.join(output_dir, RUN_LOCK_FILE))
+    if holder is not None:
+        raise _in_use(output_dir, holder)
+
+
+def lock_run_folder(output_dir: str) -> int:
+    """Creates the run folder and holds its lock until the descriptor returned is closed
+    (or this process ends, even by kill -9): two processes never train one run.
+
+    Raises:
+        RunConflictError: another process holds it.
+    """
+    os.makedirs(output_dir, exist_ok=True)
+    path = os.path.join(output_dir, RUN_LOCK_FILE)
+    fd = lock_exclusively(path)
+    if fd is None:
+        raise _in_use(output_dir, lock_holder(path) or "?")
+    return fd
 
 
 # --- the folder ----------------------------------------------------------------
@@ -278,9 +352,7 @@ class RunFolder:
         changed = differences(existing, hp) if existing is not None else {}
         if set(changed) - RESUMABLE_FIELDS:
             # Keep the old file: nothing already written is lost.
-            os.replace(
-                self.file(HPARAMS_FILE), self.file(f"hparams.before-{int(time.time())}.json")
-            )
+            set_aside(self.file(HPARAMS_FILE))
         write_text_atomic(self.file(HPARAMS_FILE), json.dumps(hp.to_dict(), indent=2) + "\n")
         from rl import snapshot
 

@@ -5,6 +5,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 
 import pytest
 from tensorboard.backend.event_processing import event_accumulator
@@ -13,11 +14,13 @@ from tensorboard.util import tensor_util
 from rl import registry
 from rl.experiment import (
     CHECKPOINT_INDEX,
+    Experiment,
     RunConflictError,
     check_resume,
     listed_checkpoints,
 )
-from rl.files import write_text_atomic
+from rl.files import lock_exclusively, write_text_atomic
+from rl.run_folder import RUN_LOCK_FILE
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TRAIN = os.path.join(ROOT, "train.py")
@@ -247,6 +250,7 @@ def test_finished_rerun_reports_the_runs_results(run_dir):
         return float(tensor_util.make_ndarray(acc.Tensors(tag)[-1].tensor_proto))
 
     assert result["step"] == 384 and result["interrupted"] is None
+    assert result["failure"] is None and result["failure_kind"] is None  # a fresh run's keys
     assert result["eval_return_mean"] == last_eval["return_mean"]
     assert result["steps_per_second"] == pytest.approx(last("train/steps_per_second"))
     assert result["steps_per_second"] > 0
@@ -325,3 +329,113 @@ def test_output_dir_that_cannot_be_written():
     assert proc.returncode == 2
     assert "cannot write in /proc" in error_line(proc)
     assert not os.path.exists("/proc/rl-faults-test")
+
+
+# --- 10: one writer per run folder ------------------------------------------------
+def test_a_run_another_process_trains_is_refused_and_left_alone(run_dir):
+    # This test process holds the run's lock, as the process training it would.
+    fd = lock_exclusively(str(run_dir / RUN_LOCK_FILE))
+    assert fd is not None
+    try:
+        before = contents(run_dir)
+        proc = run(*ARGS, "--train_steps", "512", "--output_dir", str(run_dir))
+        assert proc.returncode == 2, proc.stderr
+        assert f"is being trained by another process (pid {os.getpid()})" in error_line(proc)
+        assert contents(run_dir) == before
+    finally:
+        os.close(fd)
+    # Once the lock is free (as when its holder ends, even by kill -9), it resumes.
+    proc = run(*ARGS, "--train_steps", "512", "--output_dir", str(run_dir))
+    assert proc.returncode == 0, proc.stderr
+    assert (
+        "resuming from" in proc.stderr and json.loads(proc.stdout.splitlines()[-1])["step"] == 512
+    )
+
+
+def test_a_second_experiment_on_a_run_in_this_process_is_refused(tmp_path):
+    out = str(tmp_path / "run")
+    first = Experiment(hparams="ppo_tiny", output_dir=out, verbose=False)
+    try:
+        with pytest.raises(RunConflictError, match="is being trained by another process"):
+            Experiment(hparams="ppo_tiny", output_dir=out, verbose=False)
+    finally:
+        first.close()
+    second = Experiment(hparams="ppo_tiny", output_dir=out, verbose=False)  # closed: free
+    second.close()
+
+
+def test_copies_stop_with_a_checkpoint_when_their_parent_is_killed(tmp_path):
+    out = tmp_path / "copies"
+    command = [sys.executable, TRAIN, "--hparams", "ppo_tiny", "--train_steps", "10000000",
+               "--copies", "2", "--copies_parallel", "2", "--output_dir", str(out)]  # fmt: skip
+    parent = subprocess.Popen(
+        command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    try:
+        # Both copies are training once each has saved a checkpoint.
+        indexes = [out / f"run_{i}" / "checkpoints" / "checkpoint" for i in range(2)]
+        assert wait_until(lambda: all(p.exists() for p in indexes), timeout=180)
+        children = child_pids(parent.pid)
+        assert len(children) == 2
+    finally:
+        parent.kill()
+        parent.wait()
+    # Linux sent each copy SIGTERM: it saves a checkpoint and ends (128 + 15 = 143).
+    assert wait_until(lambda: not any(os.path.exists(f"/proc/{pid}") for pid in children), 120)
+    # Rerun with a budget already reached: each copy resumes, is finished, and the summary
+    # is written (a copy still writing would have made this fail or conflict).
+    proc = run("--hparams", "ppo_tiny", "--train_steps", "128", "--copies", "2",
+               "--output_dir", str(out))  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.count("resuming from") == 2
+    assert json.loads((out / "summary.json").read_text())["num_runs"] == 2
+
+
+def child_pids(pid):
+    with open(f"/proc/{pid}/task/{pid}/children") as f:
+        return [int(p) for p in f.read().split()]
+
+
+def wait_until(condition, timeout):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.2)
+    return condition()
+
+
+# --- 11: a run never shares its folder with --copies runs or foreign files ------------
+def test_a_single_run_is_refused_in_a_copies_folder(copies_runs, tmp_path):
+    out = tmp_path / "copies"
+    shutil.copytree(copies_runs / "seq", out)
+    before = contents(out)
+    for extra in ([], ["--copies", "1"]):
+        proc = run("--hparams", "ppo_tiny", *extra, "--output_dir", str(out))
+        assert proc.returncode == 2, proc.stderr
+        assert "holds --copies runs" in error_line(proc)
+    assert contents(out) == before
+
+
+def test_copies_are_refused_in_a_single_runs_folder(run_dir):
+    before = contents(run_dir)
+    proc = run(*ARGS, "--copies", "2", "--output_dir", str(run_dir))
+    assert proc.returncode == 2, proc.stderr
+    assert "holds a single run" in error_line(proc)
+    assert contents(run_dir) == before
+
+
+def test_a_new_run_is_refused_among_files_that_are_not_a_run(tmp_path):
+    out = tmp_path / "notes"
+    (out / "checkpoints").mkdir(parents=True)
+    (out / "notes.txt").write_text("mine")
+    (out / "checkpoints" / "foo").write_text("also mine")
+    before = contents(out)
+    proc = run(*ARGS, "--output_dir", str(out))
+    assert proc.returncode == 2, proc.stderr
+    assert "holds files that are not a run (checkpoints, notes.txt)" in error_line(proc)
+    assert contents(out) == before
+    # An empty folder is fine.
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert run(*ARGS, "--train_steps", "128", "--output_dir", str(empty)).returncode == 0

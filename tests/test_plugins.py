@@ -167,6 +167,16 @@ def test_plugins_reach_worker_processes(project):
     assert final(proc)["step"] == 1024
 
 
+def test_plugins_reach_copies_side_by_side(project):
+    # Each copy is a train.py of its own: it must import the plugin to know the set.
+    out = project / "runs" / "copies"
+    proc = train(project, "--plugins", "my_rl.corridor", "--hparams", "halved_ppo_corridor",
+                 "--copies", "2", "--copies_parallel", "2", "--train_steps", "128",
+                 "--output_dir", str(out))  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads((out / "summary.json").read_text())["num_runs"] == 2
+
+
 def test_plugins_and_the_run_folder_reach_ray_actors(project):
     # A plugin env under a built-in set: nothing in the spec imports the plugin, so the
     # actor loads it from RL_PLUGINS, which the learner sends it with RL_RUN_DIR (this env

@@ -94,6 +94,19 @@ def test_test_mode_records_and_leaves_training_outputs_untouched(trained):
         assert sum(delays) == length * gif_delay_ms(50)
 
 
+def test_a_second_test_keeps_the_first_ones_results(trained, tmp_path):
+    out = tmp_path / "run"
+    shutil.copytree(trained, out)
+    first = run("train.py", "--training=false", "--test_episodes", "2", "--output_dir", str(out))
+    assert first.returncode == 0, first.stderr
+    first_results = (out / "test.json").read_bytes()
+    second = run("train.py", "--training=false", "--test_episodes", "3", "--output_dir", str(out))
+    assert second.returncode == 0, second.stderr
+    assert json.loads((out / "test.json").read_text())["episodes"] == 3
+    kept = list(out.glob("test.before-*.json"))
+    assert len(kept) == 1 and kept[0].read_bytes() == first_results
+
+
 def test_test_mode_without_checkpoint_is_exit_2(tmp_path):
     proc = run("train.py", "--training=false", "--output_dir", str(tmp_path / "none"))
     assert proc.returncode == 2

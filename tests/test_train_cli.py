@@ -64,7 +64,18 @@ def error_line(proc):
             "hparam 'agent' must be one of 'ppo', got 'dqn'",
         ),
         (["--hparams", "ppo_tiny", "--train_steps", "abc"], "train_steps"),
-        (["--hparams", "ppo_tiny", "--no_such_flag"], "no_such_flag"),
+        (
+            ["--hparams", "ppo_tiny", "--no_such_flag"],
+            "unknown flag --no_such_flag; train.py --help lists the flags",
+        ),
+        (
+            ["--hparams", "ppo_tiny", "--copie", "2"],
+            "unknown flag --copie; did you mean --copies",
+        ),
+        (
+            ["--hparams", "ppo_tiny", "--copies_parallel", "2"],
+            "--copies_parallel is for --copies N with N > 1",
+        ),
     ],
 )
 def test_bad_input_is_one_line_exit_2_and_writes_nothing(tmp_path, args, expected):

@@ -15,7 +15,6 @@ a time (``search.lock``), so on start every RUNNING trial of its own folder is s
 """
 
 import dataclasses
-import fcntl
 import json
 import math
 import os
@@ -27,6 +26,7 @@ import time
 import warnings
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
+from rl import files
 from rl.errors import RunConflictError, SystemUnavailableError
 from rl.hparams.base import HParams, HParamsError
 from rl.hparams.resolve import resolve_hparams
@@ -229,14 +229,11 @@ def lock_output_dir(output_dir: str) -> int:
     """
     os.makedirs(output_dir, exist_ok=True)
     path = os.path.join(output_dir, LOCK_FILE)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        os.close(fd)
+    fd = files.lock_exclusively(path)
+    if fd is None:
         raise RunConflictError(
             f"another search is running in {output_dir} (it holds {path}); wait for it to end"
-        ) from None
+        )
     return fd
 
 

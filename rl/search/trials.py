@@ -10,7 +10,6 @@ On Linux it also gets SIGTERM when the process that started it dies, so a search
 with kill -9 leaves no training behind.
 """
 
-import ctypes
 import os
 import signal
 import subprocess
@@ -22,7 +21,6 @@ import rl
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(rl.__file__)))
 TRAIN_PY = os.path.join(ROOT, "train.py")
 EVAL_FILE = "eval.jsonl"
-PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
 # (step, return_mean) of one evaluation.
 Evaluation = Tuple[int, float]
@@ -55,24 +53,6 @@ def train_command(
     if seed is not None:
         command.append(f"--seed={seed}")
     return command
-
-
-def _die_with_parent_hook():
-    """A ``preexec_fn`` that has Linux send SIGTERM to the child when this process dies."""
-    if not sys.platform.startswith("linux"):
-        return None
-    try:
-        prctl = ctypes.CDLL(None, use_errno=True).prctl  # looked up before the fork
-    except (OSError, AttributeError):
-        return None
-    parent = os.getpid()
-
-    def hook() -> None:
-        prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
-        if os.getppid() != parent:  # the parent died before the call
-            os.kill(os.getpid(), signal.SIGTERM)
-
-    return hook
 
 
 def read_evaluations(run_dir: str, after_step: int) -> List[Evaluation]:
@@ -118,7 +98,7 @@ class TrialProcess:
                 env=env,
                 cwd=workdir,
                 start_new_session=True,
-                preexec_fn=_die_with_parent_hook(),
+                preexec_fn=rl.die_with_parent_hook(),
             )
 
     def poll(self, after_step: int) -> Tuple[List[Evaluation], Optional[int]]:

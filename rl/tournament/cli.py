@@ -13,14 +13,13 @@ way the finished games stay in games.jsonl and the same command resumes.
 import argparse
 import contextlib
 import dataclasses
-import fcntl
 import math
 import multiprocessing
 import os
 import sys
 from typing import Dict, Iterator, List, NoReturn, Optional, Sequence
 
-from rl import command_line
+from rl import command_line, files
 from rl.command_line import int_at_least
 from rl.errors import SystemUnavailableError
 from rl.games.spec import GameSpec, check_game_name, make_game
@@ -186,12 +185,13 @@ def play_on_ray(work: Sequence[play.Chunk]) -> Iterator[List[dict]]:
 @contextlib.contextmanager
 def locked(folder: str):
     """Holds the folder's lock: two tournaments never append to one games.jsonl."""
-    with open(os.path.join(folder, LOCK_FILE), "a") as handle:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise TournamentError(f"another tournament is running in {folder}") from None
+    fd = files.lock_exclusively(os.path.join(folder, LOCK_FILE))
+    if fd is None:
+        raise TournamentError(f"another tournament is running in {folder}")
+    try:
         yield
+    finally:
+        os.close(fd)
 
 
 def run(plan: Plan, workers: int, system: str) -> int:

@@ -23,7 +23,7 @@ from typing import Deque, Dict, Optional, Tuple
 
 import numpy as np
 
-from rl import plugins, registry, seeding
+from rl import PR_SET_PDEATHSIG, plugins, registry, seeding
 from rl.agents.actor import Actor, act_and_observe
 from rl.algos.noise import action_noise_for
 from rl.envs import make_vec_env
@@ -36,8 +36,6 @@ from rl.workers.messages import (
     ProcessSetup,
     WorkerSpec,
 )
-
-PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
 
 class RoundRecorder:
