@@ -216,7 +216,7 @@ def _read_json_object(snapshot_dir: str, name: str) -> dict:
     Raises:
       ValueError: naming the file, if it is not JSON or holds another JSON type.
     """
-    path = _snapshot_file(snapshot_dir, name)
+    path = os.path.join(snapshot_dir, name)
     try:
         value = json.loads(_read_text(snapshot_dir, name))
     except ValueError as e:
