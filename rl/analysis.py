@@ -27,6 +27,9 @@ from rl.logbook import EVAL_FILE, read_eval_records
 EVAL_LOG_NAME = EVAL_FILE  # one name for the file, from rl/logbook.py
 SUMMARY_NAME = "summary.json"
 CURVES_NAME = "curves.png"
+# Image files a plot may be written to, by suffix (all encoded by matplotlib's Agg
+# canvas). Nothing else: a plot must never replace a run's log or other data.
+PLOT_SUFFIXES = (".png", ".svg", ".pdf", ".jpg", ".jpeg", ".tif", ".tiff", ".webp")
 # Fields the analysis needs; the writer logs more (return_std, episodes, wall_time, ...).
 REQUIRED_FIELDS = ("step", "return_mean")
 _COPY_DIR_PATTERN = re.compile(r"run_(\d+)")
@@ -305,15 +308,16 @@ def aligned_curves(run_dirs: list[str]) -> tuple[np.ndarray, np.ndarray]:
     return grid, returns
 
 
-def _render_curves_png(groups: dict[str, list[str]], title: str) -> bytes:
-    """Draws one mean curve with a min-max band per group, as PNG bytes.
+def _render_curves(groups: dict[str, list[str]], title: str, image_format: str) -> bytes:
+    """Draws one mean curve with a min-max band per group, as an encoded image.
 
     Args:
       groups: label -> run directories of that group.
       title: figure title; may be empty.
+      image_format: a suffix of `PLOT_SUFFIXES` without its dot ("png", "svg", ...).
 
     Returns:
-      The encoded PNG.
+      The encoded image.
     """
     # Imported here so reading and summarising logs does not pay for matplotlib.
     from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -343,25 +347,50 @@ def _render_curves_png(groups: dict[str, list[str]], title: str) -> bytes:
     )
     figure.tight_layout()
     buffer = io.BytesIO()
-    figure.savefig(buffer, format="png")
+    figure.savefig(buffer, format=image_format)
     return buffer.getvalue()
 
 
 def plot_curves(groups: dict[str, list[str]], path: str, title: str = "") -> None:
-    """Plots mean evaluation return against env steps, one line per group, to a PNG.
+    """Plots mean evaluation return against env steps, one line per group, to an image.
 
     Each line is the mean over the group's runs on their common step grid (see
     `aligned_curves`); the shaded band spans the min to the max over those runs.
 
     Args:
       groups: label -> run directories of that group; at least one group.
-      path: destination PNG file, written atomically.
+      path: destination image file, written atomically in the format its suffix
+        names (one of `PLOT_SUFFIXES`); an earlier plot there is replaced.
       title: figure title; none if empty.
+
+    Raises:
+      ValueError: if `path` is not an image file name (see `check_plot_path`).
     """
     if not groups:
         raise ValueError("plot_curves needs at least one group")
+    check_plot_path(path)
+    image = _render_curves(groups, title, os.path.splitext(path)[1][1:].lower())
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    write_bytes_atomic(path, _render_curves_png(groups, title))
+    write_bytes_atomic(path, image)
+
+
+def check_plot_path(path: str) -> None:
+    """Refuses a plot destination that is a folder or has no image suffix.
+
+    Only image suffixes are accepted, so a plot never replaces a log or any other file
+    that is not an earlier image (`--output run/eval.jsonl` would have made it a PNG).
+
+    Args:
+      path: where the plot would be written.
+
+    Raises:
+      ValueError: naming `path` and the suffixes that are valid.
+    """
+    valid = f"name an image file ending in {', '.join(PLOT_SUFFIXES)}"
+    if os.path.splitext(path)[1].lower() not in PLOT_SUFFIXES:
+        raise ValueError(f"cannot plot to {path}: not an image file name; {valid}")
+    if os.path.isdir(path):
+        raise ValueError(f"cannot plot to {path}: it is a folder; {valid}")
 
 
 def write_summary(output_dir: str, run_dirs: list[str]) -> dict:

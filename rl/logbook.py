@@ -28,7 +28,7 @@ import re
 import shutil
 import sys
 import time
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import numpy as np
 from tensorboard.backend.event_processing import event_file_loader
@@ -51,8 +51,12 @@ STAGED_PREFIX = ".staged-"
 COMMITTED_EVENTS = re.compile(r"events\.out\.tfevents\.(\d{15})\.\d+\.\d+\.rl\.v2")
 
 
-class EvalFileError(ValueError):
-    """A complete line of eval.jsonl that is not an evaluation record."""
+class JsonLinesError(ValueError):
+    """A complete line of a JSON-lines log (eval.jsonl, a snapshot's resumes.jsonl)
+    that is not one of its records."""
+
+
+EvalFileError = JsonLinesError  # the name eval.jsonl's readers catch
 
 
 class Logbook:
@@ -318,13 +322,36 @@ def drop_eval_lines_after(path: str, step: int) -> bool:
 
 
 def parse_eval_file(path: str) -> List[Tuple[int, Dict[str, Any]]]:
-    """(start offset, record) of each complete line of an eval.jsonl.
-
-    A last line without its newline (a kill cut it short) is skipped; any
-    other line that is not a JSON object with an integer ``step`` raises.
+    """(start offset, record) of each complete line of an eval.jsonl (see
+    ``parse_json_lines``); each record must have an integer ``step``.
 
     Raises:
       EvalFileError: naming the file, the line and what a line must hold.
+    """
+    return parse_json_lines(
+        path,
+        eval_record_problem,
+        "each line must be a JSON object with an integer 'step' "
+        "(fix or delete that line, or use another --output_dir)",
+    )
+
+
+def parse_json_lines(
+    path: str, record_problem: Callable[[Dict[str, Any]], Optional[str]], rule: str
+) -> List[Tuple[int, Dict[str, Any]]]:
+    """(start offset, record) of each complete line of a JSON-lines log.
+
+    The one reader of the project's JSON-lines logs, so they all treat a kill
+    alike: a last line without its newline (cut short) is skipped, and any
+    other line that is not a JSON object ``record_problem`` accepts raises.
+
+    Args:
+      path: the log; a missing file has no records.
+      record_problem: what is wrong with a line's JSON object, or None.
+      rule: what every line must be, for the error message.
+
+    Raises:
+      JsonLinesError: naming the file, the line and ``rule``.
     """
     if not os.path.exists(path):
         return []
@@ -337,28 +364,31 @@ def parse_eval_file(path: str) -> List[Tuple[int, Dict[str, Any]]]:
         start, offset = offset, offset + len(line) + 1
         if not line.strip():
             continue
-        problem = eval_line_problem(line)
+        record, problem = json_object(line)
+        problem = problem or record_problem(record)
         if problem:
-            raise EvalFileError(
-                f"{path} line {number} {problem}; each line must be a JSON object with an "
-                "integer 'step' (fix or delete that line, or use another --output_dir)"
-            )
-        parsed.append((start, json.loads(line)))
+            raise JsonLinesError(f"{path} line {number} {problem}; {rule}")
+        parsed.append((start, record))
     return parsed
 
 
-def eval_line_problem(line: bytes) -> Optional[str]:
-    """What is wrong with one complete eval.jsonl line, or None."""
+def json_object(line: bytes) -> Tuple[Dict[str, Any], Optional[str]]:
+    """One complete line's JSON object and None, or ({}, what keeps it from being one)."""
     try:
         text = line.decode("utf-8")
     except UnicodeDecodeError:
-        return "is not UTF-8 text"
+        return {}, "is not UTF-8 text"
     try:
         record = json.loads(text)
     except ValueError:
-        return "is not JSON"
+        return {}, "is not JSON"
     if not isinstance(record, dict):
-        return "is not a JSON object"
+        return {}, "is not a JSON object"
+    return record, None
+
+
+def eval_record_problem(record: Dict[str, Any]) -> Optional[str]:
+    """What is wrong with one eval.jsonl object, or None."""
     step = record.get("step")
     if not isinstance(step, int) or isinstance(step, bool):
         return f"has step {step!r}, not an integer"

@@ -48,6 +48,8 @@ RESUMES_FILE = "resumes.jsonl"
 # This project's distribution name (setup.py). On PyPI the name belongs to an unrelated
 # package, so the snapshot records our code by git commit and patch, never by a pin.
 PROJECT_DISTRIBUTION = "rl"
+# What command.txt must hold, for the error that finds it damaged.
+_COMMAND_RULE = "it must hold the run's command, e.g. python train.py --hparams=ppo_cartpole"
 
 # Prefix of the directory a snapshot is built in before it is renamed into place.
 _BUILD_PREFIX = ".snapshot.build-"
@@ -151,34 +153,100 @@ def read_snapshot(output_dir: str) -> dict:
 
     Raises:
       FileNotFoundError: naming the missing snapshot directory or file.
-      ValueError: if a JSON file is corrupt.
+      ValueError: naming a damaged file and what it must hold.
     """
     snapshot_dir = os.path.join(output_dir, SNAPSHOT_DIR)
     if not os.path.isdir(snapshot_dir):
         raise FileNotFoundError(f"no snapshot directory at {snapshot_dir}")
-
-    def text(name: str) -> str:
-        path = os.path.join(snapshot_dir, name)
-        if not os.path.isfile(path):
-            raise FileNotFoundError(f"snapshot file missing: {path}")
-        # Patches may hold non-UTF-8 bytes; keep them readable rather than fail.
-        with open(path, encoding="utf-8", errors="surrogateescape") as f:
-            return f.read()
-
-    command = text(COMMAND_FILE).strip()
+    command, argv = _read_command(snapshot_dir)
     return {
         "dir": snapshot_dir,
         "command": command,
-        "argv": shlex.split(command)[1:],
-        "flags": json.loads(text(FLAGS_FILE)),
-        "hparams": json.loads(text(HPARAMS_FILE)),
-        "seeds": json.loads(text(SEEDS_FILE)),
-        "git": json.loads(text(GIT_FILE)),
-        "git_diff": text(DIFF_FILE),
-        "packages": text(PACKAGES_FILE).splitlines(),
-        "system": json.loads(text(SYSTEM_FILE)),
-        "resumes": [json.loads(line) for line in text(RESUMES_FILE).splitlines() if line],
+        "argv": argv,
+        "flags": _read_json_object(snapshot_dir, FLAGS_FILE),
+        "hparams": _read_json_object(snapshot_dir, HPARAMS_FILE),
+        "seeds": _read_json_object(snapshot_dir, SEEDS_FILE),
+        "git": _read_json_object(snapshot_dir, GIT_FILE),
+        "git_diff": _read_text(snapshot_dir, DIFF_FILE),
+        "packages": _read_text(snapshot_dir, PACKAGES_FILE).splitlines(),
+        "system": _read_json_object(snapshot_dir, SYSTEM_FILE),
+        "resumes": _read_resumes(snapshot_dir),
     }
+
+
+def _snapshot_file(snapshot_dir: str, name: str) -> str:
+    """The path of snapshot file `name`.
+
+    Raises:
+      FileNotFoundError: naming the file, if it is missing.
+    """
+    path = os.path.join(snapshot_dir, name)
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"snapshot file missing: {path}")
+    return path
+
+
+def _read_text(snapshot_dir: str, name: str) -> str:
+    """The text of snapshot file `name`."""
+    # Patches may hold non-UTF-8 bytes; keep them readable rather than fail.
+    with open(_snapshot_file(snapshot_dir, name), encoding="utf-8", errors="surrogateescape") as f:
+        return f.read()
+
+
+def _read_command(snapshot_dir: str) -> tuple[str, list[str]]:
+    """command.txt's command line, and its arguments after `python`.
+
+    Raises:
+      ValueError: naming the file, if it holds no script to run.
+    """
+    path = os.path.join(snapshot_dir, COMMAND_FILE)
+    command = _read_text(snapshot_dir, COMMAND_FILE).strip()
+    try:
+        words = shlex.split(command)
+    except ValueError as e:  # an unclosed quote
+        raise ValueError(f"{path} is not a shell command line ({e}); {_COMMAND_RULE}") from None
+    if len(words) < 2:
+        raise ValueError(f"{path} names no script to run; {_COMMAND_RULE}")
+    return command, words[1:]
+
+
+def _read_json_object(snapshot_dir: str, name: str) -> dict:
+    """The JSON object in snapshot file `name`.
+
+    Raises:
+      ValueError: naming the file, if it is not JSON or holds another JSON type.
+    """
+    path = os.path.join(snapshot_dir, name)
+    try:
+        value = json.loads(_read_text(snapshot_dir, name))
+    except ValueError as e:
+        raise ValueError(f"{path} is not JSON ({e}); it must hold a JSON object") from None
+    if not isinstance(value, dict):
+        raise ValueError(f"{path} holds {_json_kind(value)}; it must hold a JSON object")
+    return value
+
+
+def _json_kind(value: Any) -> str:
+    """What JSON calls the type of a parsed value ("null", "an array", ...)."""
+    kinds = {type(None): "null", bool: "a boolean", int: "a number", float: "a number"}
+    kinds.update({str: "a string", list: "an array", dict: "an object"})
+    return kinds.get(type(value), type(value).__name__)
+
+
+def _read_resumes(snapshot_dir: str) -> list[dict]:
+    """The events of resumes.jsonl; a last line a kill cut short is skipped, as
+    `_append_event` drops it (the logbook's policy for every JSON-lines log).
+
+    Raises:
+      ValueError: naming the file and a complete line that is not a JSON object.
+    """
+    # Imported here: rl.logbook loads TensorBoard, which train.py's early checks
+    # (they import this module for its file names) do without.
+    from rl.logbook import parse_json_lines
+
+    path = _snapshot_file(snapshot_dir, RESUMES_FILE)
+    rule = "each line must be a JSON object (fix or delete that line)"
+    return [event for _, event in parse_json_lines(path, lambda event: None, rule)]
 
 
 # --- git ---------------------------------------------------------------------------------
@@ -573,13 +641,14 @@ def _append_event(snapshot_dir: str, event: str, argv: list[str], git: dict) -> 
       argv: the command-line arguments.
       git: the result of `git_info`.
     """
+    from rl.logbook import drop_cut_last_line  # here: see _read_resumes
+
     path = os.path.join(snapshot_dir, RESUMES_FILE)
+    drop_cut_last_line(path)  # a line a kill cut short, which readers skip too
     old = ""
     if os.path.exists(path):
         with open(path, encoding="utf-8") as f:
             old = f.read()
-    if old and not old.endswith("\n"):
-        old += "\n"
     write_text_atomic(path, old + _event_line(event, argv, git))
 
 

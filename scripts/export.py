@@ -12,12 +12,37 @@ The SavedModel needs no `rl` import:
 import argparse
 import os
 import sys
+import tempfile
 from typing import List, Optional
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import rl  # noqa: E402
 from rl import cli  # noqa: E402
+
+
+def check_export_dir(export_dir: str) -> None:
+    """Ends the process (one line, exit 2) unless ``export_dir`` is new and its nearest
+    existing parent is a folder this process can write (TensorFlow would raise a
+    traceback, after the run was loaded).
+
+    Args:
+        export_dir: where the SavedModel would be written.
+    """
+    if os.path.exists(export_dir):
+        cli.fail(f"{export_dir} exists already; choose another --export_dir")
+    parent = os.path.dirname(os.path.abspath(export_dir))
+    while not os.path.exists(parent):
+        parent = os.path.dirname(parent)
+    if not os.path.isdir(parent):
+        cli.fail(f"--export_dir {export_dir}: {parent} is a file; name a new folder")
+    try:  # a real write: permission bits say nothing for root or read-only file systems
+        os.rmdir(tempfile.mkdtemp(prefix=".rl-write-check-", dir=parent))
+    except OSError as e:
+        cli.fail(
+            f"--export_dir {export_dir}: cannot write in {parent} ({e.strerror}); "
+            "name a new folder where you can write"
+        )
 
 
 def main(argv: Optional[List[str]] = None) -> int:
@@ -32,6 +57,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     cli.PROG = "export.py"
     if not os.path.exists(os.path.join(args.output_dir, "hparams.json")):
         cli.fail(f"{args.output_dir} holds no trained run (no hparams.json)")
+    if args.export_dir:
+        check_export_dir(args.export_dir)  # before loading TensorFlow and the run
     rl.import_tensorflow_quietly()
     from rl import experiment
 
@@ -40,8 +67,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     except cli.user_errors() as e:
         cli.fail(str(e))
     export_dir = args.export_dir or os.path.join(args.output_dir, "export", f"step_{run.step}")
-    if os.path.exists(export_dir):
-        cli.fail(f"{export_dir} exists already; choose another --export_dir")
+    check_export_dir(export_dir)
     run.agent.policy_module().save(export_dir)
     run.close()
     print(f"exported the greedy policy of {run.restored_from} to {export_dir}")

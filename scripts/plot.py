@@ -1,7 +1,7 @@
 """Plots and tabulates evaluation curves of training runs.
 
 Usage:
-  python scripts/plot.py RUN_DIR [RUN_DIR ...] [--output PNG] [--title T]
+  python scripts/plot.py RUN_DIR [RUN_DIR ...] [--output IMAGE] [--title T]
                          [--label NAME ...]
 
 Each RUN_DIR is one line of the plot: a `--copies` output directory (holding run_0,
@@ -9,8 +9,10 @@ run_1, ...) is one group of its copies; a directory holding eval.jsonl is a grou
 run. The label is the directory's basename unless `--label` is given once per RUN_DIR.
 Prints one table row per group: number of runs, final return mean ± std, and its
 interquartile mean with a 95% bootstrap confidence interval. The plot goes to
-`<first RUN_DIR>/curves.png` unless `--output` names another file: never into the current
-directory, where it would dirty the checkout that later runs' snapshots record.
+`<first RUN_DIR>/curves.png` unless `--output` names another image file (.png, .svg, .pdf,
+.jpg, .jpeg, .tif, .tiff or .webp, in that format; any other name is refused, so a plot never
+replaces a run's log): never into the current directory, where it would dirty the checkout
+that later runs' snapshots record.
 """
 
 from __future__ import annotations
@@ -47,7 +49,9 @@ def _parse_args(argv: list[str]) -> argparse.Namespace:
         "--output",
         "--out",
         default=None,
-        help="PNG file to write (default: curves.png inside the first RUN_DIR)",
+        help="image file to write, by suffix: "
+        + ", ".join(analysis.PLOT_SUFFIXES)
+        + " (default: curves.png inside the first RUN_DIR)",
     )
     parser.add_argument("--title", default="", help="figure title")
     parser.add_argument(

@@ -8,7 +8,8 @@ are read). Prints, without running or writing anything: a clone and checkout of 
 commit, `git apply` of the uncommitted changes, a venv with the recorded packages plus this
 project installed from that checkout (never PyPI's unrelated `rl`), and the recorded command
 with its `--output_dir` pointing at a new directory. A copy is retrained alone with its own
-seed; a `--copies` folder is retrained whole.
+seed; a `--copies` folder is retrained whole. `--new_output_dir` and `--src_dir` must lie
+outside the run; a damaged snapshot or such a folder gets one line and exit code 2.
 """
 
 import argparse
@@ -143,11 +144,14 @@ def build_commands(
 
     Raises:
       FileNotFoundError: if there is no snapshot (nor copies with one).
-      ValueError: if a snapshot file is corrupt.
+      ValueError: if a snapshot file is damaged, or the rerun would write into a file
+        or into the run it reproduces.
     """
     output_dir = os.path.abspath(output_dir.rstrip(os.sep) or os.sep)
     new_output_dir = os.path.abspath(new_output_dir or output_dir + "_reproduce")
     src_dir = os.path.abspath(src_dir or new_output_dir + "_src")
+    check_destination("new_output_dir", new_output_dir, output_dir)
+    check_destination("src_dir", src_dir, output_dir)
     copies = _copies_with_snapshot(output_dir)
     snaps = [read_snapshot(d) for d in copies] or [read_snapshot(output_dir)]
     snap = snaps[0]
@@ -167,6 +171,28 @@ def build_commands(
     ):
         lines.append(f"# Warning: the copies recorded different code; this is {snap['dir']}'s.")
     return lines + _environment_lines(snap) + run
+
+
+def check_destination(flag: str, path: str, run_dir: str) -> None:
+    """Refuses a place the printed commands would write that is a file or lies in `run_dir`.
+
+    A retrain must never write into the run it reproduces: its checkpoints would mix
+    with the run's own (or resume it), and a clone would dirty it.
+
+    Args:
+      flag: the option that named `path`, without dashes, for the message.
+      path: an absolute path the commands write (a folder, new or not).
+      run_dir: the absolute run (or `--copies`) folder being reproduced.
+
+    Raises:
+      ValueError: naming `path` and what is valid.
+    """
+    if os.path.exists(path) and not os.path.isdir(path):
+        raise ValueError(f"--{flag} {path} is a file; name a folder (new or not) outside {run_dir}")
+    if _inside(os.path.realpath(path), os.path.realpath(run_dir)):
+        raise ValueError(
+            f"--{flag} {path} is in the run being reproduced ({run_dir}); name a folder outside it"
+        )
 
 
 def _copies_with_snapshot(output_dir: str) -> list[str]:
@@ -328,7 +354,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         lines = build_commands(args.output_dir, args.new_output_dir, args.src_dir)
     except (FileNotFoundError, ValueError) as e:
-        print(f"reproduce.py: {e}", file=sys.stderr)
+        print(f"reproduce.py: error: {e}", file=sys.stderr)  # train.py's one-line form
         return 2
     print("\n".join(lines))
     return 0

@@ -304,6 +304,37 @@ def test_plot_script_writes_into_first_run_dir_by_default(tmp_path, monkeypatch,
     assert other.read_bytes().startswith(PNG_MAGIC)
 
 
+def test_plot_script_never_writes_over_a_file_that_is_not_an_image(tmp_path, capsys):
+    run = _write_run(tmp_path / "run", [0, 100], [0.0, 1.0])
+    log = os.path.join(run, "eval.jsonl")
+    before = open(log, "rb").read()
+    os.makedirs(log + ".png")  # a folder named like an image
+    for output in (log, os.path.join(run, "notes"), log + ".png"):
+        assert plot_script.main([run, "--output", output]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and output in err
+        assert "name an image file ending in .png, .svg, .pdf" in err
+    assert open(log, "rb").read() == before
+    assert plot_script.main([run]) == 0  # the run still plots
+    assert plot_script.main([run]) == 0  # over its earlier plot
+
+
+def test_plot_is_written_in_the_format_its_suffix_names(tmp_path):
+    run = _write_run(tmp_path / "run", [0, 100], [0.0, 1.0])
+    analysis.plot_curves({"run": [run]}, str(tmp_path / "curves.svg"))
+    assert b"<svg" in (tmp_path / "curves.svg").read_bytes()[:500]
+    analysis.plot_curves({"run": [run]}, str(tmp_path / "CURVES.PDF"))
+    assert (tmp_path / "CURVES.PDF").read_bytes().startswith(b"%PDF")
+
+
+def test_plot_suffixes_are_formats_matplotlib_writes():
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    supported = FigureCanvasAgg(Figure()).get_supported_filetypes()
+    assert {suffix[1:] for suffix in analysis.PLOT_SUFFIXES} <= set(supported)
+
+
 def test_copy_dirs_lists_only_run_folders_by_index(tmp_path):
     for name in ("run_10", "run_2", "run_x"):
         (tmp_path / name).mkdir()

@@ -451,6 +451,113 @@ def test_reproduce_missing_snapshot(tmp_path: Path, capsys) -> None:
     assert str(tmp_path / "nothing") in captured.err
 
 
+def refused_in_one_line(argv: list[str], capsys) -> str:
+    """reproduce.py's one error line for `argv`, after checking it exits 2 and prints nothing.
+
+    Args:
+      argv: reproduce.py's arguments.
+      capsys: pytest's capture of this test's output.
+    """
+    assert reproduce.main(argv) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    lines = captured.err.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("reproduce.py: error: "), captured.err
+    return lines[0]
+
+
+@pytest.mark.parametrize(
+    "name, content, kind",
+    [
+        ("git.json", "null", "null"),
+        ("flags.json", "[]", "an array"),
+        ("seeds.json", '"7"', "a string"),
+        ("hparams.json", "1", "a number"),
+        ("system.json", "true", "a boolean"),
+    ],
+)
+def test_reproduce_names_a_snapshot_file_of_the_wrong_json_type(
+    dirty_repo: Path, tmp_path: Path, capsys, name: str, content: str, kind: str
+) -> None:
+    out = tmp_path / "run"
+    (Path(snap(out, dirty_repo)) / name).write_text(content + "\n")
+    line = refused_in_one_line([str(out)], capsys)
+    assert f"{out / 'snapshot' / name} holds {kind}; it must hold a JSON object" in line
+
+
+def test_reproduce_names_a_snapshot_file_that_is_not_json(
+    dirty_repo: Path, tmp_path: Path, capsys
+) -> None:
+    out = tmp_path / "run"
+    (Path(snap(out, dirty_repo)) / "flags.json").write_text('{"algo": "dq')
+    line = refused_in_one_line([str(out)], capsys)
+    assert f"{out / 'snapshot' / 'flags.json'} is not JSON (Unterminated string" in line
+
+
+@pytest.mark.parametrize("command", ["", "python\n", 'python "train.py\n'])
+def test_reproduce_refuses_a_command_txt_without_a_script(
+    dirty_repo: Path, tmp_path: Path, capsys, command: str
+) -> None:
+    out = tmp_path / "run"
+    (Path(snap(out, dirty_repo)) / "command.txt").write_text(command)
+    line = refused_in_one_line([str(out)], capsys)
+    assert str(out / "snapshot" / "command.txt") in line
+    assert "it must hold the run's command, e.g. python train.py" in line
+
+
+def test_resumes_log_skips_a_line_a_kill_cut_short_as_a_resume_does(
+    dirty_repo: Path, tmp_path: Path, capsys
+) -> None:
+    out = tmp_path / "run"
+    resumes = Path(snap(out, dirty_repo)) / "resumes.jsonl"
+    with open(resumes, "a", encoding="utf-8") as f:
+        f.write('{"event": "resume", "ti')  # a kill -9 in the middle of a line
+
+    assert reproduce.main([str(out)]) == 0
+    assert [e["event"] for e in snapshot.read_snapshot(str(out))["resumes"]] == ["start"]
+    snap(out, dirty_repo, argv=["train.py", "--resume"])  # the resume drops the cut line
+    assert [e["event"] for e in snapshot.read_snapshot(str(out))["resumes"]] == [
+        "start",
+        "resume",
+    ]
+    capsys.readouterr()
+    with open(resumes, "a", encoding="utf-8") as f:
+        f.write("[1]\n")  # a complete line that is no event is still refused
+    line = refused_in_one_line([str(out)], capsys)
+    assert f"{resumes} line 3 is not a JSON object; each line must be a JSON object" in line
+
+
+@pytest.mark.parametrize("where", ["run", "run/again", "a_file"])
+def test_reproduce_refuses_a_new_output_dir_in_the_run_or_on_a_file(
+    dirty_repo: Path, tmp_path: Path, capsys, where: str
+) -> None:
+    out = tmp_path / "run"
+    snap(out, dirty_repo)
+    (tmp_path / "a_file").write_text("kept\n")
+    before = {
+        p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file() and ".git" not in p.parts
+    }
+
+    line = refused_in_one_line([str(out), "--new_output_dir", str(tmp_path / where)], capsys)
+    valid = (
+        "is a file; name a folder"
+        if where == "a_file"
+        else f"is in the run being reproduced ({out})"
+    )
+    assert f"--new_output_dir {tmp_path / where} {valid}" in line
+    after = {
+        p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file() and ".git" not in p.parts
+    }
+    assert after == before
+
+
+def test_reproduce_refuses_a_src_dir_in_the_run(dirty_repo: Path, tmp_path: Path, capsys) -> None:
+    out = tmp_path / "run"
+    snap(out, dirty_repo)
+    line = refused_in_one_line([str(out), "--src_dir", str(out / "code")], capsys)
+    assert f"--src_dir {out / 'code'} is in the run being reproduced" in line
+
+
 # --- real train.py runs ----------------------------------------------------------------
 
 
