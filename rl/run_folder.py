@@ -86,12 +86,16 @@ def first_line(error: BaseException) -> str:
 
 
 # --- checks before anything is built ------------------------------------------
-def check_output_dir(output_dir: str) -> None:
-    """Refuses an output_dir that is a file or a folder this process cannot write.
+def check_output_dir(output_dir: str, flag: str = "--output_dir") -> None:
+    """Refuses an output folder that is a file or one this process cannot write.
 
     Tries a real write (a probe folder, removed at once) in output_dir, or in
     its nearest existing parent if it does not exist yet: permission bits say
     nothing for root, nor for read-only or virtual file systems.
+
+    Args:
+        output_dir: the folder to write in (it may not exist yet).
+        flag: the option that named it, for the message (export.py: --export_dir).
 
     Raises:
         RunConflictError: naming the path and what is wrong.
@@ -101,14 +105,13 @@ def check_output_dir(output_dir: str) -> None:
         existing = os.path.dirname(existing)
     if not os.path.isdir(existing):
         raise RunConflictError(
-            f"--output_dir {output_dir}: {existing} is a file, not a folder; "
-            "name a folder (new or holding a run)"
+            f"{flag} {output_dir}: {existing} is a file, not a folder; name a folder"
         )
     try:
         os.rmdir(tempfile.mkdtemp(prefix=WRITE_CHECK_PREFIX, dir=existing))
     except OSError as e:
         raise RunConflictError(
-            f"--output_dir {output_dir}: cannot write in {existing} ({e.strerror}); "
+            f"{flag} {output_dir}: cannot write in {existing} ({e.strerror}); "
             "name a folder you can write"
         ) from None
 

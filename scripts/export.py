@@ -12,7 +12,6 @@ The SavedModel needs no `rl` import:
 import argparse
 import os
 import sys
-import tempfile
 from typing import List, Optional
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -22,27 +21,17 @@ from rl import cli  # noqa: E402
 
 
 def check_export_dir(export_dir: str) -> None:
-    """Ends the process (one line, exit 2) unless ``export_dir`` is new and its nearest
-    existing parent is a folder this process can write (TensorFlow would raise a
-    traceback, after the run was loaded).
+    """Ends the process (one line, exit 2) unless ``export_dir`` is new and can be written
+    (TensorFlow would raise a traceback, after the run was loaded)."""
+    from rl.errors import RunConflictError
+    from rl.run_folder import check_output_dir
 
-    Args:
-        export_dir: where the SavedModel would be written.
-    """
     if os.path.exists(export_dir):
         cli.fail(f"{export_dir} exists already; choose another --export_dir")
-    parent = os.path.dirname(os.path.abspath(export_dir))
-    while not os.path.exists(parent):
-        parent = os.path.dirname(parent)
-    if not os.path.isdir(parent):
-        cli.fail(f"--export_dir {export_dir}: {parent} is a file; name a new folder")
-    try:  # a real write: permission bits say nothing for root or read-only file systems
-        os.rmdir(tempfile.mkdtemp(prefix=".rl-write-check-", dir=parent))
-    except OSError as e:
-        cli.fail(
-            f"--export_dir {export_dir}: cannot write in {parent} ({e.strerror}); "
-            "name a new folder where you can write"
-        )
+    try:
+        check_output_dir(export_dir, flag="--export_dir")
+    except RunConflictError as e:
+        cli.fail(str(e))
 
 
 def main(argv: Optional[List[str]] = None) -> int:

@@ -48,7 +48,7 @@ def test_an_export_dir_under_a_file_is_refused_in_one_line(
     a_file = tmp_path / "a_file"
     a_file.write_text("kept\n")
     line = refused_in_one_line([str(run), "--export_dir", str(a_file / "x")], capsys, monkeypatch)
-    assert f"--export_dir {a_file / 'x'}: {a_file} is a file; name a new folder" in line
+    assert f"--export_dir {a_file / 'x'}: {a_file} is a file, not a folder; name a folder" in line
     assert a_file.read_text() == "kept\n"
     assert not (run / "export").exists()
 
