@@ -51,23 +51,16 @@ def read_games(path: str) -> List[Dict[str, Any]]:
     Raises:
         TournamentError: a complete line that is not a game record.
     """
-    if not os.path.exists(path):
-        return []
-    with open(path, "rb") as f:
-        data = f.read()
+    from rl.logbook import JsonLinesError, parse_json_lines
+
+    try:
+        parsed = parse_json_lines(
+            path, record_problem, "delete that line, or use another --output_dir"
+        )
+    except JsonLinesError as e:
+        raise TournamentError(str(e)) from None
     records, seen = [], set()
-    for number, line in enumerate(data.split(b"\n")[:-1], 1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line.decode("utf-8"))
-        except ValueError:
-            record = None
-        problem = record_problem(record) if record is not None else "is not JSON"
-        if problem:
-            raise TournamentError(
-                f"{path} line {number} {problem} (delete that line, or use another --output_dir)"
-            )
+    for _, record in parsed:
         key = record_key(record)
         if key not in seen:
             seen.add(key)
