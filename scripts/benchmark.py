@@ -25,6 +25,12 @@ step), printed above the table. In its per-run rows, steps/s counts the
 training call only (rl: Experiment.train with its evaluations; peer: learn);
 the summary gives median wall times, their ratio rl/peer, and min/median of
 the final evaluations.
+
+Flags it does not know go to the rl runs' train.py (the default table and --peer only;
+TRAIN_FLAGS_PASSED lists which). As with train.py, bad input (an unknown name, a number
+out of range, a flag of another mode, an output path that cannot be written, a train.py
+child's own refusal) ends in one line on stderr and exit code 2, checked before the
+per-call costs and the runs.
 """
 
 import argparse
@@ -39,7 +45,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from typing import Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, NoReturn, Optional, Sequence, Tuple
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TRAIN = os.path.join(ROOT, "train.py")
@@ -55,17 +61,53 @@ COST_CALLS = 2000
 COST_BATCH, COST_LAYERS = 16, (4, 64, 64, 2)
 
 
+def fail(message: str) -> NoReturn:
+    """One line on stderr and exit code 2: train.py's report of bad input (rl.cli.fail).
+
+    rl.cli is imported only here, so the peer and cost processes do not pay for it.
+    """
+    from rl import cli
+
+    previous, cli.PROG = cli.PROG, PROG
+    try:
+        cli.fail(message)
+    finally:
+        cli.PROG = previous  # an in-process caller (a test) keeps train.py's name
+
+
+class ChildFailed(RuntimeError):
+    """A process this script started (train.py, a peer, the costs) exited with an error.
+
+    Attributes:
+      command: its program and arguments.
+      code: its exit code.
+      stderr: its standard error.
+    """
+
+    def __init__(self, command: List[str], code: int, stderr: str):
+        super().__init__(f"{describe_command(command)} failed with exit code {code}")
+        self.command, self.code, self.stderr = command, code, stderr
+
+
+def describe_command(command: List[str]) -> str:
+    """A child's command as a user would type it: the script's name, not Python's path."""
+    return " ".join([os.path.basename(command[1]), *command[2:]])
+
+
 def timed_run(command: List[str]) -> Tuple[float, str]:
     """Runs a command from ROOT; returns its whole-process wall time and stdout.
 
     Args:
       command: program and arguments.
+
+    Raises:
+      ChildFailed: if it exits with an error.
     """
     start = time.perf_counter()
     proc = subprocess.run(command, capture_output=True, text=True, cwd=ROOT)
     wall = time.perf_counter() - start
     if proc.returncode != 0:
-        raise RuntimeError(f"{' '.join(command)} failed:\n{proc.stderr[-2000:]}")
+        raise ChildFailed(command, proc.returncode, proc.stderr)
     return wall, proc.stdout
 
 
@@ -101,7 +143,7 @@ def run_once(
         output_dir,
         *extra,
     ]
-    if train_steps:
+    if train_steps is not None:
         command += ["--train_steps", str(train_steps)]
     wall, stdout = timed_run(command)
     result = last_json_line(stdout)
@@ -170,7 +212,6 @@ def build_peer(peer: Peer, seed: int):
       seed: seed of the model and its env copies.
     """
     import gymnasium as gym
-    import stable_baselines3
     from stable_baselines3.common.env_util import make_vec_env
     from stable_baselines3.common.vec_env import VecNormalize
 
@@ -189,8 +230,14 @@ def build_peer(peer: Peer, seed: int):
         settings["action_noise"] = NormalActionNoise(
             np.zeros(dims), np.full(dims, peer.action_noise)
         )
-    algorithm = getattr(stable_baselines3, peer.algo.upper())
-    return algorithm("MlpPolicy", envs, seed=seed, device="cpu", verbose=0, **settings)
+    return peer_algorithm(peer)("MlpPolicy", envs, seed=seed, device="cpu", verbose=0, **settings)
+
+
+def peer_algorithm(peer: Peer) -> type:
+    """SB3's algorithm class of ``peer`` (``stable_baselines3.DQN`` for "dqn")."""
+    import stable_baselines3
+
+    return getattr(stable_baselines3, peer.algo.upper())
 
 
 # The peer of each hparams set.
@@ -276,6 +323,141 @@ PEERS: Dict[str, Peer] = {
 }
 
 
+def peer_saves(folder: str) -> List[Tuple[int, str]]:
+    """(env steps, file name) of the peer models ``CheckpointCallback`` saved in
+    ``folder`` (prefix "peer"), oldest first; [] for a missing folder."""
+    if not os.path.isdir(folder):
+        return []
+    return sorted(
+        (int(m.group(1)), name)
+        for name in os.listdir(folder)
+        for m in [re.fullmatch(r"peer_(\d+)_steps\.zip", name)]
+        if m
+    )
+
+
+# In a --peer_checkpoints folder: the peer run its saves belong to (set, seed, steps).
+PEER_MANIFEST = "peer_run.json"
+
+
+def claim_peer_folder(folder: str, run: Dict[str, object]) -> None:
+    """Ties ``folder`` to one peer run: records the run on first use; refuses (exit 2) a
+    folder recorded for another run, or holding another run's saves.
+
+    The steps are part of the run: SB3's schedules (learning rate, exploration) run over
+    the total it was asked to learn.
+
+    Args:
+      folder: the --peer_checkpoints folder.
+      run: {"set": ..., "seed": ..., "steps": ...} of this run.
+    """
+    recorded = read_peer_manifest(folder)
+    if recorded is None:
+        check_unrecorded_saves(folder, run)
+        os.makedirs(folder, exist_ok=True)
+        from rl.files import write_text_atomic
+
+        write_text_atomic(os.path.join(folder, PEER_MANIFEST), json.dumps(run) + "\n")
+    elif recorded != run:
+        fail(
+            f"--peer_checkpoints {folder} holds the saves of {describe_peer_run(recorded)}, "
+            f"not {describe_peer_run(run)}; give another folder"
+        )
+
+
+def describe_peer_run(run: Dict[str, object]) -> str:
+    return f"{run['set']} seed {run['seed']} for {run['steps']} steps"
+
+
+def read_peer_manifest(folder: str) -> Optional[Dict[str, object]]:
+    """The run recorded in ``folder``'s manifest; None if it has none (exit 2 if damaged)."""
+    path = os.path.join(folder, PEER_MANIFEST)
+    if not os.path.exists(path):
+        return None
+    try:
+        with open(path, encoding="utf-8") as f:
+            run = json.load(f)
+        if not isinstance(run, dict) or set(run) != {"set", "seed", "steps"}:
+            raise ValueError("expected the keys set, seed and steps")
+    except (OSError, ValueError) as e:
+        fail(
+            f"--peer_checkpoints {folder}: {PEER_MANIFEST} cannot be read ({e}); if the saves "
+            'are of SET SEED STEPS, write {"set": SET, "seed": SEED, "steps": STEPS} to it'
+        )
+    return run
+
+
+def check_unrecorded_saves(folder: str, run: Dict[str, object]) -> None:
+    """Saves made before folders had a manifest are adopted if the newest readable one has
+    this run's seed, steps, policy and settings; else the process ends (exit 2)."""
+    saves = peer_saves(folder)
+    if not saves:
+        return
+    saved = newest_save_data(folder, saves)
+    if saved is None:
+        fail(
+            f"--peer_checkpoints {folder} holds peer saves that cannot be read and no "
+            f"{PEER_MANIFEST} saying whose they are; move them away or give another folder"
+        )
+    peer = PEERS[str(run["set"])]
+    policy = peer_algorithm(peer).policy_aliases["MlpPolicy"].__module__
+    differences = save_differences(saved, peer, run, policy)
+    if differences:
+        more = f"; and {len(differences) - 3} more" if len(differences) > 3 else ""
+        fail(
+            f"--peer_checkpoints {folder} holds the saves of another run than "
+            f"{describe_peer_run(run)} ({'; '.join(differences[:3])}{more}); give another folder"
+        )
+
+
+def newest_save_data(folder: str, saves: List[Tuple[int, str]]) -> Optional[dict]:
+    """The settings SB3 stored (the zip's "data" JSON) in the newest save that reads."""
+    import zipfile
+
+    for _, name in reversed(saves):
+        try:
+            with zipfile.ZipFile(os.path.join(folder, name)) as archive:
+                data = json.loads(archive.read("data"))
+        except (OSError, KeyError, ValueError, zipfile.BadZipFile):
+            continue  # cut short by a kill: the one before tells as well
+        if isinstance(data, dict):
+            return data
+    return None
+
+
+def save_differences(
+    saved: dict, peer: Peer, run: Dict[str, object], policy_module: str
+) -> List[str]:
+    """How a save's stored settings differ from those of ``run``'s peer; [] if they agree.
+
+    Args:
+      saved: the "data" JSON of an SB3 save.
+      peer: the peer of the run's set.
+      run: {"set", "seed", "steps"} of the run.
+      policy_module: the module of the peer algorithm's MlpPolicy class.
+    """
+    expected = {
+        "seed": run["seed"],
+        "steps": run["steps"],
+        "n_envs": peer.n_envs or 1,
+        **{k: v for k, v in peer.settings.items() if isinstance(v, (int, float, str))},
+    }
+    # SB3 stores the total it was asked to learn as _total_timesteps.
+    found = {key: saved.get("_total_timesteps" if key == "steps" else key) for key in expected}
+    differences = [
+        f"{k} {brief(found[k])}, not {brief(v)}" for k, v in expected.items() if found[k] != v
+    ]
+    saved_policy = (saved.get("policy_class") or {}).get("__module__")
+    if saved_policy != policy_module:
+        differences.insert(0, f"policy of {saved_policy}, not {policy_module}")
+    return differences
+
+
+def brief(value: object) -> str:
+    """A stored setting for a one-line message (SB3 stores objects as pickled dicts)."""
+    return "an object" if isinstance(value, dict) else repr(value)
+
+
 def resume_peer(model, folder: str):
     """The peer saved last in ``folder`` (model, replay, normalisation), or ``model``
     itself when nothing there loads; and the env steps it had learned.
@@ -288,13 +470,7 @@ def resume_peer(model, folder: str):
     """
     from stable_baselines3.common.vec_env import VecNormalize
 
-    saved = sorted(
-        (int(m.group(1)), name)
-        for name in os.listdir(folder)
-        for m in [re.fullmatch(r"peer_(\d+)_steps\.zip", name)]
-        if m
-    )
-    for steps, name in reversed(saved):
+    for steps, name in reversed(peer_saves(folder)):
         replay = os.path.join(folder, f"peer_replay_buffer_{steps}_steps.pkl")
         statistics_path = os.path.join(folder, f"peer_vecnormalize_{steps}_steps.pkl")
         try:
@@ -328,7 +504,8 @@ def peer_run(
       seed: seed of the model, its envs and the evaluation env.
       steps: env steps to learn.
       checkpoints: a folder to save the peer in every ``checkpoint_steps`` env steps and
-        to resume it from (its learning then spans processes: ``learn_s`` is this one's).
+        to resume it from (its learning then spans processes: ``learn_s`` is this one's);
+        tied to this set, seed and steps on first use (``claim_peer_folder``).
       checkpoint_steps: env steps between saves.
     """
     # The peer's own set-up (torch, SB3, Gymnasium) has no TensorFlow and no
@@ -336,6 +513,8 @@ def peer_run(
     # through torch.utils.tensorboard (about 2.5 s). Hide them, as that venv would.
     sys.modules["tensorflow"] = None
     sys.modules["tensorboard"] = None
+    if checkpoints:  # first: another run's folder is refused before torch loads
+        claim_peer_folder(checkpoints, {"set": hparams, "seed": seed, "steps": steps})
     import gymnasium as gym
     import torch
     from stable_baselines3.common.evaluation import evaluate_policy
@@ -349,7 +528,6 @@ def peer_run(
     if checkpoints:
         from stable_baselines3.common.callbacks import CheckpointCallback
 
-        os.makedirs(checkpoints, exist_ok=True)
         model, resumed_from = resume_peer(model, checkpoints)
         callbacks.append(
             CheckpointCallback(
@@ -737,65 +915,133 @@ def classic_sets() -> List[Tuple[str, str, str, int]]:
     return sorted(found, key=lambda row: (CLASSIC_ENVS.index(row[2]), row[0]))
 
 
-def run_suite(output_dir: str, seeds: int, parallel: int, only: Sequence[str]) -> List[dict]:
-    """Trains every classic set ``seeds`` times (``--copies``) and prints the table.
+SUITE_HEADER = (
+    f"{'set':<30} {'env':<25} {'steps':>9} {'runs':>4} {'IQM':>8} {'95% CI':>19} "
+    f"{'RL-Zoo':>8} {'at steps':>9} {'wall s':>7}"
+)
 
-    Each set's copies go to ``output_dir/<set>``; a rerun resumes or skips what is done.
-    One curve plot per env, every set on it, goes to ``output_dir/curves_<env>.png``.
+
+def suite_selection(only: Sequence[str]) -> List[Tuple[str, str, str, int]]:
+    """The classic sets to train now: every one, or the --only ones (exit 2 for a name that
+    is not a classic set)."""
+    from rl.registry import did_you_mean
+
+    sets = classic_sets()
+    names = [name for name, _, _, _ in sets]
+    for name in only:
+        if name not in names:
+            fail(
+                f"--only {name}: not a set of the classic suite: {did_you_mean(name, names)}"
+                f"valid: {', '.join(names)}"
+            )
+    return [row for row in sets if not only or row[0] in only]
+
+
+def check_suite_folder(output_dir: str, selected: Sequence[str]) -> None:
+    """Ends the process (exit 2) unless ``output_dir`` can take the suite: a folder (or
+    none yet) whose set folders are folders and whose earlier results read."""
+    if os.path.exists(output_dir) and not os.path.isdir(output_dir):
+        fail(f"--output_dir {output_dir} is a file; name a folder for the suite's runs")
+    for name, agent, env, steps in classic_sets():
+        set_dir = os.path.join(output_dir, name)
+        if os.path.exists(set_dir) and not os.path.isdir(set_dir):
+            fail(f"{set_dir} is a file; move it away, the runs of {name} go there")
+        if name not in selected:
+            suite_row(output_dir, name, agent, env, steps)  # reads, so damage shows now
+
+
+def run_suite(
+    output_dir: str, seeds: int, parallel: int, sets: Sequence[Tuple[str, str, str, int]]
+) -> List[dict]:
+    """Trains ``sets`` ``seeds`` times each (``--copies``), printing their rows; then
+    writes the table and plots of every classic set with results in ``output_dir``.
+
+    Each set's copies go to ``output_dir/<set>``; a rerun resumes or skips what is done,
+    and a run of some sets (--only) keeps the others' rows in suite.md and the plots.
 
     Args:
-      output_dir: where the runs, plots and suite.md go.
+      output_dir: where the runs, plots and suite.md go (an absolute path: train.py runs
+        from ROOT).
       seeds: copies per set (seeds derived from the set's seed, as --copies does).
       parallel: copies trained at once (--copies_parallel).
-      only: if not empty, just these sets.
+      sets: (set, agent, env, train_steps) of the sets to train now.
+
+    Returns:
+      the rows of every set in suite.md.
     """
+    print(SUITE_HEADER)
+    print("-" * len(SUITE_HEADER))
+    try:
+        for name, agent, env, steps in sets:
+            command = [
+                sys.executable, TRAIN, "--hparams", name, "--copies", str(seeds),
+                "--copies_parallel", str(parallel), "--output_dir", os.path.join(output_dir, name),
+            ]  # fmt: skip
+            timed_run(command)
+            print(format_suite_row(suite_row(output_dir, name, agent, env, steps)), flush=True)
+    finally:  # the sets done so far (and earlier) keep their rows if one fails
+        rows = write_suite_files(output_dir)
+    return rows
+
+
+def suite_row(output_dir: str, name: str, agent: str, env: str, steps: int) -> Optional[dict]:
+    """A set's row from its copies' summary.json and eval logs in ``output_dir/<name>``;
+    None before its copies have all finished once. Unreadable results end the process."""
+    set_dir = os.path.join(output_dir, name)
     from rl import analysis
 
-    sets = [row for row in classic_sets() if not only or row[0] in only]
-    rows = []
-    header = (
-        f"{'set':<30} {'env':<25} {'steps':>9} {'runs':>4} {'IQM':>8} {'95% CI':>19} "
-        f"{'RL-Zoo':>8} {'at steps':>9} {'wall s':>7}"
-    )
-    print(header)
-    print("-" * len(header))
-    for name, agent, env, steps in sets:
-        run_root = os.path.join(output_dir, name)
-        command = [
-            sys.executable, TRAIN, "--hparams", name, "--copies", str(seeds),
-            "--copies_parallel", str(parallel), "--output_dir", run_root,
-        ]  # fmt: skip
-        timed_run(command)
-        run_dirs = [os.path.join(run_root, f"run_{i}") for i in range(seeds)]
-        summary = analysis.summarize_runs(run_dirs)
+    path = os.path.join(set_dir, analysis.SUMMARY_NAME)
+    if not os.path.exists(path):
+        return None
+    try:
+        with open(path, encoding="utf-8") as f:
+            summary = json.load(f)
+        # The copies as this folder holds them (summary.json names them by the path given).
+        run_dirs = [os.path.join(set_dir, os.path.basename(r["run_dir"])) for r in summary["runs"]]
         walls = [analysis.read_eval_log(d)[-1].get("wall_time") for d in run_dirs]
-        zoo_value, zoo_steps = RL_ZOO.get((agent, env), (None, None))
-        row = {
-            "set": name, "agent": agent, "env": env, "steps": steps, "runs": seeds,
-            "iqm": summary["final_return_iqm"], "ci": summary["final_return_iqm_ci"],
-            "finals": [r["final_return"] for r in summary["runs"]],
-            "rl_zoo": zoo_value, "rl_zoo_steps": zoo_steps,
-            "wall_s": statistics.median(w for w in walls if w is not None),
-        }  # fmt: skip
-        rows.append(row)
-        low, high = row["ci"]
-        print(
-            f"{name:<30} {env:<25} {steps:>9,} {seeds:>4} {row['iqm']:>8.1f} "
-            f"{f'[{low:.1f}, {high:.1f}]':>19} "
-            f"{zoo_value if zoo_value is not None else '-':>8} "
-            f"{f'{zoo_steps:,}' if zoo_steps else '-':>9} {row['wall_s']:>7.0f}",
-            flush=True,
+        iqm, ci = summary["final_return_iqm"], summary["final_return_iqm_ci"]
+        finals = [r["final_return"] for r in summary["runs"]]
+    except (OSError, ValueError, KeyError, IndexError, TypeError) as e:
+        fail(
+            f"the results of {name} in {set_dir} cannot be read ({type(e).__name__}: {e}); "
+            f"rerun it with --only {name} to rewrite them"
         )
-    for env in CLASSIC_ENVS:
-        groups = {
-            row["set"]: [os.path.join(output_dir, row["set"], f"run_{i}") for i in range(seeds)]
-            for row in rows
-            if row["env"] == env
-        }
-        if groups:
-            analysis.plot_curves(groups, os.path.join(output_dir, f"curves_{env}.png"), env)
+    walls = [w for w in walls if w is not None]
+    zoo_value, zoo_steps = RL_ZOO.get((agent, env), (None, None))
+    return {
+        "set": name, "agent": agent, "env": env, "steps": steps, "runs": len(run_dirs),
+        "iqm": iqm, "ci": ci, "finals": finals, "rl_zoo": zoo_value, "rl_zoo_steps": zoo_steps,
+        "wall_s": statistics.median(walls) if walls else None, "run_dirs": run_dirs,
+    }  # fmt: skip
+
+
+def format_suite_row(row: dict) -> str:
+    """One printed line of the suite's table."""
+    low, high = row["ci"]
+    zoo_value, zoo_steps = row["rl_zoo"], row["rl_zoo_steps"]
+    wall = f"{row['wall_s']:>7.0f}" if row["wall_s"] is not None else f"{'-':>7}"
+    return (
+        f"{row['set']:<30} {row['env']:<25} {row['steps']:>9,} {row['runs']:>4} "
+        f"{row['iqm']:>8.1f} {f'[{low:.1f}, {high:.1f}]':>19} "
+        f"{zoo_value if zoo_value is not None else '-':>8} "
+        f"{f'{zoo_steps:,}' if zoo_steps else '-':>9} {wall}"
+    )
+
+
+def write_suite_files(output_dir: str) -> List[dict]:
+    """suite.md and one curve plot per env (curves_<env>.png) of every classic set with
+    results in ``output_dir``; returns their rows (nothing is written without one)."""
+    from rl import analysis
     from rl.files import write_text_atomic
 
+    rows = [suite_row(output_dir, *found) for found in classic_sets()]
+    rows = [row for row in rows if row is not None]
+    if not rows:
+        return rows
+    for env in CLASSIC_ENVS:
+        groups = {row["set"]: row["run_dirs"] for row in rows if row["env"] == env}
+        if groups:
+            analysis.plot_curves(groups, os.path.join(output_dir, f"curves_{env}.png"), env)
     write_text_atomic(os.path.join(output_dir, "suite.md"), suite_markdown(rows))
     return rows
 
@@ -809,9 +1055,10 @@ def suite_markdown(rows: Sequence[dict]) -> str:
     for row in rows:
         low, high = row["ci"]
         zoo = f"{row['rl_zoo']:g} ({row['rl_zoo_steps']:,})" if row["rl_zoo"] is not None else "-"
+        wall = f"{row['wall_s']:.0f}" if row["wall_s"] is not None else "-"
         lines.append(
             f"| `{row['set']}` | {row['env']} | {row['steps']:,} | {row['runs']} | "
-            f"{row['iqm']:.1f} [{low:.1f}, {high:.1f}] | {zoo} | {row['wall_s']:.0f} |"
+            f"{row['iqm']:.1f} [{low:.1f}, {high:.1f}] | {zoo} | {wall} |"
         )
     return "\n".join(lines) + "\n"
 
@@ -851,7 +1098,7 @@ def run_with_peak_memory(command: List[str]) -> Tuple[float, str, int]:
         time.sleep(0.2)
     stdout, stderr = proc.communicate()
     if proc.returncode != 0:
-        raise RuntimeError(f"{' '.join(command)} failed:\n{stderr.decode()[-2000:]}")
+        raise ChildFailed(command, proc.returncode, stderr.decode(errors="replace"))
     return time.perf_counter() - start, stdout.decode(), peak
 
 
@@ -1030,11 +1277,40 @@ def run_remote_table(calls: int) -> List[dict]:
     return rows
 
 
-def main(argv: Optional[List[str]] = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def int_at_least(low: int) -> Callable[[str], int]:
+    """An argparse type: a whole number >= ``low``."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = low - 1
+        if value < low:
+            raise argparse.ArgumentTypeError(f"must be a whole number >= {low}, got {text!r}")
+        return value
+
+    return parse
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """argparse whose usage errors are one line and exit code 2, as train.py's."""
+
+    def error(self, message: str) -> NoReturn:
+        fail(message)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = OneLineParser(description=__doc__.splitlines()[0])
     parser.add_argument("--hparams", nargs="+", default=["ppo_cartpole", "dqn_cartpole"])
-    parser.add_argument("--seeds", nargs="+", type=int, default=[0], help="without --peer")
-    parser.add_argument("--train_steps", type=int, default=None)
+    parser.add_argument(
+        "--seeds", nargs="+", type=int_at_least(0), default=[0], help="without --peer"
+    )
+    parser.add_argument(
+        "--train_steps",
+        type=int_at_least(1),
+        default=None,
+        help="env steps of each rl run (default: the set's own; with --workers 20,000)",
+    )
     parser.add_argument(
         "--target", type=float, default=475.0, help="evaluation return counted as solved"
     )
@@ -1058,66 +1334,281 @@ def main(argv: Optional[List[str]] = None) -> int:
         choices=("classic",),
         help="train every classic-control/Box2D set over --suite_seeds seeds; IQM beside RL-Zoo",
     )
-    parser.add_argument("--suite_seeds", type=int, default=3, help="with --suite: runs per set")
     parser.add_argument(
-        "--suite_parallel", type=int, default=os.cpu_count() or 1, help="with --suite: at once"
+        "--suite_seeds", type=int_at_least(1), default=3, help="with --suite: runs per set"
+    )
+    parser.add_argument(
+        "--suite_parallel",
+        type=int_at_least(1),
+        default=os.cpu_count() or 1,
+        help="with --suite: at once",
     )
     parser.add_argument(
         "--output_dir", default="runs/suite", help="with --suite: where runs and plots go"
     )
-    parser.add_argument("--only", nargs="*", default=[], help="with --suite: just these sets")
+    parser.add_argument(
+        "--only",
+        nargs="+",
+        default=[],
+        help="with --suite: just these sets (suite.md and the plots keep the other sets' rows)",
+    )
     parser.add_argument(
         "--remote",
         action="store_true",
         help="env steps/s over gRPC (unary, streaming) against in-process, and PPO throughput",
     )
-    parser.add_argument("--calls", type=int, default=3000, help="with --remote: steps per row")
+    parser.add_argument(
+        "--calls", type=int_at_least(1), default=3000, help="with --remote: steps per row"
+    )
     # The processes this script starts for the peer and the per-call costs.
     parser.add_argument("--_peer_run", nargs=3, metavar="SET_SEED_STEPS", help=argparse.SUPPRESS)
     parser.add_argument(
         "--peer_checkpoints",
         help="with --_peer_run: save the peer into this folder and resume it from there "
-        "(runs of hours that outlive a session)",
+        "(runs of hours that outlive a session); the folder is tied to the set, seed and "
+        f"steps of its first run ({PEER_MANIFEST})",
     )
     parser.add_argument(
         "--peer_checkpoint_steps",
-        type=int,
+        type=int_at_least(1),
         default=PEER_CHECKPOINT_STEPS,
         help="with --peer_checkpoints: env steps between saves",
     )
     parser.add_argument("--_costs", action="store_true", help=argparse.SUPPRESS)
-    args, extra = parser.parse_known_args(argv)
-    if args._peer_run:
-        name, seed, steps = args._peer_run
-        result = peer_run(
-            name, int(seed), int(steps), args.peer_checkpoints, args.peer_checkpoint_steps
+    return parser
+
+
+# The flags each mode reads ("table": the rl-only table, no mode flag); a flag given to a
+# mode that does not read it is refused rather than dropped.
+MODE_FLAGS: Dict[str, Tuple[str, ...]] = {
+    "table": ("hparams", "seeds", "train_steps", "target", "json"),
+    "peer": ("hparams", "pairs", "train_steps", "json"),
+    "suite": ("only", "suite_seeds", "suite_parallel", "output_dir", "json"),
+    "workers": ("ray", "train_steps", "json"),
+    "remote": ("calls", "json"),
+    "_peer_run": ("peer_checkpoints", "peer_checkpoint_steps"),
+    "_costs": (),
+}
+# Modes whose rl runs get the flags benchmark.py does not know (they go to train.py).
+MODES_PASSING_FLAGS = ("table", "peer")
+# The train.py flags those modes pass on; it sets --hparams, --seed, --output_dir and
+# --train_steps itself, and the others (--copies, --training, ...) make no benchmark.
+TRAIN_FLAGS_PASSED = (
+    "sys", "ray_address", "tpu", "cpu_replicas", "hparam_override", "env", "plugins",
+    "eval_episodes", "num_workers", "worker_restarts", "worker_restart_window",
+    "record_video", "tracking", "tracking_uri", "tracking_experiment",
+)  # fmt: skip
+
+
+def mode_name(mode: str) -> str:
+    return "the rl-only table (no mode flag)" if mode == "table" else f"--{mode}"
+
+
+def given_flags(argv: List[str]) -> List[str]:
+    """The flags (argparse dests) on the command line, whether or not at their defaults."""
+    parser = build_parser()
+    for action in parser._actions:
+        action.default = argparse.SUPPRESS  # so only the flags given are set
+    given, _ = parser.parse_known_args(argv)
+    return sorted(vars(given))
+
+
+def chosen_mode(given: Sequence[str]) -> str:
+    """The one mode asked for (exit 2 for two), "table" for none."""
+    modes = [mode for mode in MODE_FLAGS if mode in given]
+    if len(modes) > 1:
+        fail(f"{' and '.join(f'--{m}' for m in modes)} are separate modes; give one of them")
+    return modes[0] if modes else "table"
+
+
+def check_mode_flags(mode: str, given: Sequence[str], extra: List[str]) -> None:
+    """Ends the process (exit 2) for a flag ``mode`` does not read, naming the mode that does."""
+    for flag in given:
+        if flag in MODE_FLAGS or flag in MODE_FLAGS[mode]:
+            continue
+        readers = [mode_name(m) for m in MODE_FLAGS if flag in MODE_FLAGS[m]]
+        fail(f"--{flag} is for {' or '.join(readers)}, not {mode_name(mode)}; remove it")
+    if extra and mode not in MODES_PASSING_FLAGS:
+        fail(
+            f"unrecognized arguments: {' '.join(extra)} ({mode_name(mode)} passes no flags on "
+            "to train.py; see --help)"
         )
-        print(json.dumps(result))
-        return 0
-    if args._costs:
-        print(json.dumps(machine_costs(COST_CALLS)))
-        return 0
-    if args.suite:
-        print_machine_costs()
-        report = run_suite(args.output_dir, args.suite_seeds, args.suite_parallel, args.only)
-    elif args.remote:
-        print_machine_costs()
-        report = run_remote_table(args.calls)
-    elif args.workers:
-        print_machine_costs()
-        report: object = run_workers_table(args.train_steps or 20_000, args.ray)
-    elif args.peer:
+
+
+def parse_train_flags(extra: List[str]) -> Dict[str, object]:
+    """The values of the train.py flags in ``extra``, parsed by train.py's own parser;
+    a flag it does not know or does not take, or a bad value, ends the process (exit 2)."""
+    from absl import flags
+
+    from rl import cli
+
+    passed = ", ".join(f"--{name}" for name in TRAIN_FLAGS_PASSED)
+    if "hparams" not in cli.FLAGS:
+        cli.define_flags()
+    cli.FLAGS.unparse_flags()  # values of an earlier parse in this process would count
+    try:
+        rest = cli.FLAGS([TRAIN, *extra])
+        given = sorted({cli.FLAGS[name].name for name in cli.FLAGS if cli.FLAGS[name].present})
+        values = {name: cli.FLAGS[name].value for name in TRAIN_FLAGS_PASSED}
+    except flags.Error as e:
+        fail(f"{str(e).splitlines()[0]} (the train.py flags passed on are {passed})")
+    finally:
+        cli.FLAGS.unparse_flags()
+    if rest[1:]:
+        fail(f"unexpected arguments {' '.join(rest[1:])!r}; flags look like --name=value")
+    for name in given:
+        if name not in TRAIN_FLAGS_PASSED:
+            fail(f"--{name} is not passed on to train.py; the flags passed on are {passed}")
+    return values
+
+
+def check_rl_sets(
+    names: Sequence[str],
+    seeds: Sequence[int],
+    train_steps: Optional[int],
+    train_flags: Dict[str, object],
+) -> None:
+    """Ends the process (exit 2) unless each set, with each seed and the train.py flags,
+    resolves to valid hparams (an unknown set names the registered ones)."""
+    from rl import (
+        catalog,  # noqa: F401  (fills the registries)
+        cli,
+        plugins,
+    )
+    from rl.errors import PluginError
+    from rl.hparams.resolve import resolve_hparams
+
+    try:
+        plugins.load(train_flags["plugins"])  # they may register the sets
+        for name in names:
+            for seed in seeds:
+                resolve_hparams(
+                    name,
+                    train_flags["hparam_override"],
+                    env=train_flags["env"],
+                    seed=seed,
+                    train_steps=train_steps,
+                    eval_episodes=train_flags["eval_episodes"],
+                )
+    except cli.user_errors() + (PluginError,) as e:
+        fail(str(e))
+
+
+def check_json_path(path: Optional[str]) -> None:
+    """Ends the process (exit 2) unless --json names a file that can be written."""
+    if path is None:
+        return
+    folder = os.path.dirname(os.path.abspath(path))
+    if os.path.isdir(path):
+        fail(f"--json {path} is a folder; name a file, e.g. {os.path.join(path, 'bench.json')}")
+    if not os.path.isdir(folder):
+        fail(f"--json {path}: the folder {folder} does not exist; create it first")
+    if not os.access(folder, os.W_OK):
+        fail(f"--json {path}: the folder {folder} is not writable")
+
+
+def peer_run_args(values: List[str]) -> Tuple[str, int, int]:
+    """(set, seed, steps) of --_peer_run SET SEED STEPS; bad ones end the process (exit 2)."""
+    name, seed, steps = values
+    if name not in PEERS:
+        fail(f"--_peer_run has no peer for {name!r}: valid: {', '.join(PEERS)}")
+    numbers = []
+    for what, text, low in (("SEED", seed, 0), ("STEPS", steps, 1)):
+        try:
+            numbers.append(int_at_least(low)(text))
+        except argparse.ArgumentTypeError as e:
+            fail(f"--_peer_run {what} {e}")
+    return name, numbers[0], numbers[1]
+
+
+def check_peer_checkpoints(folder: Optional[str]) -> None:
+    """Ends the process (exit 2) if --peer_checkpoints names something other than a folder."""
+    if folder is not None and os.path.exists(folder) and not os.path.isdir(folder):
+        fail(f"--peer_checkpoints {folder} is a file; name a folder for the peer's saves")
+
+
+def run_peer_process(args: argparse.Namespace) -> int:
+    """--_peer_run: one peer run in this process, its result as a JSON line."""
+    name, seed, steps = peer_run_args(args._peer_run)
+    check_peer_checkpoints(args.peer_checkpoints)
+    missing = missing_modules(PEER_MODULES)
+    if missing:
+        fail(f'--_peer_run needs {", ".join(missing)}: pip install -e ".[bench]"')
+    result = peer_run(name, seed, steps, args.peer_checkpoints, args.peer_checkpoint_steps)
+    print(json.dumps(result))
+    return 0
+
+
+def prepare_mode(mode: str, args: argparse.Namespace, extra: List[str]) -> Callable[[], object]:
+    """Checks the inputs of ``mode`` (exit 2 on a bad one) before any slow work; returns
+    the run of the mode, which gives the report."""
+    check_json_path(args.json)
+    if mode == "suite":
+        output_dir = os.path.abspath(args.output_dir)  # train.py runs from ROOT
+        sets = suite_selection(args.only)
+        check_suite_folder(output_dir, [name for name, _, _, _ in sets])
+        return lambda: run_suite(output_dir, args.suite_seeds, args.suite_parallel, sets)
+    if mode == "remote":
+        return lambda: run_remote_table(args.calls)
+    if mode == "workers":
+        train_steps = 20_000 if args.train_steps is None else args.train_steps
+        return lambda: run_workers_table(train_steps, args.ray)
+    train_flags = parse_train_flags(extra)
+    if mode == "peer":
         error = peer_error(args.hparams, args.pairs)
         if error:
-            print(f"{PROG}: error: {error}", file=sys.stderr)
-            return 2
-        with tempfile.TemporaryDirectory(prefix="rl-bench-") as tmp:
-            costs, rows, summaries = run_peer_table(
-                args.hparams, args.pairs, args.train_steps, extra, tmp
-            )
-        report = {"costs_ms": costs, "rows": rows, "summaries": summaries}
-    else:
-        report = run_table(args.hparams, args.seeds, args.train_steps, args.target, extra)
+            fail(error)
+        check_rl_sets(args.hparams, range(args.pairs), args.train_steps, train_flags)
+        return lambda: run_peer_report(args.hparams, args.pairs, args.train_steps, extra)
+    check_rl_sets(args.hparams, args.seeds, args.train_steps, train_flags)
+    return lambda: run_table(args.hparams, args.seeds, args.train_steps, args.target, extra)
+
+
+def run_peer_report(
+    hparams: Sequence[str], pairs: int, train_steps: Optional[int], extra: List[str]
+) -> Dict[str, object]:
+    """--peer: the side-by-side table as the --json report."""
+    with tempfile.TemporaryDirectory(prefix="rl-bench-") as tmp:
+        costs, rows, summaries = run_peer_table(hparams, pairs, train_steps, extra, tmp)
+    return {"costs_ms": costs, "rows": rows, "summaries": summaries}
+
+
+def report_child_failure(error: ChildFailed) -> int:
+    """A failed child: its one-line bad-input error (exit 2) becomes this script's one line;
+    anything else shows the end of its output and exit code 1. The rows measured before
+    it are already printed (and the suite's files written)."""
+    lines = [line for line in error.stderr.splitlines() if line.strip()]
+    command = describe_command(error.command)
+    if error.code == 2 and lines:
+        message = re.sub(r"^[\w.]+: error: ", "", lines[-1])  # the child's own prefix
+        fail(f"{command}: {message}")
+    print("\n".join(lines[-20:]), file=sys.stderr)
+    print(
+        f"{PROG}: {command} failed with exit code {error.code} (the end of its output above); "
+        "the rows measured before it are printed above",
+        file=sys.stderr,
+    )
+    return 1
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    args, extra = build_parser().parse_known_args(argv)
+    given = given_flags(argv)
+    mode = chosen_mode(given)
+    check_mode_flags(mode, given, extra)
+    if mode == "_peer_run":
+        return run_peer_process(args)
+    if mode == "_costs":
+        print(json.dumps(machine_costs(COST_CALLS)))
+        return 0
+    run_mode = prepare_mode(mode, args, extra)
+    try:
+        if mode in ("suite", "remote", "workers"):
+            print_machine_costs()
+        report = run_mode()
+    except ChildFailed as e:
+        return report_child_failure(e)
     if args.json:
         from rl.files import write_text_atomic
 

@@ -136,12 +136,13 @@ def test_a_peer_run_saves_and_resumes_from_its_last_loadable_save(tmp_path):
     for steps in (256, 512):
         assert (saves / f"peer_{steps}_steps.zip").exists()
         assert (saves / f"peer_replay_buffer_{steps}_steps.pkl").exists()
-    # A save cut short by a kill: the one before it is taken.
+    # A save cut short by a kill: the one before it is taken. (The same steps: the folder
+    # belongs to this set, seed and total.)
     (saves / "peer_512_steps.zip").write_bytes(b"cut short")
-    second = run_script("--_peer_run", "dqn_cartpole", "0", "768", *flags)
+    second = run_script("--_peer_run", "dqn_cartpole", "0", "512", *flags)
     assert second.returncode == 0, second.stderr
     result = json.loads(second.stdout.splitlines()[-1])
-    assert (result["resumed_from"], result["steps"]) == (256, 768)
+    assert (result["resumed_from"], result["steps"]) == (256, 512)
     assert "peer_512_steps.zip does not load" in second.stderr
     assert len(result["returns"]) == 20
 
@@ -245,3 +246,257 @@ def test_second_half_rate_is_steps_over_the_seconds_of_the_second_half_records(t
     # Records at steps >= 3,000: 3,000 steps in 1.5 s.
     assert benchmark.second_half_rate(str(tmp_path)) == pytest.approx(2000.0)
     assert benchmark.second_half_rate(str(tmp_path / "missing")) is None
+
+
+# --- bad input: one line, exit code 2, before any slow work --------------------------
+@pytest.fixture
+def no_slow_work(monkeypatch):
+    """The cost measurement, the runs and the peer fail the test if they start."""
+
+    def started(*args, **kwargs):
+        raise AssertionError("slow work started before the inputs were checked")
+
+    for name in ("print_machine_costs", "timed_run", "run_with_peak_memory", "peer_run"):
+        monkeypatch.setattr(benchmark, name, started)
+
+
+def one_line_error(capsys, *args):
+    """benchmark.main(args) ends with exit code 2 and one line on stderr; returns its text."""
+    with pytest.raises(SystemExit) as ended:
+        benchmark.main(list(args))
+    assert ended.value.code == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err.startswith("benchmark.py: error: ") and err.count("\n") == 1, err
+    return err[len("benchmark.py: error: ") : -1]
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--seeds", "-1"], "argument --seeds: must be a whole number >= 0, got '-1'"),
+        (["--train_steps", "-5"], "argument --train_steps: must be a whole number >= 1, got '-5'"),
+        (["--train_steps", "0"], "argument --train_steps: must be a whole number >= 1, got '0'"),
+        (["--suite", "classic", "--suite_seeds", "0"], "argument --suite_seeds: must be a whole"),
+        (["--suite", "classic", "--suite_parallel", "0"], "argument --suite_parallel: must be"),
+        (["--peer", "--pairs", "0"], "--pairs must be >= 1, got 0"),
+        (["--remote", "--calls", "0"], "argument --calls: must be a whole number >= 1, got '0'"),
+        (["--_peer_run", "dqn_cartpole", "x", "100"], "--_peer_run SEED must be a whole number"),
+        (["--_peer_run", "nosuch", "0", "100"], "--_peer_run has no peer for 'nosuch': valid: "),
+        (["--_peer_run", "dqn_cartpole", "0", "-100"], "--_peer_run STEPS must be a whole number"),
+        (
+            ["--_peer_run", "dqn_cartpole", "0", "16", "--peer_checkpoint_steps", "0"],
+            "argument --peer_checkpoint_steps: must be a whole number >= 1, got '0'",
+        ),
+    ],
+)
+def test_bad_numbers_and_names_are_one_line_before_any_work(no_slow_work, capsys, args, message):
+    assert one_line_error(capsys, *args).startswith(message)
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--peer", "--suite", "classic"], "--peer and --suite are separate modes; give one"),
+        (["--only", "ppo_cartpole"], "--only is for --suite, not the rl-only table"),
+        (["--suite", "classic", "--ray"], "--ray is for --workers, not --suite; remove it"),
+        (["--peer", "--seeds", "1"], "--seeds is for the rl-only table (no mode flag), not --peer"),
+        (["--workers", "--hparams", "ppo_tiny"], "--hparams is for the rl-only table (no mode"),
+        (["--peer_checkpoints", "x"], "--peer_checkpoints is for --_peer_run, not the rl-only"),
+        (["--suite", "classic", "--pairs", "2"], "--pairs is for --peer, not --suite"),
+        (["--remote", "--num_workers", "2"], "unrecognized arguments: --num_workers 2 (--remote"),
+    ],
+)
+def test_a_flag_of_another_mode_is_refused_naming_its_mode(no_slow_work, capsys, args, message):
+    assert one_line_error(capsys, *args).startswith(message)
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--bogus_flag", "1"], "Unknown command line flag 'bogus_flag' (the train.py flags"),
+        (["--copies", "3"], "--copies is not passed on to train.py; the flags passed on are"),
+        (["--hparam_override", "bogus=1"], "unknown hparam 'bogus'"),
+    ],
+)
+def test_train_flags_are_checked_before_the_runs(no_slow_work, capsys, args, message):
+    assert one_line_error(capsys, "--hparams", "ppo_tiny", *args).startswith(message)
+
+
+def test_an_unknown_set_is_refused_naming_the_registered_ones(no_slow_work, capsys):
+    message = one_line_error(capsys, "--hparams", "ppo_tiny", "ppo_cartpol")
+    assert message.startswith("unknown hparams 'ppo_cartpol': did you mean 'ppo_cartpole'")
+    assert "valid: " in message
+
+
+def test_output_paths_are_checked_before_any_work(no_slow_work, capsys, tmp_path):
+    a_file = tmp_path / "a_file"
+    a_file.write_text("kept")
+    assert one_line_error(capsys, "--hparams", "ppo_tiny", "--json", str(tmp_path)) == (
+        f"--json {tmp_path} is a folder; name a file, e.g. {tmp_path / 'bench.json'}"
+    )
+    missing = tmp_path / "missing" / "rows.json"
+    assert "does not exist" in one_line_error(capsys, "--json", str(missing))
+    suite = one_line_error(capsys, "--suite", "classic", "--output_dir", str(a_file))
+    assert suite == f"--output_dir {a_file} is a file; name a folder for the suite's runs"
+    peer = one_line_error(
+        capsys, "--_peer_run", "dqn_cartpole", "0", "16", "--peer_checkpoints", str(a_file)
+    )
+    assert peer == f"--peer_checkpoints {a_file} is a file; name a folder for the peer's saves"
+    assert a_file.read_text() == "kept"
+
+
+def test_an_unknown_suite_set_is_refused_and_suite_md_kept(no_slow_work, capsys, tmp_path):
+    (tmp_path / "suite.md").write_text("earlier table\n")
+    message = one_line_error(
+        capsys, "--suite", "classic", "--only", "nosuchset", "--output_dir", str(tmp_path)
+    )
+    assert message.startswith("--only nosuchset: not a set of the classic suite: valid: ")
+    assert "ppo_cartpole" in message and "ppo_tiny" not in message
+    assert (tmp_path / "suite.md").read_text() == "earlier table\n"
+
+
+def write_copies(set_dir, finals):
+    """A finished `train.py --copies` folder: run_<i>/eval.jsonl ending at each final
+    return, and its summary.json."""
+    from rl import analysis
+
+    run_dirs = []
+    for i, final in enumerate(finals):
+        run_dir = set_dir / f"run_{i}"
+        run_dir.mkdir(parents=True)
+        records = [
+            {"step": 1000, "return_mean": final / 2, "returns": [final / 2], "wall_time": 5.0},
+            {"step": 2000, "return_mean": final, "returns": [final], "wall_time": 10.0 + i},
+        ]
+        (run_dir / "eval.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+        run_dirs.append(str(run_dir))
+    analysis.write_summary(str(set_dir), run_dirs)
+
+
+def test_a_suite_run_of_one_set_keeps_the_rows_of_the_others(monkeypatch, capsys, tmp_path):
+    write_copies(tmp_path / "dqn_cartpole", [500.0, 480.0, 490.0])  # an earlier --only run
+    commands = []
+
+    def train_copies(command):  # train.py --copies, done at once
+        commands.append(command)
+        output_dir = command[command.index("--output_dir") + 1]
+        write_copies(tmp_path / os.path.basename(output_dir), [100.0, 200.0, 300.0])
+        return 1.0, ""
+
+    monkeypatch.setattr(benchmark, "print_machine_costs", lambda: None)
+    monkeypatch.setattr(benchmark, "timed_run", train_copies)
+    code = benchmark.main(
+        ["--suite", "classic", "--only", "ppo_cartpole", "--suite_seeds", "3",
+         "--suite_parallel", "1", "--output_dir", str(tmp_path)]
+    )  # fmt: skip
+    assert code == 0
+    assert len(commands) == 1 and "ppo_cartpole" in commands[0]
+    table = (tmp_path / "suite.md").read_text().splitlines()
+    assert [line.split(" | ")[0] for line in table[2:]] == ["| `dqn_cartpole`", "| `ppo_cartpole`"]
+    assert table[2].split(" | ")[3:5] == ["3", "490.0 [480.0, 500.0]"]
+    assert table[3].split(" | ")[-1] == "11 |"  # median of the copies' last wall times
+    assert (tmp_path / "curves_CartPole-v1.png").exists()
+    assert capsys.readouterr().out.splitlines()[-1].startswith("ppo_cartpole")
+
+
+def test_a_childs_bad_input_error_stays_one_line_and_exit_2(capsys):
+    # train.py refuses --tracking_uri without --tracking mlflow, before TensorFlow loads.
+    with pytest.raises(SystemExit) as ended:
+        benchmark.main(["--hparams", "ppo_tiny", "--tracking_uri", "x"])
+    assert ended.value.code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert err.startswith("benchmark.py: error: train.py --hparams ppo_tiny --seed 0 ")
+    assert err.endswith(
+        ": --tracking_uri is for --tracking mlflow; remove it or add --tracking mlflow\n"
+    )
+
+
+def test_a_child_crash_names_the_command_and_exits_1(capsys):
+    crash = benchmark.ChildFailed(
+        [sys.executable, benchmark.TRAIN, "--hparams", "ppo_tiny"],
+        1,
+        "Traceback (most recent call last):\n  ...\nMemoryError\n",
+    )
+    assert benchmark.report_child_failure(crash) == 1
+    err = capsys.readouterr().err.splitlines()
+    assert err[-2] == "MemoryError"
+    assert err[-1].startswith("benchmark.py: train.py --hparams ppo_tiny failed with exit code 1")
+
+
+DDPG_SAVE = {  # what SB3 stored of the DDPG peer's run of 300k steps, seed 0
+    "policy_class": {"__module__": "stable_baselines3.td3.policies"},
+    "seed": 0, "_total_timesteps": 300_000, "n_envs": 1, "gamma": 0.98,
+    "buffer_size": 200_000, "learning_starts": 10_000, "gradient_steps": -1,
+    "learning_rate": 0.001,
+}  # fmt: skip
+
+
+def test_a_save_is_matched_against_the_set_seed_steps_and_settings_of_its_peer():
+    peer = benchmark.PEERS["ddpg_lunar_lander_continuous"]
+    run = {"set": "ddpg_lunar_lander_continuous", "seed": 0, "steps": 300_000}
+    td3 = "stable_baselines3.td3.policies"
+    assert benchmark.save_differences(DDPG_SAVE, peer, run, td3) == []
+    assert benchmark.save_differences(DDPG_SAVE, peer, dict(run, seed=1, steps=16), td3) == [
+        "seed 0, not 1",
+        "steps 300000, not 16",
+    ]
+    sac = benchmark.PEERS["sac_pendulum"]
+    assert benchmark.save_differences(DDPG_SAVE, sac, run, "stable_baselines3.sac.policies") == [
+        "policy of stable_baselines3.td3.policies, not stable_baselines3.sac.policies"
+    ]
+
+
+def files_of(folder):
+    return {p.name: p.stat().st_mtime_ns for p in folder.iterdir()}
+
+
+@needs_bench
+def test_a_peer_folder_is_tied_to_its_set_seed_and_steps(tmp_path):
+    saves = tmp_path / "peer"
+    first = run_script(
+        "--_peer_run", "ppo_cartpole", "0", "256", "--peer_checkpoints", str(saves),
+        "--peer_checkpoint_steps", "256",
+    )  # fmt: skip
+    assert first.returncode == 0, first.stderr
+    assert json.loads((saves / "peer_run.json").read_text()) == {
+        "set": "ppo_cartpole", "seed": 0, "steps": 256,
+    }  # fmt: skip
+    before = files_of(saves)
+    for other, said in [
+        (("dqn_cartpole", "0", "16"), "not dqn_cartpole seed 0 for 16 steps"),
+        (("ppo_cartpole", "1", "256"), "not ppo_cartpole seed 1 for 256 steps"),
+    ]:
+        proc = run_script("--_peer_run", *other, "--peer_checkpoints", str(saves))
+        assert proc.returncode == 2
+        assert proc.stderr == (
+            f"benchmark.py: error: --peer_checkpoints {saves} holds the saves of ppo_cartpole "
+            f"seed 0 for 256 steps, {said}; give another folder\n"
+        )
+        assert files_of(saves) == before
+
+
+@needs_bench
+def test_peer_saves_made_before_manifests_are_adopted_if_they_are_the_runs(tmp_path):
+    # Like the long DDPG peer runs whose saves were made before peer_run.json existed.
+    saves = tmp_path / "peer"
+    flags = ["--peer_checkpoints", str(saves), "--peer_checkpoint_steps", "100"]
+    made = run_script("--_peer_run", "ddpg_lunar_lander_continuous", "0", "200", *flags)
+    assert made.returncode == 0, made.stderr
+    (saves / "peer_run.json").unlink()
+    before = files_of(saves)
+    foreign = run_script("--_peer_run", "dqn_cartpole", "0", "200", *flags)
+    assert foreign.returncode == 2
+    assert foreign.stderr.count("\n") == 1
+    assert (
+        "holds the saves of another run than dqn_cartpole seed 0 for 200 steps (policy of "
+        "stable_baselines3.td3.policies, not stable_baselines3.dqn.policies;" in foreign.stderr
+    )
+    assert files_of(saves) == before
+    resumed = run_script("--_peer_run", "ddpg_lunar_lander_continuous", "0", "200", *flags)
+    assert resumed.returncode == 0, resumed.stderr
+    assert json.loads(resumed.stdout.splitlines()[-1])["resumed_from"] == 200
+    assert json.loads((saves / "peer_run.json").read_text()) == {
+        "set": "ddpg_lunar_lander_continuous", "seed": 0, "steps": 200,
+    }  # fmt: skip
