@@ -51,6 +51,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TRAIN = os.path.join(ROOT, "train.py")
 sys.path.insert(0, ROOT)  # this checkout's rl, not whichever one pip installed
 
+from rl import command_line  # noqa: E402  (argparse only: no TensorFlow)
+from rl.command_line import int_at_least  # noqa: E402
+
 PROG = "benchmark.py"
 PEER_MODULES = ("torch", "stable_baselines3")
 PEER_EVAL_EPISODES = 20
@@ -62,17 +65,8 @@ COST_BATCH, COST_LAYERS = 16, (4, 64, 64, 2)
 
 
 def fail(message: str) -> NoReturn:
-    """One line on stderr and exit code 2: train.py's report of bad input (rl.cli.fail).
-
-    rl.cli is imported only here, so the peer and cost processes do not pay for it.
-    """
-    from rl import cli
-
-    previous, cli.PROG = cli.PROG, PROG
-    try:
-        cli.fail(message)
-    finally:
-        cli.PROG = previous  # an in-process caller (a test) keeps train.py's name
+    """One line on stderr and exit code 2, as train.py's bad input (rl/command_line.py)."""
+    command_line.fail(PROG, message)
 
 
 class ChildFailed(RuntimeError):
@@ -1277,30 +1271,8 @@ def run_remote_table(calls: int) -> List[dict]:
     return rows
 
 
-def int_at_least(low: int) -> Callable[[str], int]:
-    """An argparse type: a whole number >= ``low``."""
-
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            value = low - 1
-        if value < low:
-            raise argparse.ArgumentTypeError(f"must be a whole number >= {low}, got {text!r}")
-        return value
-
-    return parse
-
-
-class OneLineParser(argparse.ArgumentParser):
-    """argparse whose usage errors are one line and exit code 2, as train.py's."""
-
-    def error(self, message: str) -> NoReturn:
-        fail(message)
-
-
 def build_parser() -> argparse.ArgumentParser:
-    parser = OneLineParser(description=__doc__.splitlines()[0])
+    parser = command_line.OneLineParser(prog=PROG, description=__doc__.splitlines()[0])
     parser.add_argument("--hparams", nargs="+", default=["ppo_cartpole", "dqn_cartpole"])
     parser.add_argument(
         "--seeds", nargs="+", type=int_at_least(0), default=[0], help="without --peer"
@@ -1335,7 +1307,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="train every classic-control/Box2D set over --suite_seeds seeds; IQM beside RL-Zoo",
     )
     parser.add_argument(
-        "--suite_seeds", type=int_at_least(1), default=3, help="with --suite: runs per set"
+        "--suite_seeds",
+        type=int_at_least(2),  # a row is over train.py --copies, which needs 2 or more
+        default=3,
+        help="with --suite: runs per set (copies, at least 2)",
     )
     parser.add_argument(
         "--suite_parallel",

@@ -274,19 +274,25 @@ def one_line_error(capsys, *args):
 @pytest.mark.parametrize(
     "args, message",
     [
-        (["--seeds", "-1"], "argument --seeds: must be a whole number >= 0, got '-1'"),
-        (["--train_steps", "-5"], "argument --train_steps: must be a whole number >= 1, got '-5'"),
-        (["--train_steps", "0"], "argument --train_steps: must be a whole number >= 1, got '0'"),
-        (["--suite", "classic", "--suite_seeds", "0"], "argument --suite_seeds: must be a whole"),
+        (["--seeds", "-1"], "argument --seeds: must be at least 0, got -1"),
+        (["--train_steps", "-5"], "argument --train_steps: must be at least 1, got -5"),
+        (["--train_steps", "0"], "argument --train_steps: must be at least 1, got 0"),
+        (
+            ["--suite", "classic", "--suite_seeds", "1"],
+            "argument --suite_seeds: must be at least 2",
+        ),
         (["--suite", "classic", "--suite_parallel", "0"], "argument --suite_parallel: must be"),
         (["--peer", "--pairs", "0"], "--pairs must be >= 1, got 0"),
-        (["--remote", "--calls", "0"], "argument --calls: must be a whole number >= 1, got '0'"),
-        (["--_peer_run", "dqn_cartpole", "x", "100"], "--_peer_run SEED must be a whole number"),
+        (["--remote", "--calls", "0"], "argument --calls: must be at least 1, got 0"),
+        (["--_peer_run", "dqn_cartpole", "x", "100"], "--_peer_run SEED 'x' is not an integer"),
         (["--_peer_run", "nosuch", "0", "100"], "--_peer_run has no peer for 'nosuch': valid: "),
-        (["--_peer_run", "dqn_cartpole", "0", "-100"], "--_peer_run STEPS must be a whole number"),
+        (
+            ["--_peer_run", "dqn_cartpole", "0", "-100"],
+            "--_peer_run STEPS must be at least 1, got -100",
+        ),
         (
             ["--_peer_run", "dqn_cartpole", "0", "16", "--peer_checkpoint_steps", "0"],
-            "argument --peer_checkpoint_steps: must be a whole number >= 1, got '0'",
+            "argument --peer_checkpoint_steps: must be at least 1, got 0",
         ),
     ],
 )
