@@ -84,7 +84,7 @@ def lock_exclusively(path: str) -> Optional[int]:
 
     The lock is the kernel's (flock): it goes when the descriptor is closed or the
     process ends, even by kill -9, so a lock file left behind never blocks anyone.
-    The holder's pid is written into the file for the messages of those refused.
+    Nothing is written into the file: taking the lock changes no file's bytes.
 
     Returns:
         The descriptor that holds the lock, or None when another process holds it.
@@ -95,23 +95,36 @@ def lock_exclusively(path: str) -> Optional[int]:
     except BlockingIOError:
         os.close(fd)
         return None
-    os.ftruncate(fd, 0)
-    os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
     return fd
 
 
 def lock_holder(path: str) -> Optional[str]:
-    """The pid recorded in a lock file that another process holds now, "?" if it wrote
-    none yet; None when nobody holds it (or there is no such file)."""
+    """The pid of the process holding ``path``'s lock ("?" where the OS does not say);
+    None when nobody holds it or there is no such file. Writes nothing."""
     if not os.path.exists(path):
         return None
-    fd = lock_exclusively(path)
-    if fd is not None:
-        os.close(fd)
+    fd = os.open(path, os.O_RDONLY)  # flock needs no write access
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return _flock_pid(os.fstat(fd).st_ino) or "?"
+    finally:
+        os.close(fd)  # releases the probe's lock, if it got one
+    return None
+
+
+def _flock_pid(inode: int) -> Optional[str]:
+    """The pid Linux's /proc/locks gives for a flock on this inode, e.g. from
+    ``1: FLOCK  ADVISORY  WRITE 4242 08:01:1234567 0 EOF``; None elsewhere."""
+    try:
+        with open("/proc/locks", encoding="ascii") as f:
+            lines = f.read().splitlines()
+    except OSError:
         return None
-    with contextlib.suppress(OSError), open(path, encoding="utf-8") as f:
-        return f.read().strip() or "?"
-    return "?"
+    for fields in (line.split() for line in lines):
+        if "FLOCK" in fields and len(fields) >= 6 and fields[5].endswith(f":{inode}"):
+            return fields[4]
+    return None
 
 
 def set_aside(path: str) -> Optional[str]:

@@ -640,6 +640,7 @@ def test_real_copy_is_retrained_alone_with_its_seed(
         "policies",
         "snapshot",
         "tb",
+        "train.lock",
     ]
     assert _returns(again) == _returns(copy)
 
