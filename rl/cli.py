@@ -413,6 +413,10 @@ def main(argv: List[str]) -> int:
             system({**system_options(), "num_workers": FLAGS.num_workers}).start_actors_early()
         except user_errors() as e:
             fail(str(e))
+    if FLAGS.training and FLAGS.copies > 1 and FLAGS.copies_parallel > 1:
+        # Each copy trains in a train.py of its own: this process needs no TensorFlow,
+        # and without its threads the fork of each copy is safe (preexec_fn).
+        return run_copies()
     rl.import_tensorflow_quietly()
     if not FLAGS.training:
         return run_test()

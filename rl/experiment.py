@@ -25,7 +25,7 @@ import sys
 import tempfile
 import threading
 import time
-from typing import Any, Dict, List, Optional, Union
+from typing import Any, BinaryIO, Dict, List, Optional, Union
 
 import numpy as np
 
@@ -162,10 +162,16 @@ class Experiment:
             eval_episodes=eval_episodes,
         )
         eval_records: List[Dict[str, Any]] = []
+        # Held from before the folder is checked until close() (or until this object is
+        # collected): no other process writes the run meanwhile.
+        self._lock: Optional[BinaryIO] = None
         if output_dir is not None:
-            existing = check_resume(output_dir, hp, allow_hparam_change or read_only)
             if not read_only:
                 check_output_dir(output_dir)
+                self._lock = lock_run_folder(output_dir)
+            existing = check_resume(
+                output_dir, hp, allow_hparam_change or read_only, writing=not read_only
+            )
             eval_records = read_eval_file(output_dir)
         check_workers(hp, num_workers)
         self.num_workers = num_workers
@@ -213,13 +219,7 @@ class Experiment:
         self.evaluator = Evaluator(hp.env, hp.seed, act_for_evaluation, viewer=viewer)
         # --- everything is checked and built; from here on we write ---
         self.logbook = self.folder.logbook
-        self._lock: Optional[int] = None
         if not read_only:
-            try:
-                self._lock = lock_run_folder(self.output_dir)
-            except RunConflictError:
-                self.close()
-                raise
             self.folder.prepare(hp, existing, unreadable, argv, flags, self.device_info)
             if self.logbook.recover(self.step if self.restored_from else 0):
                 self._say(f"dropped the records past step {self.step}: they are redone")
@@ -546,9 +546,8 @@ class Experiment:
                 if tag.startswith("train/")
             },
         }
-        # The same keys as a fresh run's result; values without a record are left out.
-        always = ("interrupted", "failure", "failure_kind")
-        return {k: v for k, v in result.items() if v is not None or k in always}
+        # A fresh run's keys, always (None without a record); losses only where logged.
+        return result
 
     def _result(self, steps_per_second: float) -> Dict[str, Any]:
         recent = list(self._recent_returns)
@@ -583,15 +582,22 @@ class Experiment:
         for signum, handler in self._old_handlers.items():
             signal.signal(signum, handler)
 
+    def __enter__(self) -> "Experiment":
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()
+
     def close(self) -> None:
         """Closes the environments and stops the workers and what the system started."""
-        self._stop_workers()
-        self.envs.close()
-        self.evaluator.close()
-        self.system.close()
-        if getattr(self, "_lock", None) is not None:
-            os.close(self._lock)  # the run folder is free for another process
-            self._lock = None
+        try:
+            self._stop_workers()
+            self.envs.close()
+            self.evaluator.close()
+            self.system.close()
+        finally:
+            if self._lock is not None:
+                self._lock.close()  # the run folder is free for another process
         if self._outer_run_dir is None:
             os.environ.pop(RUN_DIR_VARIABLE, None)
         else:

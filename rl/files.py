@@ -107,22 +107,24 @@ def lock_holder(path: str) -> Optional[str]:
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
-        return _flock_pid(os.fstat(fd).st_ino) or "?"
+        return _flock_pid(os.fstat(fd)) or "?"
     finally:
         os.close(fd)  # releases the probe's lock, if it got one
     return None
 
 
-def _flock_pid(inode: int) -> Optional[str]:
-    """The pid Linux's /proc/locks gives for a flock on this inode, e.g. from
-    ``1: FLOCK  ADVISORY  WRITE 4242 08:01:1234567 0 EOF``; None elsewhere."""
+def _flock_pid(stat: os.stat_result) -> Optional[str]:
+    """The pid Linux's /proc/locks gives for a flock on this file, from a line such as
+    ``1: FLOCK  ADVISORY  WRITE 4242 08:01:1234567 0 EOF`` (device in hex, inode);
+    None elsewhere or when no line names the file."""
+    device = f"{os.major(stat.st_dev):02x}:{os.minor(stat.st_dev):02x}:{stat.st_ino}"
     try:
         with open("/proc/locks", encoding="ascii") as f:
             lines = f.read().splitlines()
     except OSError:
         return None
     for fields in (line.split() for line in lines):
-        if "FLOCK" in fields and len(fields) >= 6 and fields[5].endswith(f":{inode}"):
+        if len(fields) >= 6 and fields[1] == "FLOCK" and fields[5] == device:
             return fields[4]
     return None
 

@@ -29,7 +29,17 @@ import shutil
 import sys
 import tempfile
 import time
-from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Protocol, Tuple
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    BinaryIO,
+    Dict,
+    List,
+    Mapping,
+    Optional,
+    Protocol,
+    Tuple,
+)
 
 from rl.analysis import SUMMARY_NAME, copy_dirs
 from rl.errors import CheckpointError, RunConflictError
@@ -124,8 +134,11 @@ def read_eval_file(output_dir: str) -> List[Dict[str, Any]]:
         raise RunConflictError(str(e)) from None
 
 
-def check_resume(output_dir: str, hp: HParams, allow_change: bool) -> Optional[HParams]:
-    """Refuses a run whose hparams differ from the ones saved in ``output_dir``.
+def check_resume(
+    output_dir: str, hp: HParams, allow_change: bool, writing: bool = True
+) -> Optional[HParams]:
+    """Refuses a run whose hparams differ from the ones saved in ``output_dir``, and a
+    new run (when ``writing``) in a folder that holds something else.
 
     Fields in RESUMABLE_FIELDS (how long, how often) may change freely.
 
@@ -134,7 +147,8 @@ def check_resume(output_dir: str, hp: HParams, allow_change: bool) -> Optional[H
     """
     saved = load_run_hparams(output_dir)
     if saved is None:
-        check_new_run_folder(output_dir)
+        if writing:
+            check_new_run_folder(output_dir)
         return None
     changed = {k: v for k, v in differences(saved, hp).items() if k not in RESUMABLE_FIELDS}
     listed = ", ".join(f"{k}: {old!r} -> {new!r}" for k, (old, new) in changed.items())
@@ -171,7 +185,8 @@ def check_new_run_folder(output_dir: str) -> None:
     others = sorted(
         name
         for name in os.listdir(output_dir)
-        if name != RUN_LOCK_FILE and not name.startswith(WRITE_CHECK_PREFIX)
+        # Hidden names: this project's temporary files (a kill can leave one), .DS_Store, .nfs*
+        if name != RUN_LOCK_FILE and not name.startswith(".")
     )
     if others:
         shown = ", ".join(others[:3]) + (", ..." if len(others) > 3 else "")
@@ -195,32 +210,59 @@ def check_copies_folder(output_dir: str) -> None:
 
 
 def _in_use(output_dir: str, holder: str) -> RunConflictError:
+    if holder == str(os.getpid()):
+        return RunConflictError(
+            f"{output_dir} is held by an Experiment in this process: close() it first"
+        )
     return RunConflictError(
         f"{output_dir} is being trained by another process (pid {holder}); wait for it to "
         "end or stop it, or use another --output_dir"
     )
 
 
+def _lock_path(output_dir: str) -> str:
+    return os.path.join(output_dir, RUN_LOCK_FILE)
+
+
 def check_not_in_use(output_dir: str) -> None:
     """Refuses a run folder that another process is training (it holds train.lock)."""
-    holder = lock_holder(os.path.join(output_dir, RUN_LOCK_FILE))
+    try:
+        holder = lock_holder(_lock_path(output_dir))
+    except OSError as e:
+        raise RunConflictError(f"cannot check {_lock_path(output_dir)}: {e.strerror}") from None
     if holder is not None:
         raise _in_use(output_dir, holder)
 
 
-def lock_run_folder(output_dir: str) -> int:
-    """Creates the run folder and holds its lock until the descriptor returned is closed
-    (or this process ends, even by kill -9): two processes never train one run.
+LOCK_ATTEMPTS = 5  # another process's probe (check_not_in_use) holds the lock for a moment
+
+
+def lock_run_folder(output_dir: str) -> BinaryIO:
+    """Creates the run folder and holds its lock until the file returned is closed (or
+    garbage-collected, or this process ends, even by kill -9): two processes never
+    train one run.
 
     Raises:
-        RunConflictError: another process holds it.
+        RunConflictError: another process (or an Experiment of this one) holds it.
     """
-    os.makedirs(output_dir, exist_ok=True)
-    path = os.path.join(output_dir, RUN_LOCK_FILE)
-    fd = lock_exclusively(path)
-    if fd is None:
-        raise _in_use(output_dir, lock_holder(path) or "?")
-    return fd
+    import gc
+
+    path = _lock_path(output_dir)
+    try:
+        os.makedirs(output_dir, exist_ok=True)
+        for attempt in range(LOCK_ATTEMPTS):
+            fd = lock_exclusively(path)
+            if fd is not None:
+                return os.fdopen(fd, "rb")
+            holder = lock_holder(path)
+            if holder == str(os.getpid()):
+                gc.collect()  # an Experiment dropped without close() may still hold it
+            elif holder not in (None, "?"):
+                break  # a trainer, not a probe
+            time.sleep(0.05 * (attempt + 1))
+    except OSError as e:
+        raise RunConflictError(f"cannot lock {path}: {e.strerror}") from None
+    raise _in_use(output_dir, lock_holder(path) or "?")
 
 
 # --- the folder ----------------------------------------------------------------

@@ -454,6 +454,20 @@ def test_a_save_is_matched_against_the_set_seed_steps_and_settings_of_its_peer()
     ]
 
 
+def test_settings_sb3_stores_as_objects_are_not_compared():
+    # SB3 turns DQN's train_freq=256 into a TrainFreq, stored as a pickled object.
+    peer = benchmark.PEERS["dqn_cartpole"]
+    assert peer.settings["train_freq"] == 256
+    run = {"set": "dqn_cartpole", "seed": 0, "steps": 100_000}
+    save = {
+        "policy_class": {"__module__": "stable_baselines3.dqn.policies"},
+        "seed": 0, "_total_timesteps": 100_000, "n_envs": peer.n_envs or 1,
+        **{k: v for k, v in peer.settings.items() if isinstance(v, (int, float, str))},
+        "train_freq": {":type:": "<class 'TrainFreq'>", ":serialized:": "gAS..."},
+    }  # fmt: skip
+    assert benchmark.save_differences(save, peer, run, "stable_baselines3.dqn.policies") == []
+
+
 def files_of(folder):
     return {p.name: p.stat().st_mtime_ns for p in folder.iterdir()}
 

@@ -356,12 +356,14 @@ def test_a_second_experiment_on_a_run_in_this_process_is_refused(tmp_path):
     out = str(tmp_path / "run")
     first = Experiment(hparams="ppo_tiny", output_dir=out, verbose=False)
     try:
-        with pytest.raises(RunConflictError, match="is being trained by another process"):
+        with pytest.raises(RunConflictError, match="held by an Experiment in this process"):
             Experiment(hparams="ppo_tiny", output_dir=out, verbose=False)
     finally:
         first.close()
     second = Experiment(hparams="ppo_tiny", output_dir=out, verbose=False)  # closed: free
-    second.close()
+    del second  # dropped without close(): the next one collects it and takes the lock
+    third = Experiment(hparams="ppo_tiny", output_dir=out, verbose=False)
+    third.close()
 
 
 def test_copies_stop_with_a_checkpoint_when_their_parent_is_killed(tmp_path):
