@@ -162,16 +162,13 @@ class Experiment:
             eval_episodes=eval_episodes,
         )
         eval_records: List[Dict[str, Any]] = []
-        # Held from before the folder is checked until close() (or until this object is
-        # collected): no other process writes the run meanwhile.
-        self._lock: Optional[BinaryIO] = None
+        self._lock: Optional[BinaryIO] = None  # the run folder's, once this run writes
         if output_dir is not None:
-            if not read_only:
-                check_output_dir(output_dir)
-                self._lock = lock_run_folder(output_dir)
             existing = check_resume(
                 output_dir, hp, allow_hparam_change or read_only, writing=not read_only
             )
+            if not read_only:
+                check_output_dir(output_dir)
             eval_records = read_eval_file(output_dir)
         check_workers(hp, num_workers)
         self.num_workers = num_workers
@@ -220,6 +217,7 @@ class Experiment:
         # --- everything is checked and built; from here on we write ---
         self.logbook = self.folder.logbook
         if not read_only:
+            self._lock_folder(existing)
             self.folder.prepare(hp, existing, unreadable, argv, flags, self.device_info)
             if self.logbook.recover(self.step if self.restored_from else 0):
                 self._say(f"dropped the records past step {self.step}: they are redone")
@@ -581,6 +579,25 @@ class Experiment:
     def _restore_signal_handlers(self) -> None:
         for signum, handler in self._old_handlers.items():
             signal.signal(signum, handler)
+
+    def _lock_folder(self, checked: Optional[HParams]) -> None:
+        """Holds the run folder's lock until close() (or until this object is collected),
+        taken only now so that bad input found while building writes nothing.
+
+        Raises:
+            RunConflictError: another process holds the folder, or wrote its hparams
+                since they were checked (it started this run meanwhile).
+        """
+        try:
+            self._lock = lock_run_folder(self.output_dir)
+            if load_run_hparams(self.output_dir) != checked:
+                raise RunConflictError(
+                    f"{self.output_dir} changed while this run was being built (another "
+                    f"process wrote its {HPARAMS_FILE}); run the command again"
+                )
+        except RunConflictError:
+            self.close()
+            raise
 
     def __enter__(self) -> "Experiment":
         return self
