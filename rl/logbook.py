@@ -56,9 +56,6 @@ class JsonLinesError(ValueError):
     that is not one of its records."""
 
 
-EvalFileError = JsonLinesError  # the name eval.jsonl's readers catch
-
-
 class Logbook:
     """Held records of one run folder."""
 
@@ -326,7 +323,7 @@ def parse_eval_file(path: str) -> List[Tuple[int, Dict[str, Any]]]:
     ``parse_json_lines``); each record must have an integer ``step``.
 
     Raises:
-      EvalFileError: naming the file, the line and what a line must hold.
+      JsonLinesError: naming the file, the line and what a line must hold.
     """
     return parse_json_lines(
         path,

@@ -46,7 +46,7 @@ from rl.errors import CheckpointError, RunConflictError
 from rl.files import lock_exclusively, lock_holder, set_aside, write_text_atomic
 from rl.hparams.base import RESUMABLE_FIELDS, HParams, differences
 from rl.hparams.resolve import HPARAMS_FILE, load_run_hparams
-from rl.logbook import EVAL_FILE, EvalFileError, Logbook, read_eval_records
+from rl.logbook import EVAL_FILE, JsonLinesError, Logbook, read_eval_records
 
 if TYPE_CHECKING:  # only RunFolder's checkpoints need it: the checks run before it loads
     from rl._tf import tf
@@ -130,7 +130,7 @@ def read_eval_file(output_dir: str) -> List[Dict[str, Any]]:
     """The records of a run's eval.jsonl; a damaged line raises RunConflictError."""
     try:
         return read_eval_records(os.path.join(output_dir, EVAL_FILE))
-    except EvalFileError as e:
+    except JsonLinesError as e:
         raise RunConflictError(str(e)) from None
 
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from tensorboard.backend.event_processing import event_accumulator
 
-from rl.logbook import EvalFileError, Logbook, read_eval_records
+from rl.logbook import JsonLinesError, Logbook, read_eval_records
 
 
 def steps_in_tb(out):
@@ -132,7 +132,7 @@ def test_eval_file_lines_are_checked_except_a_cut_last_one(tmp_path):
         (b'{"step": 5, "x": "\xff"}\n', "is not UTF-8 text"),
     ]:
         path.write_bytes(b'{"step": 1}\n' + bad)
-        with pytest.raises(EvalFileError, match=f"line 2 {re.escape(problem)}"):
+        with pytest.raises(JsonLinesError, match=f"line 2 {re.escape(problem)}"):
             read_eval_records(str(path))
 
 
