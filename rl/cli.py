@@ -375,13 +375,16 @@ def load_plugins() -> None:
 
 def recorded_plugins(output_dir: str) -> List[str]:
     """The --plugins a run in ``output_dir`` was started with ([] if none or unreadable)."""
+    from rl.files import read_json_object
     from rl.snapshot import FLAGS_FILE, SNAPSHOT_DIR
 
     try:
-        with open(os.path.join(output_dir, SNAPSHOT_DIR, FLAGS_FILE), encoding="utf-8") as f:
-            recorded = json.load(f).get("plugins") or []
-    except (OSError, ValueError, AttributeError):
+        recorded = read_json_object(os.path.join(output_dir, SNAPSHOT_DIR, FLAGS_FILE))
+    except (OSError, ValueError):
         return []  # no run there, or a damaged snapshot: the run's own checks report it
+    recorded = recorded.get("plugins")
+    if not isinstance(recorded, list):
+        return []
     return [name for name in recorded if isinstance(name, str)]
 
 

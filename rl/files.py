@@ -1,4 +1,5 @@
-"""The one atomic writer of run files, the one folder lock, the one way to set a file aside.
+"""The one atomic writer of run files, the one reader of JSON-object files, the one folder
+lock, the one way to set a file aside.
 
 Every file a run writes (hparams.json, the checkpoint index, snapshot files,
 summaries, curves, videos) is written under a temporary name in its own
@@ -9,10 +10,11 @@ analysis and train.py's early checks use it too.
 
 import contextlib
 import fcntl
+import json
 import os
 import secrets
 import time
-from typing import Callable, Optional
+from typing import Any, Callable, Dict, Optional
 
 
 def write_atomically(path: str, write: Callable[[str], None]) -> None:
@@ -77,6 +79,35 @@ def write_text_atomic(path: str, text: str) -> None:
     escapes) are written back as the bytes they came from.
     """
     write_bytes_atomic(path, text.encode("utf-8", errors="surrogateescape"))
+
+
+def read_json_object(path: str) -> Dict[str, Any]:
+    """The JSON object a file holds (hparams.json, a snapshot file, a manifest).
+
+    Callers catch ``ValueError`` and add what the user can do about it.
+
+    Raises:
+        OSError: the file cannot be opened (``FileNotFoundError`` if it is missing).
+        ValueError: naming the file, if it is not UTF-8 JSON or holds another JSON type.
+    """
+    with open(path, "rb") as f:
+        data = f.read()
+    try:
+        value = json.loads(data.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise ValueError(f"{path} is not UTF-8 text; it must hold a JSON object") from None
+    except ValueError as e:
+        raise ValueError(f"{path} is not JSON ({e}); it must hold a JSON object") from None
+    if not isinstance(value, dict):
+        raise ValueError(f"{path} holds {json_kind(value)}; it must hold a JSON object")
+    return value
+
+
+def json_kind(value: Any) -> str:
+    """What JSON calls the type of a parsed value ("null", "an array", ...)."""
+    kinds = {type(None): "null", bool: "a boolean", int: "a number", float: "a number"}
+    kinds.update({str: "a string", list: "an array", dict: "an object"})
+    return kinds.get(type(value), type(value).__name__)
 
 
 def lock_exclusively(path: str) -> Optional[int]:

@@ -21,7 +21,7 @@ from typing import Any, Dict, List, Optional
 
 import numpy as np
 
-from rl.files import fsync_dir, write_bytes_atomic, write_text_atomic
+from rl.files import fsync_dir, read_json_object, write_bytes_atomic, write_text_atomic
 
 # The run folder, set by Experiment before it makes envs: envs that play against the run's
 # own policy artefacts (self-play, rl/games/selfplay.py) find them there. Worker
@@ -119,8 +119,7 @@ def read_artefact(path: str) -> Dict[str, Any]:
         PolicyArtefactError: naming the folder and what is wrong with it.
     """
     try:
-        with open(os.path.join(path, POLICY_FILE), encoding="utf-8") as f:
-            meta = json.load(f)
+        meta = read_json_object(os.path.join(path, POLICY_FILE))
         with np.load(os.path.join(path, WEIGHTS_FILE), allow_pickle=False) as saved:
             arrays = tuple(saved[f"arr_{i}"] for i in range(len(saved.files)))
     except FileNotFoundError as e:
@@ -129,7 +128,7 @@ def read_artefact(path: str) -> Dict[str, Any]:
         ) from None
     except (OSError, ValueError, KeyError) as e:
         raise PolicyArtefactError(f"{path}: cannot read the policy artefact ({e})") from None
-    if not isinstance(meta, dict) or "hparams" not in meta:
+    if "hparams" not in meta:
         raise PolicyArtefactError(f"{path}/{POLICY_FILE} holds no hparams")
     meta["arrays"] = arrays
     return meta

@@ -33,7 +33,7 @@ import urllib.parse
 from typing import Any
 
 import rl
-from rl.files import fsync_dir, write_text_atomic
+from rl.files import fsync_dir, read_json_object, write_text_atomic
 
 SNAPSHOT_DIR = "snapshot"
 COMMAND_FILE = "command.txt"
@@ -214,23 +214,10 @@ def _read_json_object(snapshot_dir: str, name: str) -> dict:
     """The JSON object in snapshot file `name`.
 
     Raises:
+      FileNotFoundError: naming the file, if it is missing.
       ValueError: naming the file, if it is not JSON or holds another JSON type.
     """
-    path = os.path.join(snapshot_dir, name)
-    try:
-        value = json.loads(_read_text(snapshot_dir, name))
-    except ValueError as e:
-        raise ValueError(f"{path} is not JSON ({e}); it must hold a JSON object") from None
-    if not isinstance(value, dict):
-        raise ValueError(f"{path} holds {_json_kind(value)}; it must hold a JSON object")
-    return value
-
-
-def _json_kind(value: Any) -> str:
-    """What JSON calls the type of a parsed value ("null", "an array", ...)."""
-    kinds = {type(None): "null", bool: "a boolean", int: "a number", float: "a number"}
-    kinds.update({str: "a string", list: "an array", dict: "an object"})
-    return kinds.get(type(value), type(value).__name__)
+    return read_json_object(_snapshot_file(snapshot_dir, name))
 
 
 def _read_resumes(snapshot_dir: str) -> list[dict]:

@@ -39,7 +39,7 @@ import warnings
 from typing import Any, Callable, Dict, Iterator, List, Optional, Protocol
 
 import rl
-from rl.files import write_text_atomic
+from rl.files import read_json_object, write_text_atomic
 from rl.hparams.resolve import HPARAMS_FILE
 from rl.logbook import EVAL_FILE, committed_event_files, read_eval_records, scalar_events
 from rl.policy import artefact_dir, policy_steps
@@ -178,8 +178,7 @@ class MLflowTracking:
         if not os.path.exists(path):
             return None
         try:
-            with open(path, encoding="utf-8") as f:
-                state = json.load(f)
+            state = read_json_object(path)
             if not (
                 isinstance(state.get("uri"), str)
                 and isinstance(state.get("run_id"), str)
@@ -187,7 +186,7 @@ class MLflowTracking:
                 and isinstance(state.get("read_from"), int)
             ):
                 raise ValueError("fields missing")
-        except (OSError, ValueError, AttributeError) as e:
+        except (OSError, ValueError) as e:
             say(f"{path} cannot be read ({first_line(e)}): this run goes to a new MLflow run")
             return None
         return state
@@ -250,8 +249,7 @@ class MLflowTracking:
         from the logged one (a resume with a longer train_steps) is the tag ``hparam.<name>``."""
         from mlflow.entities import Param, RunTag
 
-        with open(os.path.join(self.folder, HPARAMS_FILE), encoding="utf-8") as f:
-            params = flat_params(json.load(f))
+        params = flat_params(read_json_object(os.path.join(self.folder, HPARAMS_FILE)))
         new = [Param(k, v) for k, v in params.items() if k not in logged]
         changed = [RunTag(f"hparam.{k}", v) for k, v in params.items() if logged.get(k, v) != v]
         for i in range(0, len(new), PARAMS_OR_TAGS_PER_BATCH):

@@ -53,6 +53,7 @@ sys.path.insert(0, ROOT)  # this checkout's rl, not whichever one pip installed
 
 from rl import command_line  # noqa: E402  (argparse only: no TensorFlow)
 from rl.command_line import int_at_least  # noqa: E402
+from rl.files import read_json_object, write_text_atomic  # noqa: E402
 
 PROG = "benchmark.py"
 PEER_MODULES = ("torch", "stable_baselines3")
@@ -349,7 +350,6 @@ def claim_peer_folder(folder: str, run: Dict[str, object]) -> None:
     if recorded is None:
         check_unrecorded_saves(folder, run)
         os.makedirs(folder, exist_ok=True)
-        from rl.files import write_text_atomic
 
         write_text_atomic(os.path.join(folder, PEER_MANIFEST), json.dumps(run) + "\n")
     elif recorded != run:
@@ -369,14 +369,15 @@ def read_peer_manifest(folder: str) -> Optional[Dict[str, object]]:
     if not os.path.exists(path):
         return None
     try:
-        with open(path, encoding="utf-8") as f:
-            run = json.load(f)
-        if not isinstance(run, dict) or set(run) != {"set", "seed", "steps"}:
-            raise ValueError("expected the keys set, seed and steps")
-    except (OSError, ValueError) as e:
+        run = read_json_object(path)
+        if set(run) != {"set", "seed", "steps"}:
+            raise ValueError(f"{path} holds {sorted(run)}; expected the keys set, seed and steps")
+    except OSError as e:
+        fail(f"--peer_checkpoints {folder}: {PEER_MANIFEST} cannot be read ({e.strerror})")
+    except ValueError as e:
         fail(
-            f"--peer_checkpoints {folder}: {PEER_MANIFEST} cannot be read ({e}); if the saves "
-            'are of SET SEED STEPS, write {"set": SET, "seed": SEED, "steps": STEPS} to it'
+            f"--peer_checkpoints {folder}: {e}; if the saves are of SET SEED STEPS, write "
+            '{"set": SET, "seed": SEED, "steps": STEPS} to it'
         )
     return run
 
@@ -992,8 +993,7 @@ def suite_row(output_dir: str, name: str, agent: str, env: str, steps: int) -> O
     if not os.path.exists(path):
         return None
     try:
-        with open(path, encoding="utf-8") as f:
-            summary = json.load(f)
+        summary = read_json_object(path)
         # The copies as this folder holds them (summary.json names them by the path given).
         run_dirs = [os.path.join(set_dir, os.path.basename(r["run_dir"])) for r in summary["runs"]]
         walls = [analysis.read_eval_log(d)[-1].get("wall_time") for d in run_dirs]
@@ -1030,7 +1030,6 @@ def write_suite_files(output_dir: str) -> List[dict]:
     """suite.md and one curve plot per env (curves_<env>.png) of every classic set with
     results in ``output_dir``; returns their rows (nothing is written without one)."""
     from rl import analysis
-    from rl.files import write_text_atomic
 
     rows = [suite_row(output_dir, *found) for found in classic_sets()]
     rows = [row for row in rows if row is not None]
@@ -1589,7 +1588,6 @@ def main(argv: Optional[List[str]] = None) -> int:
     except ChildFailed as e:
         return report_child_failure(e)
     if args.json:
-        from rl.files import write_text_atomic
 
         write_text_atomic(args.json, json.dumps(report, indent=2))
     return 0

@@ -495,6 +495,18 @@ def test_a_peer_folder_is_tied_to_its_set_seed_and_steps(tmp_path):
             f"seed 0 for 256 steps, {said}; give another folder\n"
         )
         assert files_of(saves) == before
+    (saves / "peer_run.json").write_text("[]")
+    before = files_of(saves)
+    damaged = run_script(
+        "--_peer_run", "ppo_cartpole", "0", "256", "--peer_checkpoints", str(saves)
+    )
+    assert damaged.returncode == 2
+    assert damaged.stderr == (
+        f"benchmark.py: error: --peer_checkpoints {saves}: {saves / 'peer_run.json'} holds an "
+        'array; it must hold a JSON object; if the saves are of SET SEED STEPS, write {"set": '
+        'SET, "seed": SEED, "steps": STEPS} to it\n'
+    )
+    assert files_of(saves) == before
 
 
 @needs_bench

@@ -19,7 +19,7 @@ from rl.experiment import (
     check_resume,
     listed_checkpoints,
 )
-from rl.files import lock_exclusively, write_text_atomic
+from rl.files import lock_exclusively, read_json_object, write_text_atomic
 from rl.run_folder import RUN_LOCK_FILE
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -155,6 +155,34 @@ def test_write_text_atomic_follows_the_umask(tmp_path):
         os.umask(old)
     assert (tmp_path / "a.json").stat().st_mode & 0o777 == 0o640
     assert [p.name for p in tmp_path.iterdir()] == ["a.json"]  # no temp file left
+
+
+@pytest.mark.parametrize(
+    "data, said",
+    [
+        (b'{"a": "\xff"}', "is not UTF-8 text; it must hold a JSON object"),
+        (b'{"a": 1', "is not JSON (Expecting ',' delimiter"),
+        (b"", "is not JSON (Expecting value"),
+        (b"null", "holds null; it must hold a JSON object"),
+        (b"[1, 2]", "holds an array; it must hold a JSON object"),
+        (b'"text"', "holds a string; it must hold a JSON object"),
+    ],
+)
+def test_the_json_object_reader_names_the_file_and_what_it_holds(tmp_path, data, said):
+    path = tmp_path / "a.json"
+    path.write_bytes(data)
+    with pytest.raises(ValueError) as raised:
+        read_json_object(str(path))
+    assert str(raised.value).startswith(f"{path} {said}")
+    assert "\n" not in str(raised.value)
+
+
+def test_the_json_object_reader_returns_the_object_and_reports_a_missing_file(tmp_path):
+    path = tmp_path / "a.json"
+    path.write_text('{"a": [1, 2.5, null], "b": {"c": "d"}}')
+    assert read_json_object(str(path)) == {"a": [1, 2.5, None], "b": {"c": "d"}}
+    with pytest.raises(FileNotFoundError):
+        read_json_object(str(tmp_path / "missing.json"))
 
 
 def test_every_run_file_has_the_umask_mode(tmp_path):

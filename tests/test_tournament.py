@@ -220,6 +220,23 @@ def test_games_file_drops_a_cut_line_and_refuses_a_damaged_one(tmp_path):
         records.read_games(path)
 
 
+@pytest.mark.parametrize(
+    "text, said",
+    [
+        ("[]", "holds an array; it must hold a JSON object; use another --output_dir"),
+        ('{"players": ', "is not JSON (Expecting value"),
+        ('{"game": "rps"}', "is not a tournament's set-up; use another --output_dir"),
+    ],
+)
+def test_a_damaged_tournament_config_is_named_with_what_to_do(tmp_path, text, said):
+    assert records.read_config(str(tmp_path)) is None
+    (tmp_path / records.CONFIG_FILE).write_text(text)
+    with pytest.raises(schedule.TournamentError) as raised:
+        records.read_config(str(tmp_path))
+    assert str(raised.value).startswith(str(tmp_path / records.CONFIG_FILE))
+    assert said in str(raised.value)
+
+
 # --- players and games -----------------------------------------------------------------
 
 

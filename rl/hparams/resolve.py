@@ -4,12 +4,12 @@
 name or a bad value is reported in well under a second.
 """
 
-import json
 import os
 from typing import Any, Dict, Optional, Tuple, Union
 
 from rl import registry
 from rl.envs import atari
+from rl.files import read_json_object
 from rl.hparams.base import (
     BASELINES_RMSPROP_EPSILON,
     HParams,
@@ -101,21 +101,6 @@ def hparams_class(agent: str) -> type:
     raise HParamsError(f"agent '{agent}' has no registered hparams set to read its runs with")
 
 
-def read_json(path: str) -> Any:
-    """The value in a JSON file; a file that is not UTF-8 JSON raises HParamsError.
-
-    Args:
-        path: the file (a run's hparams.json).
-    """
-    try:
-        with open(path, encoding="utf-8") as f:
-            return json.load(f)
-    except UnicodeDecodeError:
-        raise HParamsError(f"{path} is not UTF-8 text; it must hold JSON") from None
-    except json.JSONDecodeError as e:
-        raise HParamsError(f"{path} is not valid JSON ({e})") from None
-
-
 def load_run_hparams(output_dir: str) -> Optional[HParams]:
     """The hparams a previous run saved in ``output_dir``, or None if none.
 
@@ -125,8 +110,11 @@ def load_run_hparams(output_dir: str) -> Optional[HParams]:
     path = os.path.join(output_dir, HPARAMS_FILE)
     if not os.path.exists(path):
         return None
-    values = read_json(path)
-    if not isinstance(values, dict) or "agent" not in values:
+    try:
+        values = read_json_object(path)
+    except ValueError as e:
+        raise HParamsError(str(e)) from None
+    if "agent" not in values:
         raise HParamsError(f"{path} does not hold hparams (no 'agent' field)")
     agent = values["agent"]
     if not isinstance(agent, str) or agent not in registry.agents:

@@ -13,7 +13,7 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from rl.files import write_text_atomic
+from rl.files import read_json_object, write_text_atomic
 from rl.logbook import drop_cut_last_line
 from rl.tournament.schedule import GameKey, TournamentError
 
@@ -95,11 +95,14 @@ def read_config(folder: str) -> Optional[Dict[str, Any]]:
     if not os.path.exists(path):
         return None
     try:
-        with open(path, encoding="utf-8") as f:
-            config = json.load(f)
-    except (OSError, ValueError) as e:
-        raise TournamentError(f"{path} cannot be read ({e}); use another --output_dir") from None
-    if not isinstance(config, dict) or not isinstance(config.get("players"), dict):
+        config = read_json_object(path)
+    except OSError as e:
+        raise TournamentError(
+            f"{path} cannot be read ({e.strerror}); use another --output_dir"
+        ) from None
+    except ValueError as e:
+        raise TournamentError(f"{e}; use another --output_dir") from None
+    if not isinstance(config.get("players"), dict):
         raise TournamentError(f"{path} is not a tournament's set-up; use another --output_dir")
     return config
 
