@@ -1588,7 +1588,6 @@ def main(argv: Optional[List[str]] = None) -> int:
     except ChildFailed as e:
         return report_child_failure(e)
     if args.json:
-
         write_text_atomic(args.json, json.dumps(report, indent=2))
     return 0
 
