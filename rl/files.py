@@ -110,19 +110,24 @@ def json_kind(value: Any) -> str:
     return kinds.get(type(value), type(value).__name__)
 
 
-def lock_exclusively(path: str) -> Optional[int]:
-    """Opens (creating) ``path`` and takes its exclusive lock without waiting.
+def lock_exclusively(path: str, wait: bool = False) -> Optional[int]:
+    """Opens (creating) ``path`` and takes its exclusive lock, by default without waiting.
 
     The lock is the kernel's (flock): it goes when the descriptor is closed or the
     process ends, even by kill -9, so a lock file left behind never blocks anyone.
     Nothing is written into the file: taking the lock changes no file's bytes.
 
+    Args:
+        path: the lock file.
+        wait: wait until another process frees the lock, instead of returning None.
+
     Returns:
-        The descriptor that holds the lock, or None when another process holds it.
+        The descriptor that holds the lock (close it to free the lock), or None when
+        another process holds it and ``wait`` is False.
     """
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        fcntl.flock(fd, fcntl.LOCK_EX if wait else fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
         os.close(fd)
         return None

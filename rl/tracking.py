@@ -30,7 +30,6 @@ MLflow is imported only when an ``MLflowTracking`` starts.
 """
 
 import contextlib
-import fcntl
 import json
 import logging
 import os
@@ -39,7 +38,7 @@ import warnings
 from typing import Any, Callable, Dict, Iterator, List, Optional, Protocol
 
 import rl
-from rl.files import read_json_object, write_text_atomic
+from rl.files import lock_exclusively, read_json_object, write_text_atomic
 from rl.hparams.resolve import HPARAMS_FILE
 from rl.logbook import EVAL_FILE, committed_event_files, read_eval_records, scalar_events
 from rl.policy import artefact_dir, policy_steps
@@ -380,12 +379,11 @@ def store_lock(uri: str) -> Iterator[None]:
         yield
         return
     os.makedirs(os.path.dirname(database), exist_ok=True)
-    with open(database + ".lock", "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
+    fd = lock_exclusively(database + ".lock", wait=True)
+    try:
+        yield
+    finally:
+        os.close(fd)
 
 
 def flat_params(hparams: Dict[str, Any], prefix: str = "") -> Dict[str, str]:
