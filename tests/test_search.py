@@ -320,6 +320,29 @@ def test_bad_input_exits_2_with_one_line_and_writes_nothing(tmp_path):
     assert not output_dir.exists()
 
 
+@pytest.mark.parametrize(
+    "place, expected",
+    [
+        ("a_file", "is a file, not a folder; name a folder"),
+        ("a_file/search", "is a file, not a folder; name a folder"),
+        ("a_run", "holds files (eval.jsonl, hparams.json) but no study 'rl_search'"),
+    ],
+)
+def test_an_output_folder_that_is_a_file_or_another_runs_is_refused_untouched(
+    tmp_path, lr_space, place, expected
+):
+    needs_optuna()
+    (tmp_path / "a_file").write_text("mine\n")
+    (tmp_path / "a_run").mkdir()
+    for name in ("hparams.json", "eval.jsonl"):  # a train.py run folder
+        (tmp_path / "a_run" / name).write_text("{}\n")
+    before = sorted(str(p) for p in tmp_path.rglob("*"))
+    proc = run_search(str(tmp_path / place), lr_space, 1)
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
+    assert expected in proc.stderr
+    assert sorted(str(p) for p in tmp_path.rglob("*")) == before
+
+
 def test_a_search_finds_the_learning_rate_that_learns(two_trials):
     output_dir, proc = two_trials
     rows = read_trials(output_dir)

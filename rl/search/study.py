@@ -31,6 +31,7 @@ from rl.errors import RunConflictError, SystemUnavailableError
 from rl.hparams.base import HParams, HParamsError
 from rl.hparams.resolve import resolve_hparams
 from rl.registry import UnknownNameError
+from rl.run_folder import check_output_dir
 from rl.search.space import SearchSpace, overrides_text, space_to_json
 from rl.search.trials import ROOT, RayTrialProcess, TrialProcess, train_command
 
@@ -193,10 +194,25 @@ def check_resume(config: SearchConfig, study) -> None:
         study: the study already in the storage, or None.
 
     Raises:
-        RunConflictError: a study with other settings, one not made by rl.search, or
-            trial folders the study does not know (e.g. study.db was deleted).
+        RunConflictError: an output folder that is a file or cannot be written, a study
+            with other settings, one not made by rl.search, a new study in a folder that
+            holds something else (a train.py run, a tournament), or trial folders the
+            study does not know (e.g. study.db was deleted).
     """
+    check_output_dir(config.output_dir)
     where = f"study {config.study_name!r} in {storage_url(config)}"
+    if study is None and os.path.isdir(config.output_dir):
+        others = sorted(
+            name
+            for name in os.listdir(config.output_dir)
+            if name not in (LOCK_FILE, STUDY_FILE) and not name.startswith(".")
+        )
+        if others:
+            shown = ", ".join(others[:3]) + (", ..." if len(others) > 3 else "")
+            raise RunConflictError(
+                f"{config.output_dir} holds files ({shown}) but no {where}: it is not this "
+                "search's folder; use a new or empty --output_dir"
+            )
     if study is not None:
         old = study.user_attrs.get(RECORD)
         if not isinstance(old, dict):
