@@ -405,6 +405,24 @@ def test_bad_input_is_one_line_exit_2_and_writes_nothing(tmp_path, args, message
     assert not (tmp_path / "t").exists()
 
 
+def test_an_output_folder_that_is_a_file_or_holds_a_folder_for_games_is_one_line(tmp_path):
+    (tmp_path / "a_file").write_text("mine\n")
+    args = ["--game", "rps", "--players", *RPS, "--games", 2, "--output_dir"]
+    for output_dir, said in [
+        ("a_file/t", "a_file is a file, not a folder"),  # was a NotADirectoryError traceback
+        ("a_file", "a_file is a file, not a folder"),
+        ("t", "games.jsonl cannot be read (Is a directory)"),
+    ]:
+        if output_dir == "t":
+            assert tournament(*args, tmp_path / "t").returncode == 0
+            (tmp_path / "t" / "games.jsonl").unlink()
+            (tmp_path / "t" / "games.jsonl").mkdir()
+        proc = tournament(*args, tmp_path / output_dir)
+        assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+        assert said in proc.stderr
+    assert (tmp_path / "a_file").read_text() == "mine\n"
+
+
 def test_a_killed_tournament_resumes_with_every_game_once_and_grows_only(tmp_path):
     out = tmp_path / "t"
     args = ["--game", "rps", "--players", *RPS, "--games", 1000, "--output_dir", out]

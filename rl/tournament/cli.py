@@ -22,9 +22,10 @@ from typing import Dict, Iterator, List, NoReturn, Optional, Sequence
 
 from rl import command_line, files
 from rl.command_line import int_at_least
-from rl.errors import SystemUnavailableError
+from rl.errors import RunConflictError, SystemUnavailableError
 from rl.games.spec import GameSpec, check_game_name, make_game
 from rl.registry import UnknownNameError
+from rl.run_folder import check_output_dir
 from rl.tournament import play, records, report, schedule
 from rl.tournament.schedule import Entrant, GameKey, TournamentError
 
@@ -122,8 +123,10 @@ def prepare(args: argparse.Namespace) -> Plan:
     schedule.check_entrants(entrants)
     config = schedule.config_record(spec.name, args.games, args.seed, entrants)
     folder = args.output_dir
-    if os.path.exists(folder) and not os.path.isdir(folder):
-        raise TournamentError(f"--output_dir {folder} is a file")
+    try:
+        check_output_dir(folder)
+    except RunConflictError as error:  # a file, under a file, or not writable
+        raise TournamentError(str(error)) from None
     old = records.read_config(folder) if os.path.isdir(folder) else None
     if old is None and os.path.isdir(folder) and set(os.listdir(folder)) - {LOCK_FILE}:
         raise TournamentError(
