@@ -389,6 +389,8 @@ def test_the_one_step_lookahead_is_rated_above_random_beyond_the_bootstrap(tmp_p
         (["--players", "random", "always_rok"], "unknown player 'always_rok': did you mean"),
         (["--players", "random"], "needs at least 2 players, got 1"),
         (["--players", "random", "always_rock", "--games", "0"], "must be at least 1, got 0"),
+        # Every game failed on it (exit 1), after tournament.json was written.
+        (["--players", "random", "always_rock", "--seed", "-1"], "must be at least 0, got -1"),
         (["--players", "random", "random"], "two players are named 'random'"),
         (["--players", "random", "one_step_lookahead"], "plays connect_four, tictactoe, not"),
         (["{empty}", "--players", "random", "always_rock"], "holds no policy artefacts"),

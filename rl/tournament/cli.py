@@ -75,7 +75,9 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
         help="processes (or Ray tasks at once) playing games; 1: this process (default)",
     )
     parser.add_argument("--sys", choices=SYSTEMS, default="local", help="local (default) or ray")
-    parser.add_argument("--seed", type=int, default=0, help="seeds every game (default 0)")
+    parser.add_argument(
+        "--seed", type=int_at_least(0), default=0, help="seeds every game (default 0)"
+    )
     return parser.parse_args(list(argv))
 
 
