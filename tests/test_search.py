@@ -203,6 +203,22 @@ def test_a_trial_left_running_is_marked_failed_and_its_params_queued_again(tmp_p
     ]
 
 
+def test_a_resumed_search_does_not_sample_its_first_trials_params_again(tmp_path):
+    needs_optuna()
+    config = config_for(tmp_path, space=space("learning_rate: {log_uniform: [1e-5, 1e-2]}"))
+    os.makedirs(config.output_dir)
+
+    def sample(the_study):
+        trial = the_study.ask()
+        value = trial.suggest_float("learning_rate", 1e-5, 1e-2, log=True)
+        the_study.tell(trial, 1.0)
+        return value
+
+    first = [sample(study.open_study(config)) for _ in range(2)]  # two stops and resumes
+    assert first[0] != first[1]  # the same seed again drew the same value
+    assert sample(study.open_study(config)) not in first
+
+
 def test_plots_are_skipped_with_a_reason_until_two_complete_trials_differ(tmp_path):
     optuna = needs_optuna()
     config = config_for(tmp_path)

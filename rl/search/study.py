@@ -253,10 +253,16 @@ def lock_output_dir(output_dir: str) -> int:
     return fd
 
 
-def make_sampler(config: SearchConfig):
-    """TPE or random, seeded with the trials' seed, so a search is repeatable."""
+def make_sampler(config: SearchConfig, trials_before: int = 0):
+    """TPE or random, seeded with the trials' seed, so a search is repeatable.
+
+    Args:
+        config: the search.
+        trials_before: trials the study already holds; a resumed search's sampler is
+            seeded past them, or its first random draws would repeat the first trials'.
+    """
     optuna = import_optuna()
-    seed = config.base.seed
+    seed = config.base.seed + trials_before
     if config.sampler == "tpe":
         # constant_liar: trials running side by side are not sampled at the same point.
         return optuna.samplers.TPESampler(seed=seed, constant_liar=config.parallel > 1)
@@ -292,6 +298,9 @@ def open_study(config: SearchConfig):
     )
     if RECORD not in study.user_attrs:
         study.set_user_attr(RECORD, study_record(config))
+    trials_before = len(study.get_trials(deepcopy=False))
+    if trials_before:
+        study.sampler = make_sampler(config, trials_before)
     return study
 
 
