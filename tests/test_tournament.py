@@ -392,6 +392,10 @@ def test_the_one_step_lookahead_is_rated_above_random_beyond_the_bootstrap(tmp_p
         # Every game failed on it (exit 1), after tournament.json was written.
         (["--players", "random", "always_rock", "--seed", "-1"], "must be at least 0, got -1"),
         (["--players", "random", "random"], "two players are named 'random'"),
+        (
+            ["--players", "random", "always_rock", "--num_workes", "2"],
+            "unrecognized arguments: --num_workes; did you mean '--num_workers'?",
+        ),
         (["--players", "random", "one_step_lookahead"], "plays connect_four, tictactoe, not"),
         (["{empty}", "--players", "random", "always_rock"], "holds no policy artefacts"),
     ],
