@@ -449,6 +449,34 @@ def test_a_search_killed_mid_trial_resumes_with_a_new_trial_and_no_reused_folder
         assert json.load(f)["run_folder"] == "trial_1"
 
 
+def test_a_trial_whose_train_py_is_killed_is_retried_once(tmp_path, lr_space):
+    needs_optuna()
+    output_dir = str(tmp_path / "search")
+    search = subprocess.Popen(
+        search_command(output_dir, lr_space, 1, "--pruner=none", train_steps=12000),
+        cwd=ROOT,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    first_eval = os.path.join(output_dir, "trial_0", "eval.jsonl")
+    wait_for(
+        lambda: os.path.exists(first_eval) and os.path.getsize(first_eval) > 0,
+        "evaluation line of trial 0",
+        process=search,
+    )
+    for pid in training_processes(os.path.join(output_dir, "trial_0")):
+        os.kill(pid, signal.SIGKILL)  # as the OOM killer would
+    _, stderr = search.communicate(timeout=600)
+
+    assert search.returncode == 0, stderr
+    assert "trial 0 was killed by signal 9; its params are queued again" in stderr
+    rows = read_trials(output_dir)
+    assert [(r["number"], r["state"], r["note"]) for r in rows] == [
+        ("0", "FAIL", "killed by signal 9; retried as trial 1"),
+        ("1", "COMPLETE", "retry of trial 0"),
+    ]  # a failure of its params before: the search ended with no result
+
+
 def test_the_median_pruner_stops_the_trial_that_does_not_learn(tmp_path, lr_space):
     needs_optuna()
     output_dir = str(tmp_path / "search")

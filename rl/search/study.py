@@ -10,8 +10,10 @@ sampled combination the hparams refuse). A trial stopped because the search stop
 Ctrl-C, SIGTERM, or a kill -9 of the search, found on the next start as a trial still
 RUNNING -- is marked FAIL without a failure and its params are queued again
 (``enqueue_trial``) as a new trial with a new run folder; the stopped trial's folder
-stays as it was, never counted as a result. Only one search runs in an output folder at
-a time (``search.lock``), so on start every RUNNING trial of its own folder is stale.
+stays as it was, never counted as a result. So is, once, a trial whose train.py was
+killed by a signal from outside (the OOM killer, a kill -9). Only one search runs in an
+output folder at a time (``search.lock``), so on start every RUNNING trial of its own
+folder is stale.
 """
 
 import dataclasses
@@ -56,6 +58,7 @@ OUTPUT_DIR = "output_dir"
 HOST = "host"
 FAILURE = "failure"
 RETRY_OF = "retry_of"
+STOPPED = "stopped"  # why a trial that is not a result stopped, when not with the search
 
 POLL_SECONDS = 0.5
 STOP_GRACE_SECONDS = 120.0  # a stopped train.py's time to checkpoint before SIGKILL
@@ -507,6 +510,13 @@ class Search:
             self.study.tell(trial, state=self.state.FAIL)
             retry(self.study, n, trial.params)
             self.say(f"trial {n} stopped with the search; its params are queued again")
+        elif code < 0 and RETRY_OF not in trial.user_attrs:
+            # Killed from outside (the OOM killer, a kill -9): no verdict on its params.
+            # Once only: a retry killed again fails, so a search cannot loop for ever.
+            trial.set_user_attr(STOPPED, f"killed by signal {-code}")
+            self.study.tell(trial, state=self.state.FAIL)
+            retry(self.study, n, trial.params)
+            self.say(f"trial {n} was killed by signal {-code}; its params are queued again")
         elif code == 0:
             self._fail(trial, "train.py wrote no evaluation")
         else:
