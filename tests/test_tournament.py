@@ -398,6 +398,8 @@ def test_the_one_step_lookahead_is_rated_above_random_beyond_the_bootstrap(tmp_p
         ),
         (["--players", "random", "one_step_lookahead"], "plays connect_four, tictactoe, not"),
         (["{empty}", "--players", "random", "always_rock"], "holds no policy artefacts"),
+        # A run folder after --players was "unknown player '.../empty_run'".
+        (["--players", "random", "always_rock", "{empty}"], "that is a folder, not a scripted"),
     ],
 )
 def test_bad_input_is_one_line_exit_2_and_writes_nothing(tmp_path, args, message):

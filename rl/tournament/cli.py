@@ -20,7 +20,7 @@ import sys
 from concurrent import futures
 from typing import Dict, Iterator, List, NoReturn, Optional, Sequence
 
-from rl import command_line, files
+from rl import command_line, files, registry
 from rl.command_line import int_at_least
 from rl.errors import RunConflictError, SystemUnavailableError
 from rl.games.spec import GameSpec, check_game_name, make_game
@@ -121,7 +121,13 @@ def prepare(args: argparse.Namespace) -> Plan:
     entrants = []
     for run_dir in args.run_dirs:
         entrants.extend(schedule.run_entrants(run_dir, spec, args.every, args.latest))
-    entrants.extend(schedule.scripted_entrant(name, spec) for name in args.players)
+    for name in args.players:
+        if os.path.isdir(name) and name not in registry.players:
+            raise TournamentError(
+                f"--players {name}: that is a folder, not a scripted player; give run "
+                "folders before --players (it takes every name after it)"
+            )
+        entrants.append(schedule.scripted_entrant(name, spec))
     schedule.check_entrants(entrants)
     config = schedule.config_record(spec.name, args.games, args.seed, entrants)
     folder = args.output_dir
