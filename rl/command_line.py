@@ -24,10 +24,22 @@ def fail(prog: str, message: str) -> NoReturn:
 
 
 class OneLineParser(argparse.ArgumentParser):
-    """argparse whose errors are one line on stderr (no usage block), exit code 2."""
+    """argparse whose errors are one line on stderr (no usage block), exit code 2, and
+    name the nearest flags for an unknown one."""
 
     def error(self, message: str) -> NoReturn:
         fail(self.prog, message)
+
+    def parse_args(self, args=None, namespace=None):
+        parsed, extras = self.parse_known_args(args, namespace)
+        if extras:
+            from rl.registry import did_you_mean
+
+            ours = [flag for action in self._actions for flag in action.option_strings]
+            unknown = [e.split("=", 1)[0] for e in extras if e.startswith("--")]
+            hint = did_you_mean(unknown[0], ours, cutoff=0.6) if unknown else ""
+            self.error(f"unrecognized arguments: {' '.join(extras)}; {hint}".rstrip("; "))
+        return parsed
 
 
 def int_at_least(low: int) -> Callable[[str], int]:

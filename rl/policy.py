@@ -17,6 +17,7 @@ import io
 import json
 import os
 import shutil
+import zipfile
 from typing import Any, Dict, List, Optional
 
 import numpy as np
@@ -126,7 +127,7 @@ def read_artefact(path: str) -> Dict[str, Any]:
         raise PolicyArtefactError(
             f"{path} is not a policy artefact ({os.path.basename(e.filename)} is missing)"
         ) from None
-    except (OSError, ValueError, KeyError) as e:
+    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as e:  # torn, say
         raise PolicyArtefactError(f"{path}: cannot read the policy artefact ({e})") from None
     if "hparams" not in meta:
         raise PolicyArtefactError(f"{path}/{POLICY_FILE} holds no hparams")

@@ -228,6 +228,8 @@ def test_unknown_env_exits_2_with_one_line_naming_valid_choices():
     [
         (["CartPole-v1", "--episodes", "0"], "argument --episodes: must be at least 1, got 0"),
         (["CartPole-v1", "--max_steps", "x"], "argument --max_steps: 'x' is not an integer"),
+        # Gymnasium refuses a negative seed: the checks failed, blaming the env (exit 1).
+        (["CartPole-v1", "--seed", "-1"], "argument --seed: must be at least 0, got -1"),
         ([], "the following arguments are required: env"),
     ],
 )

@@ -498,6 +498,35 @@ def test_no_server_at_start_up_is_one_line_exit_2_and_writes_nothing(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.parametrize(
+    "variables, said",
+    [
+        # Retried for ever (nan), or reported as a failure to make the env (exit 1).
+        ({RETRY_VARIABLE: "nan"}, "$RL_ENV_SERVER_RETRY_SECONDS must be a number of seconds"),
+        ({RETRY_VARIABLE: "-5"}, "$RL_ENV_SERVER_RETRY_SECONDS must be a number of seconds"),
+        ({"RL_ENV_SERVER_CA": "{missing}"}, "$RL_ENV_SERVER_CA {missing} cannot be read"),
+        ({"RL_ENV_SERVER_CA": "{text}"}, "$RL_ENV_SERVER_CA {text} holds no PEM certificate"),
+    ],
+)
+def test_bad_client_variables_are_one_line_exit_2(tmp_path, variables, said):
+    (tmp_path / "text").write_text("not a certificate\n")
+    paths = {"{missing}": str(tmp_path / "missing"), "{text}": str(tmp_path / "text")}
+    variables = {k: paths.get(v, v) for k, v in variables.items()}
+    for placeholder, path in paths.items():
+        said = said.replace(placeholder, path)
+    proc = subprocess.run(
+        [sys.executable, "-m", "rl.envs.check", "grpcs://127.0.0.1:1/CartPole-v1"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
+        env={**os.environ, **variables},
+    )
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    [line] = proc.stderr.splitlines()
+    assert line.startswith("python -m rl.envs.check: error: ") and said in line, line
+
+
 # --- 5: a server in a virtualenv of its own: Gymnasium 0.29, no TensorFlow ------------------
 OLD_GYMNASIUM = (
     "gymnasium==0.29.1",

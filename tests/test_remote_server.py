@@ -1336,6 +1336,40 @@ def test_cli_refuses_an_env_it_cannot_serve_in_one_line(env_ids, expected):
     assert all(text in lines[0] for text in expected), lines[0]
 
 
+@pytest.mark.parametrize(
+    "flags, expected",
+    [
+        (["--prot", "5"], "unrecognized arguments: --prot 5"),
+        (["--port", "abc"], "argument --port: invalid int value: 'abc'"),
+        (["--idle_timeout", "nan"], "--idle_timeout must be a positive number, got nan"),
+        (["--tls_cert", "{text}", "--tls_key", "{text}"], "holds no PEM certificate"),
+    ],
+)
+def test_cli_refuses_bad_flags_in_one_line(tmp_path, flags, expected):
+    text = tmp_path / "not.pem"
+    text.write_text("not a certificate\n")
+    flags = [str(text) if f == "{text}" else f for f in flags]
+    done = run_without_token(serve_command("--env", "CartPole-v1", "--port", "0", *flags))
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and expected in lines[0], done.stderr
+    assert done.stdout == ""
+
+
+def test_cli_refuses_a_taken_port_without_a_traceback():
+    process, port = serve.launch("CartPole-v1", env=environment_without_token())
+    try:
+        done = run_without_token(serve_command("--env", "CartPole-v1", "--port", str(port)))
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+    assert done.returncode == 2, done.stderr
+    # gRPC's core logs the failed bind on a line of its own first.
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith("python -m rl.envs.remote.serve: error: cannot bind 127.0.0.1:")
+    assert "Traceback" not in done.stderr
+
+
 # Run in a child: once main's handler is installed, a side thread sends SIGTERM to itself,
 # as the kernel may when it picks one of grpc's threads for a signal to the process.
 SIGTERM_TO_ANOTHER_THREAD = """

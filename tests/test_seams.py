@@ -253,6 +253,16 @@ def test_every_checkpoint_writes_a_policy_artefact_that_loads_alone(tmp_path):
         load_policy(str(path))
 
 
+@pytest.mark.parametrize("keep", [0.5, 0.9])  # a cut zip directory, a cut array
+def test_a_torn_weights_file_is_a_policy_artefact_error(tmp_path, keep):
+    (tmp_path / "policy.json").write_text('{"hparams": {}}')
+    np.savez(tmp_path / "weights.npz", np.zeros((64, 64), np.float32))
+    data = (tmp_path / "weights.npz").read_bytes()
+    (tmp_path / "weights.npz").write_bytes(data[: int(len(data) * keep)])
+    with pytest.raises(PolicyArtefactError, match="cannot read the policy artefact"):
+        read_artefact(str(tmp_path))  # was zipfile.BadZipFile: a traceback in rl.tournament
+
+
 def test_an_exploring_artefact_acts_at_its_own_steps_epsilon(tmp_path):
     out = tmp_path / "run"
     # epsilon 1 -> 0 over 512 steps: 0.75 at the step-128 artefact, 0.5 at step 256.

@@ -203,6 +203,22 @@ def test_a_trial_left_running_is_marked_failed_and_its_params_queued_again(tmp_p
     ]
 
 
+def test_a_resumed_search_does_not_sample_its_first_trials_params_again(tmp_path):
+    needs_optuna()
+    config = config_for(tmp_path, space=space("learning_rate: {log_uniform: [1e-5, 1e-2]}"))
+    os.makedirs(config.output_dir)
+
+    def sample(the_study):
+        trial = the_study.ask()
+        value = trial.suggest_float("learning_rate", 1e-5, 1e-2, log=True)
+        the_study.tell(trial, 1.0)
+        return value
+
+    first = [sample(study.open_study(config)) for _ in range(2)]  # two stops and resumes
+    assert first[0] != first[1]  # the same seed again drew the same value
+    assert sample(study.open_study(config)) not in first
+
+
 def test_plots_are_skipped_with_a_reason_until_two_complete_trials_differ(tmp_path):
     optuna = needs_optuna()
     config = config_for(tmp_path)
@@ -320,6 +336,29 @@ def test_bad_input_exits_2_with_one_line_and_writes_nothing(tmp_path):
     assert not output_dir.exists()
 
 
+@pytest.mark.parametrize(
+    "place, expected",
+    [
+        ("a_file", "is a file, not a folder; name a folder"),
+        ("a_file/search", "is a file, not a folder; name a folder"),
+        ("a_run", "holds files (eval.jsonl, hparams.json) but no study 'rl_search'"),
+    ],
+)
+def test_an_output_folder_that_is_a_file_or_another_runs_is_refused_untouched(
+    tmp_path, lr_space, place, expected
+):
+    needs_optuna()
+    (tmp_path / "a_file").write_text("mine\n")
+    (tmp_path / "a_run").mkdir()
+    for name in ("hparams.json", "eval.jsonl"):  # a train.py run folder
+        (tmp_path / "a_run" / name).write_text("{}\n")
+    before = sorted(str(p) for p in tmp_path.rglob("*"))
+    proc = run_search(str(tmp_path / place), lr_space, 1)
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
+    assert expected in proc.stderr
+    assert sorted(str(p) for p in tmp_path.rglob("*")) == before
+
+
 def test_a_search_finds_the_learning_rate_that_learns(two_trials):
     output_dir, proc = two_trials
     rows = read_trials(output_dir)
@@ -408,6 +447,34 @@ def test_a_search_killed_mid_trial_resumes_with_a_new_trial_and_no_reused_folder
     assert trial_folders(output_dir) == ["trial_0", "trial_1"]
     with open(os.path.join(output_dir, "best.json")) as f:
         assert json.load(f)["run_folder"] == "trial_1"
+
+
+def test_a_trial_whose_train_py_is_killed_is_retried_once(tmp_path, lr_space):
+    needs_optuna()
+    output_dir = str(tmp_path / "search")
+    search = subprocess.Popen(
+        search_command(output_dir, lr_space, 1, "--pruner=none", train_steps=12000),
+        cwd=ROOT,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    first_eval = os.path.join(output_dir, "trial_0", "eval.jsonl")
+    wait_for(
+        lambda: os.path.exists(first_eval) and os.path.getsize(first_eval) > 0,
+        "evaluation line of trial 0",
+        process=search,
+    )
+    for pid in training_processes(os.path.join(output_dir, "trial_0")):
+        os.kill(pid, signal.SIGKILL)  # as the OOM killer would
+    _, stderr = search.communicate(timeout=600)
+
+    assert search.returncode == 0, stderr
+    assert "trial 0 was killed by signal 9; its params are queued again" in stderr
+    rows = read_trials(output_dir)
+    assert [(r["number"], r["state"], r["note"]) for r in rows] == [
+        ("0", "FAIL", "killed by signal 9; retried as trial 1"),
+        ("1", "COMPLETE", "retry of trial 0"),
+    ]  # a failure of its params before: the search ended with no result
 
 
 def test_the_median_pruner_stops_the_trial_that_does_not_learn(tmp_path, lr_space):

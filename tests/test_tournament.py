@@ -389,9 +389,17 @@ def test_the_one_step_lookahead_is_rated_above_random_beyond_the_bootstrap(tmp_p
         (["--players", "random", "always_rok"], "unknown player 'always_rok': did you mean"),
         (["--players", "random"], "needs at least 2 players, got 1"),
         (["--players", "random", "always_rock", "--games", "0"], "must be at least 1, got 0"),
+        # Every game failed on it (exit 1), after tournament.json was written.
+        (["--players", "random", "always_rock", "--seed", "-1"], "must be at least 0, got -1"),
         (["--players", "random", "random"], "two players are named 'random'"),
+        (
+            ["--players", "random", "always_rock", "--num_workes", "2"],
+            "unrecognized arguments: --num_workes; did you mean '--num_workers'?",
+        ),
         (["--players", "random", "one_step_lookahead"], "plays connect_four, tictactoe, not"),
         (["{empty}", "--players", "random", "always_rock"], "holds no policy artefacts"),
+        # A run folder after --players was "unknown player '.../empty_run'".
+        (["--players", "random", "always_rock", "{empty}"], "that is a folder, not a scripted"),
     ],
 )
 def test_bad_input_is_one_line_exit_2_and_writes_nothing(tmp_path, args, message):
@@ -403,6 +411,24 @@ def test_bad_input_is_one_line_exit_2_and_writes_nothing(tmp_path, args, message
     assert proc.returncode == 2
     assert message in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
     assert not (tmp_path / "t").exists()
+
+
+def test_an_output_folder_that_is_a_file_or_holds_a_folder_for_games_is_one_line(tmp_path):
+    (tmp_path / "a_file").write_text("mine\n")
+    args = ["--game", "rps", "--players", *RPS, "--games", 2, "--output_dir"]
+    for output_dir, said in [
+        ("a_file/t", "a_file is a file, not a folder"),  # was a NotADirectoryError traceback
+        ("a_file", "a_file is a file, not a folder"),
+        ("t", "games.jsonl cannot be read (Is a directory)"),
+    ]:
+        if output_dir == "t":
+            assert tournament(*args, tmp_path / "t").returncode == 0
+            (tmp_path / "t" / "games.jsonl").unlink()
+            (tmp_path / "t" / "games.jsonl").mkdir()
+        proc = tournament(*args, tmp_path / output_dir)
+        assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+        assert said in proc.stderr
+    assert (tmp_path / "a_file").read_text() == "mine\n"
 
 
 def test_a_killed_tournament_resumes_with_every_game_once_and_grows_only(tmp_path):
@@ -440,6 +466,96 @@ def test_a_killed_tournament_resumes_with_every_game_once_and_grows_only(tmp_pat
     )  # fmt: skip
     assert grown.returncode == 0, grown.stderr
     assert f"{6 * 1000} games ({3 * 1000} played now)" in grown.stderr
+
+
+def children(pid):
+    """The pids of a process's children (Linux's /proc)."""
+    with open(f"/proc/{pid}/task/{pid}/children", encoding="ascii") as f:
+        return [int(p) for p in f.read().split()]
+
+
+def alive(pid):
+    """Whether a process runs (a zombie that nobody reaps has ended)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def test_a_killed_worker_process_stops_the_tournament_and_a_rerun_finishes_it(tmp_path):
+    out = tmp_path / "t"
+    args = ["--game", "rps", "--players", *RPS, "--games", 3000, "--output_dir", out,
+            "--num_workers", 2]  # fmt: skip
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "rl.tournament", *map(str, args)],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    games = out / "games.jsonl"
+    wait_for(lambda: games.exists() and games.stat().st_size > 0, "a game record", process=proc)
+    workers = [
+        p for p in children(proc.pid) if b"spawn_main" in open(f"/proc/{p}/cmdline", "rb").read()
+    ]
+    os.kill(workers[0], signal.SIGKILL)
+    try:
+        _, stderr = proc.communicate(timeout=60)  # multiprocessing.Pool waited for ever
+    finally:
+        proc.kill()
+    assert proc.returncode == 1 and "BrokenProcessPool" in stderr.splitlines()[-1], stderr
+    rerun = tournament(*args)
+    assert rerun.returncode == 0, rerun.stderr
+    lines = game_lines(out)
+    assert len(lines) == len({(tuple(r["pair"]), r["index"]) for r in lines}) == 3 * 3000
+
+
+def test_the_worker_processes_of_a_killed_tournament_end_with_it(tmp_path):
+    args = ["--game", "rps", "--players", *RPS, "--games", 3000, "--output_dir", tmp_path / "t",
+            "--num_workers", 2]  # fmt: skip
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "rl.tournament", *map(str, args)],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    games = tmp_path / "t" / "games.jsonl"
+    wait_for(lambda: games.exists() and games.stat().st_size > 0, "a game record", process=proc)
+    workers = children(proc.pid)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    try:
+        wait_for(lambda: not any(map(alive, workers)), "end of the worker processes", timeout=30)
+    finally:
+        for pid in filter(alive, workers):
+            os.kill(pid, signal.SIGKILL)
+
+
+def test_ctrl_c_stops_the_worker_processes_at_once(tmp_path):
+    args = ["--game", "connect_four", "--players", "random", "first_legal",
+            "one_step_lookahead", "--games", 4000, "--output_dir", tmp_path / "t",
+            "--num_workers", 2]  # fmt: skip
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "rl.tournament", *map(str, args)],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    games = tmp_path / "t" / "games.jsonl"
+    wait_for(lambda: games.exists() and games.stat().st_size > 0, "a game record", process=proc)
+    workers = children(proc.pid)
+    os.killpg(proc.pid, signal.SIGINT)  # as Ctrl-C sends it
+    try:
+        _, stderr = proc.communicate(timeout=20)  # the workers played on to their chunks' end
+        assert proc.returncode == 130 and "rerun the same command to resume" in stderr, stderr
+        wait_for(lambda: not any(map(alive, workers)), "end of the worker processes", timeout=10)
+    finally:
+        proc.kill()
+        for pid in filter(alive, workers):
+            os.kill(pid, signal.SIGKILL)
 
 
 def test_two_worker_processes_give_the_same_games_as_one(tmp_path):

@@ -706,7 +706,9 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     parser.add_argument(
         "--episodes", type=int_at_least(1), default=10, help="random episodes to play (default 10)"
     )
-    parser.add_argument("--seed", type=int, default=0, help="seeds resets and actions (default 0)")
+    parser.add_argument(
+        "--seed", type=int_at_least(0), default=0, help="seeds resets and actions (default 0)"
+    )
     parser.add_argument(
         "--max_steps",
         type=int_at_least(1),

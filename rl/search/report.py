@@ -14,7 +14,7 @@ from typing import Any, Dict, List, Optional
 
 from rl.files import write_bytes_atomic, write_text_atomic
 from rl.search.space import overrides_text
-from rl.search.study import FAILURE, OBJECTIVE, RETRY_OF, RUN_FOLDER, SearchConfig
+from rl.search.study import FAILURE, OBJECTIVE, RETRY_OF, RUN_FOLDER, STOPPED, SearchConfig
 
 TRIALS_CSV = "trials.csv"
 BEST_JSON = "best.json"
@@ -35,7 +35,7 @@ def trial_note(trial, retried_as: Dict[int, int]) -> str:
         else:
             again = retried_as.get(trial.number)
             notes.append(
-                "stopped with the search"
+                trial.user_attrs.get(STOPPED, "stopped with the search")
                 + (f"; retried as trial {again}" if again is not None else "")
             )
     elif state == "PRUNED":

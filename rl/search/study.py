@@ -10,8 +10,10 @@ sampled combination the hparams refuse). A trial stopped because the search stop
 Ctrl-C, SIGTERM, or a kill -9 of the search, found on the next start as a trial still
 RUNNING -- is marked FAIL without a failure and its params are queued again
 (``enqueue_trial``) as a new trial with a new run folder; the stopped trial's folder
-stays as it was, never counted as a result. Only one search runs in an output folder at
-a time (``search.lock``), so on start every RUNNING trial of its own folder is stale.
+stays as it was, never counted as a result. So is, once, a trial whose train.py was
+killed by a signal from outside (the OOM killer, a kill -9). Only one search runs in an
+output folder at a time (``search.lock``), so on start every RUNNING trial of its own
+folder is stale.
 """
 
 import dataclasses
@@ -31,6 +33,7 @@ from rl.errors import RunConflictError, SystemUnavailableError
 from rl.hparams.base import HParams, HParamsError
 from rl.hparams.resolve import resolve_hparams
 from rl.registry import UnknownNameError
+from rl.run_folder import check_output_dir
 from rl.search.space import SearchSpace, overrides_text, space_to_json
 from rl.search.trials import ROOT, RayTrialProcess, TrialProcess, train_command
 
@@ -55,6 +58,7 @@ OUTPUT_DIR = "output_dir"
 HOST = "host"
 FAILURE = "failure"
 RETRY_OF = "retry_of"
+STOPPED = "stopped"  # why a trial that is not a result stopped, when not with the search
 
 POLL_SECONDS = 0.5
 STOP_GRACE_SECONDS = 120.0  # a stopped train.py's time to checkpoint before SIGKILL
@@ -193,10 +197,25 @@ def check_resume(config: SearchConfig, study) -> None:
         study: the study already in the storage, or None.
 
     Raises:
-        RunConflictError: a study with other settings, one not made by rl.search, or
-            trial folders the study does not know (e.g. study.db was deleted).
+        RunConflictError: an output folder that is a file or cannot be written, a study
+            with other settings, one not made by rl.search, a new study in a folder that
+            holds something else (a train.py run, a tournament), or trial folders the
+            study does not know (e.g. study.db was deleted).
     """
+    check_output_dir(config.output_dir)
     where = f"study {config.study_name!r} in {storage_url(config)}"
+    if study is None and os.path.isdir(config.output_dir):
+        others = sorted(
+            name
+            for name in os.listdir(config.output_dir)
+            if name not in (LOCK_FILE, STUDY_FILE) and not name.startswith(".")
+        )
+        if others:
+            shown = ", ".join(others[:3]) + (", ..." if len(others) > 3 else "")
+            raise RunConflictError(
+                f"{config.output_dir} holds files ({shown}) but no {where}: it is not this "
+                "search's folder; use a new or empty --output_dir"
+            )
     if study is not None:
         old = study.user_attrs.get(RECORD)
         if not isinstance(old, dict):
@@ -237,10 +256,16 @@ def lock_output_dir(output_dir: str) -> int:
     return fd
 
 
-def make_sampler(config: SearchConfig):
-    """TPE or random, seeded with the trials' seed, so a search is repeatable."""
+def make_sampler(config: SearchConfig, trials_before: int = 0):
+    """TPE or random, seeded with the trials' seed, so a search is repeatable.
+
+    Args:
+        config: the search.
+        trials_before: trials the study already holds; a resumed search's sampler is
+            seeded past them, or its first random draws would repeat the first trials'.
+    """
     optuna = import_optuna()
-    seed = config.base.seed
+    seed = config.base.seed + trials_before
     if config.sampler == "tpe":
         # constant_liar: trials running side by side are not sampled at the same point.
         return optuna.samplers.TPESampler(seed=seed, constant_liar=config.parallel > 1)
@@ -276,6 +301,9 @@ def open_study(config: SearchConfig):
     )
     if RECORD not in study.user_attrs:
         study.set_user_attr(RECORD, study_record(config))
+    trials_before = len(study.get_trials(deepcopy=False))
+    if trials_before:
+        study.sampler = make_sampler(config, trials_before)
     return study
 
 
@@ -482,6 +510,13 @@ class Search:
             self.study.tell(trial, state=self.state.FAIL)
             retry(self.study, n, trial.params)
             self.say(f"trial {n} stopped with the search; its params are queued again")
+        elif code < 0 and RETRY_OF not in trial.user_attrs:
+            # Killed from outside (the OOM killer, a kill -9): no verdict on its params.
+            # Once only: a retry killed again fails, so a search cannot loop for ever.
+            trial.set_user_attr(STOPPED, f"killed by signal {-code}")
+            self.study.tell(trial, state=self.state.FAIL)
+            retry(self.study, n, trial.params)
+            self.say(f"trial {n} was killed by signal {-code}; its params are queued again")
         elif code == 0:
             self._fail(trial, "train.py wrote no evaluation")
         else:

@@ -17,13 +17,15 @@ import math
 import multiprocessing
 import os
 import sys
+from concurrent import futures
 from typing import Dict, Iterator, List, NoReturn, Optional, Sequence
 
-from rl import command_line, files
+from rl import command_line, files, registry
 from rl.command_line import int_at_least
-from rl.errors import SystemUnavailableError
+from rl.errors import RunConflictError, SystemUnavailableError
 from rl.games.spec import GameSpec, check_game_name, make_game
 from rl.registry import UnknownNameError
+from rl.run_folder import check_output_dir
 from rl.tournament import play, records, report, schedule
 from rl.tournament.schedule import Entrant, GameKey, TournamentError
 
@@ -73,7 +75,9 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
         help="processes (or Ray tasks at once) playing games; 1: this process (default)",
     )
     parser.add_argument("--sys", choices=SYSTEMS, default="local", help="local (default) or ray")
-    parser.add_argument("--seed", type=int, default=0, help="seeds every game (default 0)")
+    parser.add_argument(
+        "--seed", type=int_at_least(0), default=0, help="seeds every game (default 0)"
+    )
     return parser.parse_args(list(argv))
 
 
@@ -117,12 +121,20 @@ def prepare(args: argparse.Namespace) -> Plan:
     entrants = []
     for run_dir in args.run_dirs:
         entrants.extend(schedule.run_entrants(run_dir, spec, args.every, args.latest))
-    entrants.extend(schedule.scripted_entrant(name, spec) for name in args.players)
+    for name in args.players:
+        if os.path.isdir(name) and name not in registry.players:
+            raise TournamentError(
+                f"--players {name}: that is a folder, not a scripted player; give run "
+                "folders before --players (it takes every name after it)"
+            )
+        entrants.append(schedule.scripted_entrant(name, spec))
     schedule.check_entrants(entrants)
     config = schedule.config_record(spec.name, args.games, args.seed, entrants)
     folder = args.output_dir
-    if os.path.exists(folder) and not os.path.isdir(folder):
-        raise TournamentError(f"--output_dir {folder} is a file")
+    try:
+        check_output_dir(folder)
+    except RunConflictError as error:  # a file, under a file, or not writable
+        raise TournamentError(str(error)) from None
     old = records.read_config(folder) if os.path.isdir(folder) else None
     if old is None and os.path.isdir(folder) and set(os.listdir(folder)) - {LOCK_FILE}:
         raise TournamentError(
@@ -160,11 +172,24 @@ def play_here(work: Sequence[play.Chunk]) -> Iterator[List[dict]]:
 
 
 def play_in_processes(work: Sequence[play.Chunk], workers: int) -> Iterator[List[dict]]:
-    """Plays the chunks in ``workers`` processes; yields each chunk's records as it ends."""
+    """Plays the chunks in ``workers`` processes; yields each chunk's records as it ends.
+
+    A worker that dies (kill -9, out of memory) raises ``BrokenProcessPool`` here, where
+    multiprocessing.Pool would wait for its chunk for ever.
+    """
     # 'spawn': workers may load TensorFlow (policy artefacts), which does not survive fork.
     context = multiprocessing.get_context("spawn")
-    with context.Pool(workers, initializer=play.ignore_interrupts) as pool:
-        yield from pool.imap_unordered(play.play_chunk_here, work)
+    stop, stop_workers = context.Pipe(duplex=False)
+    pool = futures.ProcessPoolExecutor(
+        workers, mp_context=context, initializer=play.start_worker, initargs=(stop,)
+    )
+    try:
+        pending = [pool.submit(play.play_chunk_here, chunk) for chunk in work]
+        for done in futures.as_completed(pending):
+            yield done.result()
+    finally:
+        pool.shutdown(wait=False, cancel_futures=True)
+        stop_workers.close()  # ends the workers now, not after the chunks they have
 
 
 def play_on_ray(work: Sequence[play.Chunk]) -> Iterator[List[dict]]:

@@ -59,6 +59,10 @@ def read_games(path: str) -> List[Dict[str, Any]]:
         )
     except JsonLinesError as e:
         raise TournamentError(str(e)) from None
+    except OSError as e:  # a folder where the file should be, say
+        raise TournamentError(
+            f"{path} cannot be read ({e.strerror}); use another --output_dir"
+        ) from None
     records, seen = [], set()
     for _, record in parsed:
         key = record_key(record)

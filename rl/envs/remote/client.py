@@ -28,6 +28,7 @@ from rl.envs.remote import codec, env_pb2, env_pb2_grpc
 from rl.errors import EnvServerError
 
 RETRY_VARIABLE = "RL_ENV_SERVER_RETRY_SECONDS"
+CA_VARIABLE = "RL_ENV_SERVER_CA"  # a PEM file of the CA certificates grpcs:// trusts
 DEFAULT_RETRY_SECONDS = 30.0
 MAKE_TIMEOUT_SECONDS = 120.0  # making envs can be slow (loading a simulator)
 MAX_MESSAGE_BYTES = 256 * 1024 * 1024
@@ -43,11 +44,29 @@ CHANNEL_OPTIONS = [
 def retry_seconds() -> float:
     value = os.environ.get(RETRY_VARIABLE, "")
     try:
-        return float(value) if value else DEFAULT_RETRY_SECONDS
+        seconds = float(value) if value else DEFAULT_RETRY_SECONDS
     except ValueError:
+        seconds = float("nan")
+    if not seconds >= 0:  # nan retried for ever, a negative number not at all
         raise EnvServerError(
-            f"${RETRY_VARIABLE} must be a number of seconds, got {value!r}"
-        ) from None
+            f"${RETRY_VARIABLE} must be a number of seconds, 0 or more, got {value!r}"
+        )
+    return seconds
+
+
+def root_certificates() -> Optional[bytes]:
+    """The CA certificates ``$RL_ENV_SERVER_CA`` names, or None for the system's."""
+    path = os.environ.get(CA_VARIABLE)
+    if not path:
+        return None
+    try:
+        with open(path, "rb") as f:
+            pem = f.read()
+    except OSError as e:
+        raise EnvServerError(f"${CA_VARIABLE} {path} cannot be read ({e.strerror})") from None
+    if b"-----BEGIN CERTIFICATE-----" not in pem:
+        raise EnvServerError(f"${CA_VARIABLE} {path} holds no PEM certificate")
+    return pem
 
 
 def queued_requests(requests: queue.SimpleQueue) -> Iterator:
@@ -67,9 +86,7 @@ class Connection:
         self.url = url
         self.address = remote_url.parse(url)
         if self.address.tls:
-            ca_path = os.environ.get("RL_ENV_SERVER_CA")
-            roots = open(ca_path, "rb").read() if ca_path else None
-            credentials = grpc.ssl_channel_credentials(root_certificates=roots)
+            credentials = grpc.ssl_channel_credentials(root_certificates=root_certificates())
             self.channel = grpc.secure_channel(self.address.target, credentials, CHANNEL_OPTIONS)
         else:
             self.channel = grpc.insecure_channel(self.address.target, CHANNEL_OPTIONS)

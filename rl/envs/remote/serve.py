@@ -22,6 +22,7 @@ import ipaddress
 import itertools
 import json
 import logging
+import math
 import os
 import re
 import secrets
@@ -38,6 +39,7 @@ import numpy as np
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
 import rl
+from rl import command_line
 from rl.envs.remote import codec, env_pb2, env_pb2_grpc
 from rl.envs.remote.address import TOKEN_VARIABLE
 
@@ -543,7 +545,7 @@ def is_loopback(host: str) -> bool:
 
 # --- the command ---------------------------------------------------------------------
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = command_line.OneLineParser(
         prog="python -m rl.envs.remote.serve",
         allow_abbrev=False,
         description="Serves rl and Gymnasium envs over gRPC (rl/envs/remote/env.proto).",
@@ -623,8 +625,8 @@ def check_args(args: argparse.Namespace) -> None:
             raise ServeError(f"{name} must be at least {low}, got {value}")
     if args.port > 65535:
         raise ServeError(f"--port must be at most 65535, got {args.port}")
-    if args.idle_timeout <= 0:
-        raise ServeError(f"--idle_timeout must be positive, got {args.idle_timeout:g}")
+    if not (math.isfinite(args.idle_timeout) and args.idle_timeout > 0):
+        raise ServeError(f"--idle_timeout must be a positive number, got {args.idle_timeout:g}")
     if (args.tls_cert is None) != (args.tls_key is None):
         raise ServeError("--tls_cert and --tls_key go together")
     for path in (args.tls_cert, args.tls_key):
@@ -694,12 +696,18 @@ def start_server(
     health_servicer = health.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     address = f"[{host}]:{port}" if ":" in host and not host.startswith("[") else f"{host}:{port}"
-    if tls is None:
-        bound = server.add_insecure_port(address)
-    else:
-        bound = server.add_secure_port(address, grpc.ssl_server_credentials([tls]))
+    try:  # grpcio before 1.59 returns 0, later ones raise RuntimeError
+        if tls is None:
+            bound = server.add_insecure_port(address)
+        else:
+            bound = server.add_secure_port(address, grpc.ssl_server_credentials([tls]))
+    except RuntimeError:
+        bound = 0
     if bound == 0:
-        raise ServeError(f"cannot bind {address}: is the port taken?")
+        why = "is the port taken, or is --host an address of this machine?"
+        if tls is not None:
+            why = "is the port taken, or are --tls_cert and --tls_key not a pair?"
+        raise ServeError(f"cannot bind {address}: {why}")
     server.start()
     health_servicer.set("", health_pb2.HealthCheckResponse.SERVING)
     health_servicer.set("rl.envs.remote.EnvService", health_pb2.HealthCheckResponse.SERVING)
@@ -772,7 +780,7 @@ def launch(
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)  # bad flags: argparse prints usage, exit code 2
+    args = parser.parse_args(argv)  # bad flags: one line, exit code 2
     args.token = args.token or os.environ.get(TOKEN_VARIABLE) or None
     try:
         check_args(args)
@@ -780,6 +788,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         if args.tls_cert:
             with open(args.tls_cert, "rb") as cert, open(args.tls_key, "rb") as key:
                 tls = (key.read(), cert.read())
+            if b"-----BEGIN CERTIFICATE-----" not in tls[1]:
+                raise ServeError(f"--tls_cert {args.tls_cert} holds no PEM certificate")
+            if b"PRIVATE KEY-----" not in tls[0]:
+                raise ServeError(f"--tls_key {args.tls_key} holds no PEM private key")
         limits = Limits(
             args.max_sessions,
             args.max_envs_per_session,
@@ -792,8 +804,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             env_ids, args.host, args.port, args.token, limits, args.threads, tls
         )
     except ServeError as e:
-        print(f"serve: error: {e}", file=sys.stderr)
-        return 2
+        print(f"{parser.prog}: error: {e}", file=sys.stderr)
+        return command_line.EXIT_BAD_INPUT
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
     stop_signals: List[int] = []
     for signum in (signal.SIGINT, signal.SIGTERM):
