@@ -25,7 +25,12 @@ def fail(prog: str, message: str) -> NoReturn:
 
 class OneLineParser(argparse.ArgumentParser):
     """argparse whose errors are one line on stderr (no usage block), exit code 2, and
-    name the nearest flags for an unknown one."""
+    name the nearest flags for an unknown one. Flags are taken whole, as train.py's are:
+    an abbreviation (``--num_worker``) is an unknown flag, not a guess."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:
         fail(self.prog, message)

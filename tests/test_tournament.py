@@ -387,6 +387,7 @@ def test_the_one_step_lookahead_is_rated_above_random_beyond_the_bootstrap(tmp_p
     "args, message",
     [
         (["--players", "random", "always_rok"], "unknown player 'always_rok': did you mean"),
+        (["--players", "random", "always_rock", "--num_worker", "2"], "did you mean '--num_work"),
         (["--players", "random"], "needs at least 2 players, got 1"),
         (["--players", "random", "always_rock", "--games", "0"], "must be at least 1, got 0"),
         # Every game failed on it (exit 1), after tournament.json was written.

@@ -547,7 +547,6 @@ def is_loopback(host: str) -> bool:
 def build_parser() -> argparse.ArgumentParser:
     parser = command_line.OneLineParser(
         prog="python -m rl.envs.remote.serve",
-        allow_abbrev=False,
         description="Serves rl and Gymnasium envs over gRPC (rl/envs/remote/env.proto).",
     )
     parser.add_argument(
