@@ -533,32 +533,6 @@ def test_the_worker_processes_of_a_killed_tournament_end_with_it(tmp_path):
             os.kill(pid, signal.SIGKILL)
 
 
-def test_ctrl_c_stops_the_worker_processes_at_once(tmp_path):
-    args = ["--game", "connect_four", "--players", "random", "first_legal",
-            "one_step_lookahead", "--games", 4000, "--output_dir", tmp_path / "t",
-            "--num_workers", 2]  # fmt: skip
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "rl.tournament", *map(str, args)],
-        cwd=ROOT,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    )
-    games = tmp_path / "t" / "games.jsonl"
-    wait_for(lambda: games.exists() and games.stat().st_size > 0, "a game record", process=proc)
-    workers = children(proc.pid)
-    os.killpg(proc.pid, signal.SIGINT)  # as Ctrl-C sends it
-    try:
-        _, stderr = proc.communicate(timeout=20)  # the workers played on to their chunks' end
-        assert proc.returncode == 130 and "rerun the same command to resume" in stderr, stderr
-        wait_for(lambda: not any(map(alive, workers)), "end of the worker processes", timeout=10)
-    finally:
-        proc.kill()
-        for pid in filter(alive, workers):
-            os.kill(pid, signal.SIGKILL)
-
-
 def test_two_worker_processes_give_the_same_games_as_one(tmp_path):
     args = ["--game", "connect_four", "--players", "random", "first_legal", "one_step_lookahead",
             "--games", 10]  # fmt: skip

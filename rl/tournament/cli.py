@@ -179,17 +179,13 @@ def play_in_processes(work: Sequence[play.Chunk], workers: int) -> Iterator[List
     """
     # 'spawn': workers may load TensorFlow (policy artefacts), which does not survive fork.
     context = multiprocessing.get_context("spawn")
-    stop, stop_workers = context.Pipe(duplex=False)
-    pool = futures.ProcessPoolExecutor(
-        workers, mp_context=context, initializer=play.start_worker, initargs=(stop,)
-    )
+    pool = futures.ProcessPoolExecutor(workers, mp_context=context, initializer=play.start_worker)
     try:
         pending = [pool.submit(play.play_chunk_here, chunk) for chunk in work]
         for done in futures.as_completed(pending):
             yield done.result()
     finally:
         pool.shutdown(wait=False, cancel_futures=True)
-        stop_workers.close()  # ends the workers now, not after the chunks they have
 
 
 def play_on_ray(work: Sequence[play.Chunk]) -> Iterator[List[dict]]:

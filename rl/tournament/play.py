@@ -164,23 +164,21 @@ def play_chunk_here(chunk: Chunk) -> List[Dict[str, Any]]:
     return play_chunk(chunk, _CACHE)
 
 
-def start_worker(stop) -> None:
-    """Worker process initializer. Ctrl-C reaches the whole process group, and the parent
-    handles it; the worker ends as soon as the parent closes the other end of ``stop``,
-    or dies (kill -9), instead of playing chunks nobody waits for.
-
-    Args:
-      stop: the read end of a pipe whose write end only the parent holds.
-    """
+def start_worker() -> None:
+    """Worker process initializer: Ctrl-C reaches the whole process group, and the parent
+    handles it; a worker whose parent died (kill -9) ends, instead of waiting for work
+    for ever."""
+    import multiprocessing
     import os
     import signal
     import threading
     from multiprocessing import connection
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    parent = multiprocessing.parent_process()
 
-    def end_when_stopped() -> None:
-        connection.wait([stop])  # readable at end of file: the write end is closed
+    def end_with_parent() -> None:
+        connection.wait([parent.sentinel])
         os._exit(1)
 
-    threading.Thread(target=end_when_stopped, daemon=True, name="end-when-stopped").start()
+    threading.Thread(target=end_with_parent, daemon=True, name="end-with-parent").start()
