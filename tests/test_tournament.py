@@ -475,15 +475,6 @@ def children(pid):
         return [int(p) for p in f.read().split()]
 
 
-def alive(pid):
-    """Whether a process runs (a zombie that nobody reaps has ended)."""
-    try:
-        with open(f"/proc/{pid}/stat", encoding="ascii") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
-
-
 def test_a_killed_worker_process_stops_the_tournament_and_a_rerun_finishes_it(tmp_path):
     out = tmp_path / "t"
     args = ["--game", "rps", "--players", *RPS, "--games", 3000, "--output_dir", out,
@@ -510,27 +501,6 @@ def test_a_killed_worker_process_stops_the_tournament_and_a_rerun_finishes_it(tm
     assert rerun.returncode == 0, rerun.stderr
     lines = game_lines(out)
     assert len(lines) == len({(tuple(r["pair"]), r["index"]) for r in lines}) == 3 * 3000
-
-
-def test_the_worker_processes_of_a_killed_tournament_end_with_it(tmp_path):
-    args = ["--game", "rps", "--players", *RPS, "--games", 3000, "--output_dir", tmp_path / "t",
-            "--num_workers", 2]  # fmt: skip
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "rl.tournament", *map(str, args)],
-        cwd=ROOT,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    games = tmp_path / "t" / "games.jsonl"
-    wait_for(lambda: games.exists() and games.stat().st_size > 0, "a game record", process=proc)
-    workers = children(proc.pid)
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
-    try:
-        wait_for(lambda: not any(map(alive, workers)), "end of the worker processes", timeout=30)
-    finally:
-        for pid in filter(alive, workers):
-            os.kill(pid, signal.SIGKILL)
 
 
 def test_two_worker_processes_give_the_same_games_as_one(tmp_path):

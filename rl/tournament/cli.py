@@ -179,7 +179,9 @@ def play_in_processes(work: Sequence[play.Chunk], workers: int) -> Iterator[List
     """
     # 'spawn': workers may load TensorFlow (policy artefacts), which does not survive fork.
     context = multiprocessing.get_context("spawn")
-    pool = futures.ProcessPoolExecutor(workers, mp_context=context, initializer=play.start_worker)
+    pool = futures.ProcessPoolExecutor(
+        workers, mp_context=context, initializer=play.ignore_interrupts
+    )
     try:
         pending = [pool.submit(play.play_chunk_here, chunk) for chunk in work]
         for done in futures.as_completed(pending):

@@ -164,21 +164,8 @@ def play_chunk_here(chunk: Chunk) -> List[Dict[str, Any]]:
     return play_chunk(chunk, _CACHE)
 
 
-def start_worker() -> None:
-    """Worker process initializer: Ctrl-C reaches the whole process group, and the parent
-    handles it; a worker whose parent died (kill -9) ends, instead of waiting for work
-    for ever."""
-    import multiprocessing
-    import os
+def ignore_interrupts() -> None:
+    """Pool initializer: Ctrl-C reaches the whole process group; the parent handles it."""
     import signal
-    import threading
-    from multiprocessing import connection
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    parent = multiprocessing.parent_process()
-
-    def end_with_parent() -> None:
-        connection.wait([parent.sentinel])
-        os._exit(1)
-
-    threading.Thread(target=end_with_parent, daemon=True, name="end-with-parent").start()
