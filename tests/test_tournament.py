@@ -469,40 +469,6 @@ def test_a_killed_tournament_resumes_with_every_game_once_and_grows_only(tmp_pat
     assert f"{6 * 1000} games ({3 * 1000} played now)" in grown.stderr
 
 
-def children(pid):
-    """The pids of a process's children (Linux's /proc)."""
-    with open(f"/proc/{pid}/task/{pid}/children", encoding="ascii") as f:
-        return [int(p) for p in f.read().split()]
-
-
-def test_a_killed_worker_process_stops_the_tournament_and_a_rerun_finishes_it(tmp_path):
-    out = tmp_path / "t"
-    args = ["--game", "rps", "--players", *RPS, "--games", 3000, "--output_dir", out,
-            "--num_workers", 2]  # fmt: skip
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "rl.tournament", *map(str, args)],
-        cwd=ROOT,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    games = out / "games.jsonl"
-    wait_for(lambda: games.exists() and games.stat().st_size > 0, "a game record", process=proc)
-    workers = [
-        p for p in children(proc.pid) if b"spawn_main" in open(f"/proc/{p}/cmdline", "rb").read()
-    ]
-    os.kill(workers[0], signal.SIGKILL)
-    try:
-        _, stderr = proc.communicate(timeout=60)  # multiprocessing.Pool waited for ever
-    finally:
-        proc.kill()
-    assert proc.returncode == 1 and "BrokenProcessPool" in stderr.splitlines()[-1], stderr
-    rerun = tournament(*args)
-    assert rerun.returncode == 0, rerun.stderr
-    lines = game_lines(out)
-    assert len(lines) == len({(tuple(r["pair"]), r["index"]) for r in lines}) == 3 * 3000
-
-
 def test_two_worker_processes_give_the_same_games_as_one(tmp_path):
     args = ["--game", "connect_four", "--players", "random", "first_legal", "one_step_lookahead",
             "--games", 10]  # fmt: skip

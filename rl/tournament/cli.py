@@ -17,7 +17,6 @@ import math
 import multiprocessing
 import os
 import sys
-from concurrent import futures
 from typing import Dict, Iterator, List, NoReturn, Optional, Sequence
 
 from rl import command_line, files, registry
@@ -172,22 +171,11 @@ def play_here(work: Sequence[play.Chunk]) -> Iterator[List[dict]]:
 
 
 def play_in_processes(work: Sequence[play.Chunk], workers: int) -> Iterator[List[dict]]:
-    """Plays the chunks in ``workers`` processes; yields each chunk's records as it ends.
-
-    A worker that dies (kill -9, out of memory) raises ``BrokenProcessPool`` here, where
-    multiprocessing.Pool would wait for its chunk for ever.
-    """
+    """Plays the chunks in ``workers`` processes; yields each chunk's records as it ends."""
     # 'spawn': workers may load TensorFlow (policy artefacts), which does not survive fork.
     context = multiprocessing.get_context("spawn")
-    pool = futures.ProcessPoolExecutor(
-        workers, mp_context=context, initializer=play.ignore_interrupts
-    )
-    try:
-        pending = [pool.submit(play.play_chunk_here, chunk) for chunk in work]
-        for done in futures.as_completed(pending):
-            yield done.result()
-    finally:
-        pool.shutdown(wait=False, cancel_futures=True)
+    with context.Pool(workers, initializer=play.ignore_interrupts) as pool:
+        yield from pool.imap_unordered(play.play_chunk_here, work)
 
 
 def play_on_ray(work: Sequence[play.Chunk]) -> Iterator[List[dict]]:
