@@ -469,6 +469,100 @@ def test_a_killed_tournament_resumes_with_every_game_once_and_grows_only(tmp_pat
     assert f"{6 * 1000} games ({3 * 1000} played now)" in grown.stderr
 
 
+def children(pid):
+    """The pids of a process's children (Linux's /proc)."""
+    with open(f"/proc/{pid}/task/{pid}/children", encoding="ascii") as f:
+        return [int(p) for p in f.read().split()]
+
+
+def alive(pid):
+    """Whether a process exists and is not a zombie."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as f:
+            return f.read().split(") ")[1][0] != "Z"
+    except OSError:
+        return False
+
+
+def start_tournament(args):
+    return subprocess.Popen(
+        [sys.executable, "-m", "rl.tournament", *map(str, args)],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+
+
+def first_game_and_workers(proc, folder):
+    """The worker processes, once a first game is recorded (not multiprocessing's
+    resource tracker, which the tournament's end stops)."""
+    games = folder / "games.jsonl"
+    wait_for(lambda: games.exists() and games.stat().st_size > 0, "a game record", process=proc)
+
+    def is_worker(pid):
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return b"spawn_main" in f.read()
+
+    return [pid for pid in children(proc.pid) if is_worker(pid)]
+
+
+# Games slow enough (one-step lookahead at connect four: chunks of 25 games take about a
+# second) that a tournament of 300 games a pair is far from its end at its first record.
+SLOW = ["--game", "connect_four", "--players", "random", "first_legal", "one_step_lookahead",
+        "--num_workers", 2]  # fmt: skip
+
+
+def test_a_killed_worker_process_stops_the_tournament_and_a_rerun_finishes_it(tmp_path):
+    out = tmp_path / "t"
+    args = [*SLOW, "--games", 300, "--output_dir", out]
+    proc = start_tournament(args)
+    try:
+        workers = first_game_and_workers(proc, out)
+        assert len(workers) == 2
+        os.kill(workers[0], signal.SIGKILL)
+        _, stderr = proc.communicate(timeout=120)  # multiprocessing.Pool waited for ever
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 1, stderr
+    assert "WorkerDied: worker process" in stderr.splitlines()[-1], stderr
+    assert "rerun the same command to resume" in stderr.splitlines()[-1]
+    rerun = tournament(*args)
+    assert rerun.returncode == 0, rerun.stderr
+    lines = game_lines(out)
+    assert len(lines) == len({(tuple(r["pair"]), r["index"]) for r in lines}) == 3 * 300
+
+
+def test_the_worker_processes_of_a_killed_tournament_end_with_it(tmp_path):
+    proc = start_tournament([*SLOW, "--games", 2000, "--output_dir", tmp_path / "t"])
+    workers = first_game_and_workers(proc, tmp_path / "t")
+    proc.kill()
+    proc.wait()
+    try:  # each ends after its chunk (25 games at most), when it cannot send the result
+        wait_for(lambda: not any(map(alive, workers)), "end of the worker processes")
+    finally:
+        for pid in filter(alive, workers):
+            os.kill(pid, signal.SIGKILL)
+
+
+def test_ctrl_c_stops_the_worker_processes_and_a_rerun_finishes(tmp_path):
+    out = tmp_path / "t"
+    args = [*SLOW, "--games", 300, "--output_dir", out]
+    proc = start_tournament(args)
+    workers = first_game_and_workers(proc, out)
+    os.killpg(proc.pid, signal.SIGINT)  # as Ctrl-C sends it
+    try:
+        _, stderr = proc.communicate(timeout=120)
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 130 and "rerun the same command to resume" in stderr, stderr
+    assert not any(map(alive, workers))  # killed and reaped before the parent returned
+    assert tournament(*args).returncode == 0
+    lines = game_lines(out)
+    assert len(lines) == len({(tuple(r["pair"]), r["index"]) for r in lines}) == 3 * 300
+
+
 def test_two_worker_processes_give_the_same_games_as_one(tmp_path):
     args = ["--game", "connect_four", "--players", "random", "first_legal", "one_step_lookahead",
             "--games", 10]  # fmt: skip

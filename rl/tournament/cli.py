@@ -17,6 +17,7 @@ import math
 import multiprocessing
 import os
 import sys
+from multiprocessing import connection
 from typing import Dict, Iterator, List, NoReturn, Optional, Sequence
 
 from rl import command_line, files, registry
@@ -171,11 +172,66 @@ def play_here(work: Sequence[play.Chunk]) -> Iterator[List[dict]]:
 
 
 def play_in_processes(work: Sequence[play.Chunk], workers: int) -> Iterator[List[dict]]:
-    """Plays the chunks in ``workers`` processes; yields each chunk's records as it ends."""
+    """Plays the chunks in ``workers`` processes; yields each chunk's records as it ends.
+
+    One pipe per worker, watched beside the worker's sentinel, so a worker that dies
+    raises ``WorkerDied`` at once; on the way out (Ctrl-C, a failure, the end) the workers
+    are killed and reaped, and a worker whose parent died ends at its pipe's end of file.
+    multiprocessing.Pool waits for ever for a dead worker's task, and Python 3.11's
+    ProcessPoolExecutor can deadlock when its workers die (CPython gh-105829, gh-125451).
+    """
     # 'spawn': workers may load TensorFlow (policy artefacts), which does not survive fork.
     context = multiprocessing.get_context("spawn")
-    with context.Pool(workers, initializer=play.ignore_interrupts) as pool:
-        yield from pool.imap_unordered(play.play_chunk_here, work)
+    todo = list(reversed(work))
+    started = []  # (process, the parent's end of its pipe)
+    try:
+        for _ in range(min(workers, len(todo))):
+            ours, theirs = context.Pipe()
+            process = context.Process(target=play.serve_chunks, args=(theirs,), daemon=True)
+            process.start()
+            theirs.close()
+            started.append((process, ours))
+        busy = {}
+        for process, conn in started:
+            conn.send(todo.pop())
+            busy[conn] = process
+        while busy:
+            sentinels = {process.sentinel: process for process in busy.values()}
+            for ready in connection.wait([*busy, *sentinels]):
+                if ready in sentinels:
+                    process = sentinels[ready]
+                    conn = next(c for c, p in busy.items() if p is process)
+                    if not conn.poll():  # else its last result is still to read
+                        raise worker_died(process)
+                    continue
+                if ready not in busy:
+                    continue
+                result = ready.recv()
+                if isinstance(result, BaseException):
+                    raise result
+                chunk = todo.pop() if todo else None  # None: this worker is done
+                try:
+                    ready.send(chunk)
+                except OSError:  # it died after its last result
+                    raise worker_died(busy[ready]) from None
+                if chunk is None:
+                    del busy[ready]
+                yield result
+    finally:
+        for process, conn in started:
+            if process.is_alive():
+                process.kill()
+            process.join()
+            conn.close()
+
+
+def worker_died(process: multiprocessing.Process) -> play.WorkerDied:
+    """The error for a worker process that ended while it had work."""
+    process.join()
+    return play.WorkerDied(
+        f"worker process {process.pid} died (exit code {process.exitcode}); rerun the "
+        "same command to resume"
+    )
 
 
 def play_on_ray(work: Sequence[play.Chunk]) -> Iterator[List[dict]]:

@@ -164,8 +164,33 @@ def play_chunk_here(chunk: Chunk) -> List[Dict[str, Any]]:
     return play_chunk(chunk, _CACHE)
 
 
-def ignore_interrupts() -> None:
-    """Pool initializer: Ctrl-C reaches the whole process group; the parent handles it."""
+class WorkerDied(RuntimeError):
+    """A worker process ended without being asked to (kill -9, the OOM killer)."""
+
+
+def serve_chunks(conn) -> None:
+    """A worker process: plays each chunk ``conn`` brings and sends back its records, or
+    the exception that stopped it; ends at None or when the parent's end closes (a
+    chunk is at most a few seconds of play, so an orphan ends soon after its parent).
+
+    Args:
+      conn: this worker's end of a pipe to the parent.
+    """
     import signal
 
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the group; the parent stops us
+    while True:
+        try:
+            chunk = conn.recv()
+        except EOFError:  # the parent is gone
+            return
+        if chunk is None:
+            return
+        try:
+            result = play_chunk_here(chunk)
+        except Exception as error:  # reported by the parent as a failed game
+            result = error
+        try:
+            conn.send(result)
+        except OSError:  # the parent is gone
+            return
