@@ -206,7 +206,10 @@ def play_in_processes(work: Sequence[play.Chunk], workers: int) -> Iterator[List
                     continue
                 if ready not in busy:
                     continue
-                result = ready.recv()
+                try:
+                    result = ready.recv()
+                except (EOFError, OSError):  # it died; its pipe ended before its sentinel
+                    raise worker_died(busy[ready]) from None
                 if isinstance(result, BaseException):
                     raise result
                 chunk = todo.pop() if todo else None  # None: this worker is done
