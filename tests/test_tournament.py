@@ -484,9 +484,12 @@ def alive(pid):
         return False
 
 
-def start_tournament(args):
+def start_tournament(args, sigint_ignored=False):
+    command = [sys.executable, "-m", "rl.tournament", *map(str, args)]
+    if sigint_ignored:  # as a script's background job starts: the ignore survives exec
+        command = ["sh", "-c", 'trap "" INT; exec "$@"', "sh", *command]
     return subprocess.Popen(
-        [sys.executable, "-m", "rl.tournament", *map(str, args)],
+        command,
         cwd=ROOT,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
@@ -549,9 +552,9 @@ def test_the_worker_processes_of_a_killed_tournament_end_with_it(tmp_path):
 def test_ctrl_c_stops_the_worker_processes_and_a_rerun_finishes(tmp_path):
     out = tmp_path / "t"
     args = [*SLOW, "--games", 300, "--output_dir", out]
-    proc = start_tournament(args)
+    proc = start_tournament(args, sigint_ignored=True)
     workers = first_game_and_workers(proc, out)
-    os.killpg(proc.pid, signal.SIGINT)  # as Ctrl-C sends it
+    os.killpg(proc.pid, signal.SIGINT)  # as Ctrl-C (or kill -INT) sends it
     try:
         _, stderr = proc.communicate(timeout=120)
     finally:

@@ -16,6 +16,7 @@ import dataclasses
 import math
 import multiprocessing
 import os
+import signal
 import sys
 from multiprocessing import connection
 from typing import Dict, Iterator, List, NoReturn, Optional, Sequence
@@ -327,6 +328,9 @@ def main(argv: Sequence[str]) -> int:
         0 done, 1 a game failed, 130 interrupted (bad input exits with 2).
     """
     args = parse_args(argv)
+    # Ctrl-C or kill -INT stops it (130) even when started with SIGINT ignored, as a
+    # script's background job is: Python then installs no KeyboardInterrupt of its own.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         plan = prepare(args)
         if args.sys == "ray":
