@@ -182,18 +182,20 @@ def check_new_run_folder(output_dir: str) -> None:
             f"{output_dir} holds --copies runs (run_<i>/): resume them with --copies and "
             "the same --hparams, or use another --output_dir"
         )
-    others = sorted(
-        name
-        for name in os.listdir(output_dir)
-        # Hidden names: this project's temporary files (a kill can leave one), .DS_Store, .nfs*
-        if name != RUN_LOCK_FILE and not name.startswith(".")
-    )
-    if others:
-        shown = ", ".join(others[:3]) + (", ..." if len(others) > 3 else "")
+    shown = foreign_names(output_dir, ours=(RUN_LOCK_FILE,))
+    if shown:
         raise RunConflictError(
             f"{output_dir} holds files that are not a run ({shown}) and no {HPARAMS_FILE}; "
             "use a new or empty --output_dir"
         )
+
+
+def foreign_names(folder: str, ours: Tuple[str, ...]) -> str:
+    """What ``folder`` holds besides the names in ``ours``, for a message ("a, b, c, ...");
+    "" when nothing. Hidden names do not count: this project's temporary files (a kill can
+    leave one), .DS_Store, .nfs*."""
+    others = sorted(n for n in os.listdir(folder) if n not in ours and not n.startswith("."))
+    return ", ".join(others[:3]) + (", ..." if len(others) > 3 else "")
 
 
 def check_copies_folder(output_dir: str) -> None:

@@ -33,7 +33,7 @@ from rl.errors import RunConflictError, SystemUnavailableError
 from rl.hparams.base import HParams, HParamsError
 from rl.hparams.resolve import resolve_hparams
 from rl.registry import UnknownNameError
-from rl.run_folder import check_output_dir
+from rl.run_folder import check_output_dir, foreign_names
 from rl.search.space import SearchSpace, overrides_text, space_to_json
 from rl.search.trials import ROOT, RayTrialProcess, TrialProcess, train_command
 
@@ -205,13 +205,8 @@ def check_resume(config: SearchConfig, study) -> None:
     check_output_dir(config.output_dir)
     where = f"study {config.study_name!r} in {storage_url(config)}"
     if study is None and os.path.isdir(config.output_dir):
-        others = sorted(
-            name
-            for name in os.listdir(config.output_dir)
-            if name not in (LOCK_FILE, STUDY_FILE) and not name.startswith(".")
-        )
-        if others:
-            shown = ", ".join(others[:3]) + (", ..." if len(others) > 3 else "")
+        shown = foreign_names(config.output_dir, ours=(LOCK_FILE, STUDY_FILE))
+        if shown:
             raise RunConflictError(
                 f"{config.output_dir} holds files ({shown}) but no {where}: it is not this "
                 "search's folder; use a new or empty --output_dir"
