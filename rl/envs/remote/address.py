@@ -13,6 +13,7 @@ from typing import Any, Dict, NamedTuple
 
 SCHEMES = ("grpc", "grpcs")
 TOKEN_VARIABLE = "RL_ENV_SERVER_TOKEN"
+PEM_CERTIFICATE = b"-----BEGIN CERTIFICATE-----"  # how a PEM certificate file starts a block
 DEFAULT_PORT = 50051
 
 

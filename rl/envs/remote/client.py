@@ -64,7 +64,7 @@ def root_certificates() -> Optional[bytes]:
             pem = f.read()
     except OSError as e:
         raise EnvServerError(f"${CA_VARIABLE} {path} cannot be read ({e.strerror})") from None
-    if b"-----BEGIN CERTIFICATE-----" not in pem:
+    if remote_url.PEM_CERTIFICATE not in pem:
         raise EnvServerError(f"${CA_VARIABLE} {path} holds no PEM certificate")
     return pem
 

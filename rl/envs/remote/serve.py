@@ -41,7 +41,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 import rl
 from rl import command_line
 from rl.envs.remote import codec, env_pb2, env_pb2_grpc
-from rl.envs.remote.address import TOKEN_VARIABLE
+from rl.envs.remote.address import PEM_CERTIFICATE, TOKEN_VARIABLE
 
 LOG = logging.getLogger("rl.envs.remote.serve")
 ANY_ENV = "*"
@@ -787,7 +787,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         if args.tls_cert:
             with open(args.tls_cert, "rb") as cert, open(args.tls_key, "rb") as key:
                 tls = (key.read(), cert.read())
-            if b"-----BEGIN CERTIFICATE-----" not in tls[1]:
+            if PEM_CERTIFICATE not in tls[1]:
                 raise ServeError(f"--tls_cert {args.tls_cert} holds no PEM certificate")
             if b"PRIVATE KEY-----" not in tls[0]:
                 raise ServeError(f"--tls_key {args.tls_key} holds no PEM private key")
