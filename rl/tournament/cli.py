@@ -197,13 +197,11 @@ def play_in_processes(work: Sequence[play.Chunk], workers: int) -> Iterator[List
             conn.send(todo.pop())
             busy[conn] = process
         while busy:
-            sentinels = {process.sentinel: process for process in busy.values()}
-            for ready in connection.wait([*busy, *sentinels]):
-                if ready in sentinels:
-                    process = sentinels[ready]
-                    conn = next(c for c, p in busy.items() if p is process)
-                    if not conn.poll():  # else its last result is still to read
-                        raise worker_died(process)
+            pipe_of = {process.sentinel: conn for conn, process in busy.items()}
+            for ready in connection.wait([*busy, *pipe_of]):
+                if ready in pipe_of:  # a worker ended
+                    if not pipe_of[ready].poll():  # else its last result is still to read
+                        raise worker_died(busy[pipe_of[ready]])
                     continue
                 if ready not in busy:
                     continue
