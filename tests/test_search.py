@@ -20,7 +20,7 @@ from polling import wait_for
 
 from rl import catalog  # noqa: F401  (fills the registries)
 from rl.hparams.resolve import resolve_hparams
-from rl.search import report, study
+from rl.search import report, study, trials
 from rl.search.space import NAMED_SPACES, SpaceError, check_space, overrides_text, read_space
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -246,6 +246,39 @@ def test_plots_are_skipped_with_a_reason_until_two_complete_trials_differ(tmp_pa
     assert report.write_plots(the_study, config.output_dir) == []
     for name in ("history.png", "importances.png"):
         assert os.path.getsize(os.path.join(config.output_dir, name)) > 1000
+
+
+def test_a_trial_whose_eval_log_is_damaged_fails_and_the_search_goes_on(tmp_path):
+    # train.py appends whole lines only, so a bad complete line is damage from outside (a
+    # full disk, an editor). It used to raise out of the search, ending every trial.
+    optuna = needs_optuna()
+    config = config_for(tmp_path)
+    os.makedirs(config.output_dir)
+    the_study = study.open_study(config)
+    lines, processes = [], []
+
+    def launch(command, run_dir, log_path, workdir):
+        del command  # a stand-in for train.py that runs until it is killed
+        os.makedirs(run_dir)
+        with open(os.path.join(run_dir, trials.EVAL_FILE), "w") as f:
+            f.write('{"step": 1000, "return_mean": 5.0}\n{"step": 2000, "return_m\n')
+        process = trials.TrialProcess(
+            [sys.executable, "-c", "import time; time.sleep(600)"], run_dir, log_path, workdir
+        )
+        processes.append(process.process)
+        return process
+
+    search = study.Search(config, the_study, lines.append)
+    search.launch = launch
+    assert search.run() is None
+    assert [p.poll() for p in processes] == [-signal.SIGKILL] * 2  # both ran, both killed
+    states = [t.state for t in the_study.get_trials(deepcopy=False)]
+    assert states == [optuna.trial.TrialState.FAIL] * 2
+    failed = [line for line in lines if " failed: " in line]
+    assert len(failed) == 2 and all(
+        "its evaluations cannot be read: " in line and "eval.jsonl line 2" in line
+        for line in failed
+    ), lines
 
 
 def test_the_pruners_are_built_from_the_flags(tmp_path):

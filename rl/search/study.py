@@ -32,6 +32,7 @@ from rl import files
 from rl.errors import RunConflictError, SystemUnavailableError
 from rl.hparams.base import HParams, HParamsError
 from rl.hparams.resolve import resolve_hparams
+from rl.logbook import JsonLinesError
 from rl.registry import UnknownNameError
 from rl.run_folder import check_output_dir, foreign_names
 from rl.search.space import SearchSpace, overrides_text, space_to_json
@@ -467,7 +468,14 @@ class Search:
 
     def _poll(self, number: int) -> None:
         running = self.running[number]
-        evaluations, code = running.process.poll(running.last_step)
+        try:
+            evaluations, code = running.process.poll(running.last_step)
+        except JsonLinesError as e:  # damaged from outside: train.py only appends whole lines
+            del self.running[number]
+            running.process.close()
+            self._fail(running.trial, f"its evaluations cannot be read: {e}")
+            self.on_finish()
+            return
         for step, value in evaluations:
             if running.stop == PRUNED:
                 break  # the curve ends where it was pruned
