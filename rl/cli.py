@@ -7,6 +7,7 @@ exit code 2, raised before anything is written.
 
 import json
 import os
+import re
 import sys
 import time
 from typing import Any, Dict, List, NoReturn, Optional
@@ -170,7 +171,7 @@ def parse_flags_or_exit(argv: List[str]) -> List[str]:
     except flags.UnrecognizedFlagError as e:
         fail(unknown_flag_message(e))
     except flags.Error as e:
-        fail(str(e).splitlines()[0])
+        fail(flag_error_message(e))
     except SystemExit as e:
         # absl's --help/--helpshort/--helpfull print the flags, then exit 1; asking
         # for help is not a failure.
@@ -185,6 +186,22 @@ def unknown_flag_message(error: flags.UnrecognizedFlagError) -> str:
     near = difflib.get_close_matches(error.flagname, ours, n=3)
     hint = f"did you mean {', '.join('--' + name for name in near)}? " if near else ""
     return f"unknown flag --{error.flagname}; {hint}{PROG} --help lists the flags"
+
+
+def flag_error_message(error: flags.Error) -> str:
+    """absl's error in one line; for "flag --x=v: <why>", saying what --x takes where
+    <why> is Python's own ("invalid literal for int() with base 10: 'v'")."""
+    line = str(error).splitlines()[0]
+    if not isinstance(error, flags.IllegalFlagValueError):
+        return line
+    match = re.match(r"flag --(\w+)=(.*?): ", line)
+    if match is None or match.group(1) not in FLAGS:
+        return line
+    parser = FLAGS[match.group(1)].parser
+    takes = "true or false" if isinstance(parser, flags.BooleanParser) else parser.syntactic_help
+    if not takes or takes in line:
+        return line  # absl's own: "0 is not a positive integer"
+    return f"{match.group(0)}{match.group(2)!r} is not {takes}"
 
 
 def user_errors() -> tuple:

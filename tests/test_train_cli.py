@@ -63,7 +63,18 @@ def error_line(proc):
             ["--hparams", "ppo_tiny", "--hparam_override", "agent=dqn"],
             "hparam 'agent' must be one of 'ppo', got 'dqn'",
         ),
-        (["--hparams", "ppo_tiny", "--train_steps", "abc"], "train_steps"),
+        (  # absl said "invalid literal for int() with base 10: 'abc'"
+            ["--hparams", "ppo_tiny", "--train_steps", "abc"],
+            "flag --train_steps=abc: 'abc' is not a positive integer",
+        ),
+        (
+            ["--hparams", "ppo_tiny", "--train_steps", "0"],
+            "flag --train_steps=0: 0 is not a positive",
+        ),
+        (  # absl said "('Non-boolean argument to boolean flag', 'maybe')"
+            ["--hparams", "ppo_tiny", "--record_video=maybe"],
+            "flag --record_video=maybe: 'maybe' is not true or false",
+        ),
         (
             ["--hparams", "ppo_tiny", "--no_such_flag"],
             "unknown flag --no_such_flag; train.py --help lists the flags",
