@@ -309,6 +309,11 @@ def check_early() -> None:
                 check_workers(hp, FLAGS.num_workers)
                 if FLAGS.copies <= 1:
                     check_run_folder(hp)
+                elif hp.eval_episodes == 0:
+                    fail(
+                        "--copies compares the copies' final evaluations (summary.json, "
+                        "curves.png), which eval_episodes 0 turns off; give it at least 1"
+                    )
     except user_errors() as e:
         fail(str(e))
     check_tracking()  # last: importing MLflow takes about a second

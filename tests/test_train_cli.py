@@ -83,6 +83,15 @@ def error_line(proc):
             ["--hparams", "ppo_tiny", "--copie", "2"],
             "unknown flag --copie; did you mean --copies",
         ),
+        (  # both copies trained, then the summary raised FileNotFoundError (exit 1)
+            ["--hparams", "ppo_tiny", "--copies", "2", "--eval_episodes", "0"],
+            "--copies compares the copies' final evaluations (summary.json, curves.png), "
+            "which eval_episodes 0 turns off; give it at least 1",
+        ),
+        (
+            ["--hparams", "ppo_tiny", "--copies", "2", "--hparam_override", "eval_episodes=0"],
+            "--copies compares the copies' final evaluations",
+        ),
         (
             ["--hparams", "ppo_tiny", "--copies_parallel", "2"],
             "--copies_parallel is for --copies N with N > 1",
