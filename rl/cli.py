@@ -532,10 +532,8 @@ def run_test() -> int:
     if os.path.exists(os.path.join(output_dir, "hparams.json")):
         run_test_episodes(output_dir)
         return 0
-    try:
-        run_dirs = analysis.find_runs(output_dir)
-    except (FileNotFoundError, ValueError):
-        run_dirs = []
+    # Copies with or without evaluations so far (a copy stopped before its first).
+    run_dirs = analysis.copy_dirs(output_dir) if os.path.isdir(output_dir) else []
     if not run_dirs or not all(os.path.exists(os.path.join(d, "hparams.json")) for d in run_dirs):
         fail(
             f"cannot test {output_dir}: it holds no trained run (no hparams.json) "
