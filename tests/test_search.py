@@ -496,6 +496,21 @@ def test_the_median_pruner_stops_the_trial_that_does_not_learn(tmp_path, lr_spac
     assert final["interrupted"] == signal.SIGTERM and final["step"] < 16000
 
 
+def test_evaluations_that_come_with_the_final_one_do_not_prune_the_finished_trial(
+    tmp_path, lr_space
+):
+    # With checkpoints only at the end, every evaluation reaches the search with the final
+    # one: the trial that did not learn was marked pruned at step 2000 after it had run to
+    # its last step, and its final evaluation was dropped.
+    needs_optuna()
+    output_dir = str(tmp_path / "search")
+    late = "--hparam_override=eval_interval=2000,checkpoint_interval=4000,eval_episodes=5"
+    proc = run_search(output_dir, lr_space, 2, "--pruner_startup_trials=1", late)
+    assert proc.returncode == 0, proc.stderr
+    rows = read_trials(output_dir)
+    assert [(r["state"], r["last_step"]) for r in rows] == [("COMPLETE", "4000")] * 2
+
+
 @pytest.mark.slow
 def test_sigterm_stops_the_trials_and_the_same_command_finishes_them(tmp_path, lr_space):
     needs_optuna()
