@@ -136,6 +136,14 @@ def test_an_unknown_named_space_lists_the_named_ones(tmp_path):
         read_space(str(tmp_path / "broken.yaml"))
 
 
+def test_help_names_every_named_space():
+    proc = subprocess.run(
+        [sys.executable, "-m", "rl.search", "--help"], capture_output=True, text=True, cwd=ROOT
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "named space (dqn_basic, ppo_basic)" in " ".join(proc.stdout.split())
+
+
 def test_a_json_space_file_is_read_like_a_yaml_one(tmp_path):
     path = tmp_path / "space.json"
     path.write_text(json.dumps({"num_epochs": {"int": [2, 10]}}))
