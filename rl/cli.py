@@ -69,7 +69,11 @@ def define_flags() -> None:
     flags.DEFINE_string("output_dir", None, "Folder for checkpoints, logs, videos.")
     flags.DEFINE_integer("train_steps", None, "Total env steps (overrides hparams).", lower_bound=1)
     flags.DEFINE_integer(
-        "eval_episodes", None, "Greedy episodes per evaluation (overrides hparams).", lower_bound=0
+        "eval_episodes",
+        None,
+        "Episodes per evaluation, acted with the hparams' eval_act_select (greedy unless "
+        "the set says otherwise); 0: no evaluation (overrides hparams).",
+        lower_bound=0,
     )
     # Its range is the hparam's (rl/hparams), checked with the other hparams.
     flags.DEFINE_integer("seed", None, "Random seed (overrides hparams).")

@@ -114,6 +114,13 @@ def test_missing_output_dir_and_hparams(tmp_path):
     assert not (tmp_path / "x").exists()
 
 
+def test_help_says_evaluation_acts_with_the_sets_eval_act_select():
+    # It said "Greedy episodes"; the Atari DQN sets evaluate epsilon-greedy.
+    proc = run("--help")
+    assert proc.returncode == 0, proc.stderr
+    assert "acted with the hparams' eval_act_select" in " ".join(proc.stdout.split())
+
+
 def test_list_prints_every_kind():
     proc = run("--list")
     assert proc.returncode == 0
