@@ -7,6 +7,7 @@ exit code 2, raised before anything is written.
 
 import json
 import os
+import re
 import sys
 import time
 from typing import Any, Dict, List, NoReturn, Optional
@@ -68,7 +69,11 @@ def define_flags() -> None:
     flags.DEFINE_string("output_dir", None, "Folder for checkpoints, logs, videos.")
     flags.DEFINE_integer("train_steps", None, "Total env steps (overrides hparams).", lower_bound=1)
     flags.DEFINE_integer(
-        "eval_episodes", None, "Greedy episodes per evaluation (overrides hparams).", lower_bound=0
+        "eval_episodes",
+        None,
+        "Episodes per evaluation, acted with the hparams' eval_act_select (greedy unless "
+        "the set says otherwise); 0: no evaluation (overrides hparams).",
+        lower_bound=0,
     )
     # Its range is the hparam's (rl/hparams), checked with the other hparams.
     flags.DEFINE_integer("seed", None, "Random seed (overrides hparams).")
@@ -170,7 +175,7 @@ def parse_flags_or_exit(argv: List[str]) -> List[str]:
     except flags.UnrecognizedFlagError as e:
         fail(unknown_flag_message(e))
     except flags.Error as e:
-        fail(str(e).splitlines()[0])
+        fail(flag_error_message(e))
     except SystemExit as e:
         # absl's --help/--helpshort/--helpfull print the flags, then exit 1; asking
         # for help is not a failure.
@@ -185,6 +190,22 @@ def unknown_flag_message(error: flags.UnrecognizedFlagError) -> str:
     near = difflib.get_close_matches(error.flagname, ours, n=3)
     hint = f"did you mean {', '.join('--' + name for name in near)}? " if near else ""
     return f"unknown flag --{error.flagname}; {hint}{PROG} --help lists the flags"
+
+
+def flag_error_message(error: flags.Error) -> str:
+    """absl's error in one line; for "flag --x=v: <why>", saying what --x takes where
+    <why> is Python's own ("invalid literal for int() with base 10: 'v'")."""
+    line = str(error).splitlines()[0]
+    if not isinstance(error, flags.IllegalFlagValueError):
+        return line
+    match = re.match(r"flag --(\w+)=(.*?): ", line)
+    if match is None or match.group(1) not in FLAGS:
+        return line
+    parser = FLAGS[match.group(1)].parser
+    takes = "true or false" if isinstance(parser, flags.BooleanParser) else parser.syntactic_help
+    if not takes or takes in line:
+        return line  # absl's own: "0 is not a positive integer"
+    return f"{match.group(0)}{match.group(2)!r} is not {takes}"
 
 
 def user_errors() -> tuple:
@@ -292,6 +313,11 @@ def check_early() -> None:
                 check_workers(hp, FLAGS.num_workers)
                 if FLAGS.copies <= 1:
                     check_run_folder(hp)
+                elif hp.eval_episodes == 0:
+                    fail(
+                        "--copies compares the copies' final evaluations (summary.json, "
+                        "curves.png), which eval_episodes 0 turns off; give it at least 1"
+                    )
     except user_errors() as e:
         fail(str(e))
     check_tracking()  # last: importing MLflow takes about a second
@@ -510,10 +536,8 @@ def run_test() -> int:
     if os.path.exists(os.path.join(output_dir, "hparams.json")):
         run_test_episodes(output_dir)
         return 0
-    try:
-        run_dirs = analysis.find_runs(output_dir)
-    except (FileNotFoundError, ValueError):
-        run_dirs = []
+    # Copies with or without evaluations so far (a copy stopped before its first).
+    run_dirs = analysis.copy_dirs(output_dir) if os.path.isdir(output_dir) else []
     if not run_dirs or not all(os.path.exists(os.path.join(d, "hparams.json")) for d in run_dirs):
         fail(
             f"cannot test {output_dir}: it holds no trained run (no hparams.json) "

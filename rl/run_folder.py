@@ -199,15 +199,26 @@ def foreign_names(folder: str, ours: Tuple[str, ...]) -> str:
 
 
 def check_copies_folder(output_dir: str) -> None:
-    """--copies writes run_<i>/ folders and summary.json: never into a single run's folder.
+    """--copies writes run_<i>/ folders and summary.json: never into a single run's folder,
+    and new copies (no run_<i>/ yet) only into a new or empty folder.
 
     Raises:
-        RunConflictError: the folder holds a single run.
+        RunConflictError: the folder is a file or cannot be written, or holds a single
+            run, or files that are not copies.
     """
+    check_output_dir(output_dir)
     if os.path.exists(os.path.join(output_dir, HPARAMS_FILE)):
         raise RunConflictError(
             f"{output_dir} holds a single run ({HPARAMS_FILE}), not --copies runs: resume it "
             "without --copies, or use another --output_dir"
+        )
+    if not os.path.isdir(output_dir) or copy_dirs(output_dir):
+        return  # new, or copies to resume
+    shown = foreign_names(output_dir, ours=())
+    if shown:
+        raise RunConflictError(
+            f"{output_dir} holds files that are not --copies runs ({shown}) and no run_<i>/; "
+            "use a new or empty --output_dir"
         )
 
 

@@ -38,7 +38,7 @@ import warnings
 from typing import Any, Callable, Dict, Iterator, List, Optional, Protocol
 
 import rl
-from rl.files import lock_exclusively, read_json_object, write_text_atomic
+from rl.files import lock_exclusively, read_json_object, set_aside, write_text_atomic
 from rl.hparams.resolve import HPARAMS_FILE
 from rl.logbook import EVAL_FILE, committed_event_files, read_eval_records, scalar_events
 from rl.policy import artefact_dir, policy_steps
@@ -186,7 +186,11 @@ class MLflowTracking:
             ):
                 raise ValueError("fields missing")
         except (OSError, ValueError) as e:
-            say(f"{path} cannot be read ({first_line(e)}): this run goes to a new MLflow run")
+            kept = set_aside(path)  # it may be the only record of the old MLflow run's id
+            say(
+                f"{path} cannot be read ({first_line(e)}): this run goes to a new MLflow run "
+                f"(the file is kept as {os.path.basename(kept)})"
+            )
             return None
         return state
 

@@ -1429,7 +1429,7 @@ def parse_train_flags(extra: List[str]) -> Dict[str, object]:
         given = sorted({cli.FLAGS[name].name for name in cli.FLAGS if cli.FLAGS[name].present})
         values = {name: cli.FLAGS[name].value for name in TRAIN_FLAGS_PASSED}
     except flags.Error as e:
-        fail(f"{str(e).splitlines()[0]} (the train.py flags passed on are {passed})")
+        fail(f"{cli.flag_error_message(e)} (the train.py flags passed on are {passed})")
     finally:
         cli.FLAGS.unparse_flags()
     if rest[1:]:

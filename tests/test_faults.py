@@ -455,6 +455,25 @@ def test_copies_are_refused_in_a_single_runs_folder(run_dir):
     assert contents(run_dir) == before
 
 
+def test_new_copies_are_refused_among_files_that_are_not_copies(tmp_path):
+    # They were written beside a tournament's files (and a summary.json beside its own).
+    out = tmp_path / "tournament"
+    out.mkdir()
+    (out / "payoff.csv").write_text("player,opponent\n")
+    (out / "tournament.json").write_text("{}")
+    before = contents(out)
+    proc = run(*ARGS, "--copies", "2", "--output_dir", str(out))
+    assert proc.returncode == 2, proc.stderr
+    assert "holds files that are not --copies runs (payoff.csv, tournament.json)" in error_line(
+        proc
+    )
+    assert contents(out) == before
+    # A file is refused as it is for one run, before the first copy starts.
+    proc = run(*ARGS, "--copies", "2", "--output_dir", str(out / "payoff.csv"))
+    assert proc.returncode == 2 and proc.stderr.startswith("train.py: error:"), proc.stderr
+    assert f"{out / 'payoff.csv'} is a file, not a folder" in error_line(proc)
+
+
 def test_a_new_run_is_refused_among_files_that_are_not_a_run(tmp_path):
     out = tmp_path / "notes"
     (out / "checkpoints").mkdir(parents=True)

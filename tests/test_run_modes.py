@@ -115,6 +115,19 @@ def test_test_mode_without_checkpoint_is_exit_2(tmp_path):
     assert not (tmp_path / "none").exists()
 
 
+def test_test_mode_tests_copies_that_have_no_evaluation_yet(trained, tmp_path):
+    # A copy stopped before its first evaluation has checkpoints but no eval.jsonl;
+    # test mode said the folder held "no trained copies".
+    out = tmp_path / "copies"
+    shutil.copytree(trained, out / "run_0", ignore=shutil.ignore_patterns("train.lock"))
+    (out / "run_0" / "eval.jsonl").unlink()
+    proc = run("train.py", "--training=false", "--test_episodes", "1", "--output_dir", str(out))
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads((out / "test_summary.json").read_text())["runs"][0]["run_dir"] == str(
+        out / "run_0"
+    )
+
+
 def test_copies_produce_runs_and_a_matching_summary(copies_runs, tmp_path):
     out = tmp_path / "copies"
     shutil.copytree(copies_runs / "seq", out)

@@ -136,6 +136,14 @@ def test_an_unknown_named_space_lists_the_named_ones(tmp_path):
         read_space(str(tmp_path / "broken.yaml"))
 
 
+def test_help_names_every_named_space():
+    proc = subprocess.run(
+        [sys.executable, "-m", "rl.search", "--help"], capture_output=True, text=True, cwd=ROOT
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "named space (dqn_basic, ppo_basic)" in " ".join(proc.stdout.split())
+
+
 def test_a_json_space_file_is_read_like_a_yaml_one(tmp_path):
     path = tmp_path / "space.json"
     path.write_text(json.dumps({"num_epochs": {"int": [2, 10]}}))
@@ -527,6 +535,21 @@ def test_the_median_pruner_stops_the_trial_that_does_not_learn(tmp_path, lr_spac
     with open(os.path.join(output_dir, "logs", "trial_1.log")) as f:
         final = json.loads(f.read().strip().splitlines()[-1])
     assert final["interrupted"] == signal.SIGTERM and final["step"] < 16000
+
+
+def test_evaluations_that_come_with_the_final_one_do_not_prune_the_finished_trial(
+    tmp_path, lr_space
+):
+    # With checkpoints only at the end, every evaluation reaches the search with the final
+    # one: the trial that did not learn was marked pruned at step 2000 after it had run to
+    # its last step, and its final evaluation was dropped.
+    needs_optuna()
+    output_dir = str(tmp_path / "search")
+    late = "--hparam_override=eval_interval=2000,checkpoint_interval=4000,eval_episodes=5"
+    proc = run_search(output_dir, lr_space, 2, "--pruner_startup_trials=1", late)
+    assert proc.returncode == 0, proc.stderr
+    rows = read_trials(output_dir)
+    assert [(r["state"], r["last_step"]) for r in rows] == [("COMPLETE", "4000")] * 2
 
 
 @pytest.mark.slow

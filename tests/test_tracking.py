@@ -185,6 +185,20 @@ def test_kill_9_and_resume_continue_the_same_mlflow_run_without_doubles_or_gaps(
 
 
 @needs_mlflow
+def test_an_unreadable_tracking_file_is_kept_and_the_run_goes_to_a_new_mlflow_run(tmp_path):
+    out, uri = tmp_path / "run", f"sqlite:///{tmp_path / 'mlruns.db'}"
+    args = ["--hparams", "ppo_tiny", "--output_dir", out, "--tracking", "mlflow"]
+    assert train(*args, "--tracking_uri", uri, "--train_steps", 64).returncode == 0
+    (out / "tracking.json").write_text('{"uri": "sqlite:///elsewhere.db", "run_id": ')
+    proc = train(*args, "--tracking_uri", uri)
+    assert proc.returncode == 0, proc.stderr
+    assert "tracking.json cannot be read" in proc.stderr
+    (kept,) = out.glob("tracking.before-*.json")  # was overwritten
+    assert kept.read_text() == '{"uri": "sqlite:///elsewhere.db", "run_id": '
+    assert tracking_state(out)["read_from"] == 256
+
+
+@needs_mlflow
 def test_an_unreachable_server_warns_once_and_a_later_run_sends_what_was_missed(tmp_path):
     out = tmp_path / "run"
     # No retries and a short timeout keep the test fast (MLflow: 7 retries, 120 s).

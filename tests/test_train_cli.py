@@ -63,7 +63,18 @@ def error_line(proc):
             ["--hparams", "ppo_tiny", "--hparam_override", "agent=dqn"],
             "hparam 'agent' must be one of 'ppo', got 'dqn'",
         ),
-        (["--hparams", "ppo_tiny", "--train_steps", "abc"], "train_steps"),
+        (  # absl said "invalid literal for int() with base 10: 'abc'"
+            ["--hparams", "ppo_tiny", "--train_steps", "abc"],
+            "flag --train_steps=abc: 'abc' is not a positive integer",
+        ),
+        (
+            ["--hparams", "ppo_tiny", "--train_steps", "0"],
+            "flag --train_steps=0: 0 is not a positive",
+        ),
+        (  # absl said "('Non-boolean argument to boolean flag', 'maybe')"
+            ["--hparams", "ppo_tiny", "--record_video=maybe"],
+            "flag --record_video=maybe: 'maybe' is not true or false",
+        ),
         (
             ["--hparams", "ppo_tiny", "--no_such_flag"],
             "unknown flag --no_such_flag; train.py --help lists the flags",
@@ -71,6 +82,15 @@ def error_line(proc):
         (
             ["--hparams", "ppo_tiny", "--copie", "2"],
             "unknown flag --copie; did you mean --copies",
+        ),
+        (  # both copies trained, then the summary raised FileNotFoundError (exit 1)
+            ["--hparams", "ppo_tiny", "--copies", "2", "--eval_episodes", "0"],
+            "--copies compares the copies' final evaluations (summary.json, curves.png), "
+            "which eval_episodes 0 turns off; give it at least 1",
+        ),
+        (
+            ["--hparams", "ppo_tiny", "--copies", "2", "--hparam_override", "eval_episodes=0"],
+            "--copies compares the copies' final evaluations",
         ),
         (
             ["--hparams", "ppo_tiny", "--copies_parallel", "2"],
@@ -92,6 +112,13 @@ def test_missing_output_dir_and_hparams(tmp_path):
     proc = run("--output_dir", str(tmp_path / "x"))
     assert proc.returncode == 2 and "--hparams is required" in error_line(proc)
     assert not (tmp_path / "x").exists()
+
+
+def test_help_says_evaluation_acts_with_the_sets_eval_act_select():
+    # It said "Greedy episodes"; the Atari DQN sets evaluate epsilon-greedy.
+    proc = run("--help")
+    assert proc.returncode == 0, proc.stderr
+    assert "acted with the hparams' eval_act_select" in " ".join(proc.stdout.split())
 
 
 def test_list_prints_every_kind():

@@ -34,6 +34,7 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     Args:
         argv: the arguments after the program name.
     """
+    from rl.search.space import NAMED_SPACES
     from rl.search.study import DEFAULT_STUDY_NAME, PRUNERS, SAMPLERS, SYSTEMS
 
     parser = command_line.OneLineParser(
@@ -43,7 +44,9 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
         "--hparams", required=True, help="registered hparams set, e.g. ppo_cartpole"
     )
     parser.add_argument(
-        "--space", required=True, help="a YAML or JSON space file, or a named space (ppo_basic)"
+        "--space",
+        required=True,
+        help=f"a YAML or JSON space file, or a named space ({', '.join(sorted(NAMED_SPACES))})",
     )
     parser.add_argument("--output_dir", required=True, help="the search's folder")
     parser.add_argument(

@@ -476,6 +476,9 @@ class Search:
             self._fail(running.trial, f"its evaluations cannot be read: {e}")
             self.on_finish()
             return
+        # The final evaluation is in: the run has finished, whatever the earlier ones that
+        # came with it say (evaluations arrive with the checkpoint that covers them).
+        finished = bool(evaluations) and evaluations[-1][0] >= running.final_step
         for step, value in evaluations:
             if running.stop == PRUNED:
                 break  # the curve ends where it was pruned
@@ -484,7 +487,7 @@ class Search:
             running.last_step, running.last_value = step, value
             if (
                 running.stop is None
-                and step < running.final_step
+                and not finished
                 and code is None
                 and running.trial.should_prune()
             ):
