@@ -411,7 +411,8 @@ def recorded_plugins(output_dir: str) -> List[str]:
     recorded = recorded.get("plugins")
     if not isinstance(recorded, list):
         return []
-    return [name for name in recorded if isinstance(name, str)]
+    # Runs before empty names were refused may have recorded one.
+    return [name for name in recorded if isinstance(name, str) and name.strip()]
 
 
 def our_flags() -> Dict[str, Any]:

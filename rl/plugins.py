@@ -24,8 +24,9 @@ def load(modules: Iterable[str]) -> List[str]:
     """Imports each module once, in order; returns every plugin loaded so far.
 
     Raises:
-      PluginError: a module that cannot be imported or raises while registering (one line
-        naming it and the cause).
+      PluginError: an empty name (``--plugins ""``, an unset shell variable), or a module
+        that cannot be imported or raises while registering (one line naming it and the
+        cause).
     """
     if os.getcwd() not in sys.path:
         # As ``python -m`` does: a plugin in the folder the command runs from is found
@@ -33,7 +34,12 @@ def load(modules: Iterable[str]) -> List[str]:
         sys.path.append(os.getcwd())
     for name in modules:
         name = name.strip()
-        if not name or name in _loaded:
+        if not name:
+            raise PluginError(
+                "--plugins was given an empty name; a plugin is a module importable from the "
+                "current folder or the Python path, e.g. my_pkg.my_rl"
+            )
+        if name in _loaded:
             continue
         try:
             importlib.import_module(name)
@@ -58,4 +64,4 @@ def load(modules: Iterable[str]) -> List[str]:
 
 def load_from_environment() -> List[str]:
     """In a worker process: the plugins its learner loaded ($RL_PLUGINS)."""
-    return load(os.environ.get(ENV_VARIABLE, "").split(","))
+    return load(name for name in os.environ.get(ENV_VARIABLE, "").split(",") if name.strip())

@@ -201,6 +201,8 @@ def test_plugins_and_the_run_folder_reach_ray_actors(project):
         ),
         ("my_rl.raises", "--plugins my_rl.raises: importing it raised RuntimeError: bad plugin"),
         ("my_rl.duplicate", "--plugins my_rl.duplicate: importing it raised"),
+        # An unset shell variable ($PLUGIN): it was skipped, and recorded as "" in the snapshot.
+        ("", "--plugins was given an empty name; a plugin is a module importable"),
     ],
 )
 def test_a_bad_plugin_is_one_line_and_writes_nothing(project, module, expected):
