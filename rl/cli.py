@@ -424,6 +424,7 @@ def main(argv: List[str]) -> int:
     """Runs train.py after absl parsed the flags."""
     if len(argv) > 1:
         fail(f"unexpected arguments {' '.join(argv[1:])!r}; flags look like --name=value")
+    say_gymnasium_warnings_once()
     if FLAGS.list:
         from rl import catalog
 
@@ -453,6 +454,28 @@ def main(argv: List[str]) -> int:
     if FLAGS.copies > 1:
         return run_copies()
     return run_training(FLAGS.output_dir, FLAGS.seed)
+
+
+ANSI_CODE = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def say_gymnasium_warnings_once() -> None:
+    """Gymnasium's warnings (an outdated env id, a Box cast to float32) as ``rl: warning:``
+    lines, each once: it warns in colour, with its own source line, at every env made."""
+    import warnings
+
+    shown = set()
+    default = warnings.showwarning
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        if f"{os.sep}gymnasium{os.sep}" not in filename:
+            return default(message, category, filename, lineno, file, line)
+        text = ANSI_CODE.sub("", str(message)).removeprefix("WARN: ").strip()
+        if text not in shown:
+            shown.add(text)
+            print(f"rl: warning: {text}", file=sys.stderr, flush=True)
+
+    warnings.showwarning = show
 
 
 def build_experiment(output_dir: str, seed: Optional[int]):

@@ -180,6 +180,24 @@ def test_only_rl_speaks_during_a_run(tmp_path):
     assert loud.stderr != ""  # the lines exist; they are hidden, not absent
 
 
+def test_gymnasiums_warnings_are_rl_lines_said_once(tmp_path):
+    # Gymnasium warned in colour, with its own source line, once per env made (train and
+    # evaluation envs): two warnings of two lines each for one outdated id.
+    proc = subprocess.run(
+        [sys.executable, TRAIN, "--hparams", "ppo_tiny", "--env", "CartPole-v0",
+         "--output_dir", str(tmp_path / "run")],
+        capture_output=True, text=True, timeout=300, cwd=ROOT,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    foreign = [l for l in proc.stderr.splitlines() if not l.startswith(("step ", "rl: "))]
+    assert foreign == []
+    warned = [l for l in proc.stderr.splitlines() if l.startswith("rl: warning:")]
+    assert warned == [
+        "rl: warning: The environment CartPole-v0 is out of date. You should consider "
+        "upgrading to version `v1`."
+    ]
+
+
 def test_mistakes_on_an_existing_run_are_reported_without_loading_tensorflow(tmp_path):
     out = tmp_path / "run"
     trained = train_tiny(out)
