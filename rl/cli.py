@@ -456,9 +456,6 @@ def main(argv: List[str]) -> int:
     return run_training(FLAGS.output_dir, FLAGS.seed)
 
 
-ANSI_CODE = re.compile(r"\x1b\[[0-9;]*m")
-
-
 def say_gymnasium_warnings_once() -> None:
     """Gymnasium's warnings (an outdated env id, a Box cast to float32) as ``rl: warning:``
     lines, each once: it warns in colour, with its own source line, at every env made."""
@@ -470,7 +467,9 @@ def say_gymnasium_warnings_once() -> None:
     def show(message, category, filename, lineno, file=None, line=None):
         if f"{os.sep}gymnasium{os.sep}" not in filename:
             return default(message, category, filename, lineno, file, line)
-        text = ANSI_CODE.sub("", str(message)).removeprefix("WARN: ").strip()
+        from rl.envs.check import warning_text  # Gymnasium is loaded by now
+
+        text = warning_text(message)
         if text not in shown:
             shown.add(text)
             print(f"rl: warning: {text}", file=sys.stderr, flush=True)
