@@ -200,8 +200,11 @@ def play_in_processes(work: Sequence[play.Chunk], workers: int) -> Iterator[List
             pipe_of = {process.sentinel: conn for conn, process in busy.items()}
             for ready in connection.wait([*busy, *pipe_of]):
                 if ready in pipe_of:  # a worker ended
-                    if not pipe_of[ready].poll():  # else its last result is still to read
-                        raise worker_died(busy[pipe_of[ready]])
+                    conn = pipe_of[ready]
+                    # Not a loss if its last result is still to read, or if it had no work
+                    # left (told it was done earlier in this round).
+                    if conn in busy and not conn.poll():
+                        raise worker_died(busy[conn])
                     continue
                 if ready not in busy:
                     continue
