@@ -377,6 +377,17 @@ def test_bad_input_exits_2_with_one_line_and_writes_nothing(tmp_path):
     assert not output_dir.exists()
 
 
+def test_a_storage_url_that_cannot_be_opened_says_what_storage_takes(tmp_path):
+    needs_optuna()
+    config = config_for(tmp_path, storage="foo://bar")
+    with pytest.raises(study.SystemUnavailableError) as raised:
+        study.load_existing_study(config)
+    message = str(raised.value)
+    assert message.startswith("cannot open the study storage foo://bar: ")
+    assert "e.g. sqlite:///" in message and "\n" not in message
+    assert not (tmp_path / "search").exists()
+
+
 @pytest.mark.parametrize(
     "place, expected",
     [

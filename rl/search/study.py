@@ -185,8 +185,14 @@ def load_existing_study(config: SearchConfig):
     except KeyError:  # no study of that name there
         return None
     except Exception as e:  # SQLAlchemy's and Optuna's storage errors share no base
+        hint = (
+            "; --storage takes an Optuna (SQLAlchemy) database URL, e.g. "
+            "sqlite:///runs/search/study.db or postgresql://user@host/db"
+            if config.storage
+            else ""
+        )
         raise SystemUnavailableError(
-            f"cannot open the study storage {storage_url(config)}: {' '.join(str(e).split())}"
+            f"cannot open the study storage {storage_url(config)}: {' '.join(str(e).split())}{hint}"
         ) from None
 
 
