@@ -301,6 +301,9 @@ PEERS: Dict[str, Peer] = {
         n_envs=8,
     ),
     "a2c_mountain_car": Peer("a2c", "MountainCar-v0", {"ent_coef": 0.0}, n_envs=16, normalize=True),
+    # The settings behind RL-Zoo's published 230 (2021): its yml of then with SB3's
+    # defaults before 2.3.0, which trained after each episode, as many gradient steps
+    # as the episode's env steps, on batches of 100 (SB3's changelog for 2.3.0).
     "ddpg_lunar_lander_continuous": Peer(
         "ddpg",
         "LunarLanderContinuous-v3",
@@ -308,6 +311,7 @@ PEERS: Dict[str, Peer] = {
             "gamma": 0.98,
             "buffer_size": 200_000,
             "learning_starts": 10_000,
+            "batch_size": 100,
             "gradient_steps": -1,
             "train_freq": (1, "episode"),
             "learning_rate": 1e-3,
@@ -347,16 +351,17 @@ def claim_peer_folder(folder: str, run: Dict[str, object]) -> None:
       run: {"set": ..., "seed": ..., "steps": ...} of this run.
     """
     recorded = read_peer_manifest(folder)
-    if recorded is None:
-        check_unrecorded_saves(folder, run)
-        os.makedirs(folder, exist_ok=True)
-
-        write_text_atomic(os.path.join(folder, PEER_MANIFEST), json.dumps(run) + "\n")
-    elif recorded != run:
+    if recorded is not None and recorded != run:
         fail(
             f"--peer_checkpoints {folder} holds the saves of {describe_peer_run(recorded)}, "
             f"not {describe_peer_run(run)}; give another folder"
         )
+    # Also with a manifest: saves of this set, seed and steps made before the peer's
+    # settings changed (the DDPG peer's batch) are another run.
+    check_saves_fit(folder, run, recorded=recorded is not None)
+    if recorded is None:
+        os.makedirs(folder, exist_ok=True)
+        write_text_atomic(os.path.join(folder, PEER_MANIFEST), json.dumps(run) + "\n")
 
 
 def describe_peer_run(run: Dict[str, object]) -> str:
@@ -382,14 +387,23 @@ def read_peer_manifest(folder: str) -> Optional[Dict[str, object]]:
     return run
 
 
-def check_unrecorded_saves(folder: str, run: Dict[str, object]) -> None:
-    """Saves made before folders had a manifest are adopted if the newest readable one has
-    this run's seed, steps, policy and settings; else the process ends (exit 2)."""
+def check_saves_fit(folder: str, run: Dict[str, object], recorded: bool) -> None:
+    """The saves in ``folder`` are resumed only if the newest readable one has this run's
+    seed, steps, policy and the peer's settings; else the process ends (exit 2).
+
+    Args:
+      folder: the --peer_checkpoints folder.
+      run: {"set": ..., "seed": ..., "steps": ...} of this run.
+      recorded: the folder's manifest names this run; then saves that do not read are
+        left to ``resume_peer``, which starts afresh if none loads.
+    """
     saves = peer_saves(folder)
     if not saves:
         return
     saved = newest_save_data(folder, saves)
     if saved is None:
+        if recorded:
+            return
         fail(
             f"--peer_checkpoints {folder} holds peer saves that cannot be read and no "
             f"{PEER_MANIFEST} saying whose they are; move them away or give another folder"

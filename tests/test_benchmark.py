@@ -435,8 +435,8 @@ def test_a_child_crash_names_the_command_and_exits_1(capsys):
 DDPG_SAVE = {  # what SB3 stored of the DDPG peer's run of 300k steps, seed 0
     "policy_class": {"__module__": "stable_baselines3.td3.policies"},
     "seed": 0, "_total_timesteps": 300_000, "n_envs": 1, "gamma": 0.98,
-    "buffer_size": 200_000, "learning_starts": 10_000, "gradient_steps": -1,
-    "learning_rate": 0.001,
+    "buffer_size": 200_000, "learning_starts": 10_000, "batch_size": 100,
+    "gradient_steps": -1, "learning_rate": 0.001,
 }  # fmt: skip
 
 
@@ -448,6 +448,10 @@ def test_a_save_is_matched_against_the_set_seed_steps_and_settings_of_its_peer()
     assert benchmark.save_differences(DDPG_SAVE, peer, dict(run, seed=1, steps=16), td3) == [
         "seed 0, not 1",
         "steps 300000, not 16",
+    ]
+    # A save of SB3's batch of 256 (before the peer took 2021's 100) is another run.
+    assert benchmark.save_differences(dict(DDPG_SAVE, batch_size=256), peer, run, td3) == [
+        "batch_size 256, not 100"
     ]
     sac = benchmark.PEERS["sac_pendulum"]
     assert benchmark.save_differences(DDPG_SAVE, sac, run, "stable_baselines3.sac.policies") == [
@@ -508,6 +512,28 @@ def test_a_peer_folder_is_tied_to_its_set_seed_and_steps(tmp_path):
         'SET, "seed": SEED, "steps": STEPS} to it\n'
     )
     assert files_of(saves) == before
+
+
+def test_a_recorded_folders_saves_of_other_peer_settings_are_not_resumed(tmp_path, capsys):
+    # Saves of the DDPG peer from before it took 2021's batch of 100: same set, seed and
+    # steps (the manifest agrees), other settings.
+    import zipfile
+
+    run = {"set": "ddpg_lunar_lander_continuous", "seed": 0, "steps": 300_000}
+    folder = tmp_path / "peer"
+    folder.mkdir()
+    (folder / "peer_run.json").write_text(json.dumps(run))
+    with zipfile.ZipFile(folder / "peer_25000_steps.zip", "w") as archive:
+        archive.writestr("data", json.dumps(dict(DDPG_SAVE, batch_size=256)))
+    before = files_of(folder)
+    with pytest.raises(SystemExit) as ended:
+        benchmark.claim_peer_folder(str(folder), run)
+    assert ended.value.code == 2
+    assert "(batch_size 256, not 100); give another folder" in capsys.readouterr().err
+    assert files_of(folder) == before
+    with zipfile.ZipFile(folder / "peer_50000_steps.zip", "w") as archive:
+        archive.writestr("data", json.dumps(DDPG_SAVE))
+    benchmark.claim_peer_folder(str(folder), run)  # the newest save is the run's: resumed
 
 
 @needs_bench
