@@ -597,6 +597,31 @@ def test_an_unreachable_ray_address_is_one_line_and_writes_nothing(tmp_path):
     assert not out.exists()
 
 
+def test_without_an_address_a_local_ray_starts_even_where_ray_start_left_one(tmp_path, monkeypatch):
+    # `ray start --head` writes its address to $RAY_TMPDIR/ray/ray_current_cluster,
+    # and the file stays when that cluster dies unstopped. Joining it was refused
+    # ("num_cpus and num_gpus must not be provided"), exit 2.
+    pytest.importorskip("ray")
+    import shutil
+    import tempfile
+
+    ray_tmp = tempfile.mkdtemp(prefix="rl-ray-", dir="/tmp")  # Ray's socket paths stay short
+    try:
+        os.makedirs(os.path.join(ray_tmp, "ray"))
+        with open(os.path.join(ray_tmp, "ray", "ray_current_cluster"), "w") as f:
+            f.write("127.0.0.1:1\n")
+        monkeypatch.setenv("RAY_TMPDIR", ray_tmp)
+        monkeypatch.delenv("RAY_ADDRESS", raising=False)
+        out = str(tmp_path / "run")
+        proc = run(
+            "--sys", "ray", "--hparams", "ppo_tiny", "--output_dir", out, "--num_workers", "1"
+        )
+        assert proc.returncode == 0, proc.stderr
+        assert json.loads(proc.stdout.splitlines()[-1])["step"] == 256
+    finally:
+        shutil.rmtree(ray_tmp, ignore_errors=True)
+
+
 def test_a_local_ray_gets_the_actors_environment_as_it_starts_and_the_learner_keeps_its_own(
     monkeypatch,
 ):

@@ -68,6 +68,10 @@ def connect(address: Optional[str], local_cpus: int) -> str:
             # rl's folder goes first; the user's path (plugins, own envs) stays after it.
             with _environ({**runtime_env["env_vars"], "PYTHONPATH": python_path_with_rl()}):
                 ray.init(
+                    # "local": a Ray of its own even where `ray start` left a cluster's
+                    # address in Ray's temp folder (ray_current_cluster), which Ray
+                    # would otherwise try to join, and refuse num_cpus for.
+                    address="local",
                     num_cpus=local_cpus,
                     include_dashboard=False,
                     log_to_driver=False,
