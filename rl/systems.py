@@ -240,6 +240,9 @@ class TPUSystem(MirroredSystem):
             )
         try:
             resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu=tpu)
+            for job in resolver.cluster_spec().jobs:  # none on a TPU VM ("local")
+                for address in resolver.cluster_spec().job_tasks(job):
+                    check_listening(address)
             tf.config.experimental_connect_to_cluster(resolver)
             tf.tpu.experimental.initialize_tpu_system(resolver)
             self.strategy = tf.distribute.TPUStrategy(resolver)
@@ -247,3 +250,21 @@ class TPUSystem(MirroredSystem):
             reason = (str(e).strip().splitlines() or [type(e).__name__])[0]
             raise SystemUnavailableError(f"--sys tpu cannot reach TPU {tpu!r}: {reason}") from None
         return {"sys": "tpu", "tpu": tpu, "replicas": str(self.replica_count)}
+
+
+# How long a TPU worker's address may take to accept a connection. TensorFlow's own
+# connect waits without end for an address where nothing listens.
+TPU_CONNECT_TIMEOUT_SECONDS = 10.0
+
+
+def check_listening(address: str) -> None:
+    """Raises ConnectionError unless something accepts TCP connections at ``host:port``."""
+    import socket
+
+    host, _, port = address.rpartition(":")
+    try:
+        with socket.create_connection((host, int(port)), timeout=TPU_CONNECT_TIMEOUT_SECONDS):
+            return
+    except (OSError, ValueError) as e:
+        reason = getattr(e, "strerror", None) or str(e) or type(e).__name__
+        raise ConnectionError(f"nothing answers at {address} ({reason})") from None

@@ -139,6 +139,30 @@ def test_a_system_that_cannot_run_is_one_line_and_writes_nothing(tmp_path, args,
     assert not out.exists()
 
 
+def test_a_tpu_address_where_nothing_listens_is_one_line_not_a_hang(tmp_path):
+    # TensorFlow's connect_to_cluster waits without end for such an address.
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]  # free again once closed: nothing listens there
+    out = tmp_path / "run"
+    proc = subprocess.run(
+        [sys.executable, TRAIN, "--hparams", "ppo_tiny", "--output_dir", str(out)]
+        + ["--sys", "tpu", "--tpu", f"grpc://127.0.0.1:{port}"],
+        capture_output=True,
+        text=True,
+        timeout=90,
+        cwd=ROOT,
+    )
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.strip() == (
+        f"train.py: error: --sys tpu cannot reach TPU 'grpc://127.0.0.1:{port}': "
+        f"nothing answers at 127.0.0.1:{port} (Connection refused)"
+    )
+    assert not out.exists()
+
+
 # TPUStrategy compiles each replica's part of the update with XLA: static shapes and no
 # host callbacks. jit_compile=True on one device proves the same of every update here.
 XLA_UPDATE = textwrap.dedent(
