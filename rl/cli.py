@@ -531,7 +531,7 @@ def run_training(output_dir: str, seed: Optional[int]) -> int:
     if result["failure"] and result.get("failure_kind") == "workers":
         print(
             f"{PROG}: stopped: {result['failure']}; the workers' output is in "
-            f"{os.path.join(experiment.output_dir, 'workers')}",
+            f"{experiment.system.workers_output(experiment.folder.file('workers'))}",
             file=sys.stderr,
         )
         return EXIT_WORKERS

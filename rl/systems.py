@@ -53,6 +53,14 @@ class System:
         """The run's --num_workers (0 when the options do not say)."""
         return int(self.options.get("num_workers") or 0)
 
+    def workers_output(self, log_dir: str) -> str:
+        """Where a user reads the actors' output, for train.py's last line when they fail.
+
+        Args:
+            log_dir: the folder ``actor_launcher`` was given.
+        """
+        return log_dir
+
     def actor_launcher(self, log_dir: Optional[str]):
         """What starts actor processes for --num_workers (rl/workers/pool.py).
 
@@ -156,6 +164,13 @@ class RaySystem(LocalSystem):
         from rl.workers.ray_actors import disconnect
 
         disconnect()
+
+    def workers_output(self, log_dir: str) -> str:
+        del log_dir  # Ray keeps each actor's output in its own session logs
+        return (
+            "Ray's worker logs (session_latest/logs/worker-*.err in Ray's temp folder, "
+            "/tmp/ray unless set, on the node that ran each actor)"
+        )
 
     def actor_launcher(self, log_dir: Optional[str]):
         """Ray actors running the actor-process code, connected back to this learner over TCP."""

@@ -139,6 +139,15 @@ def test_a_system_that_cannot_run_is_one_line_and_writes_nothing(tmp_path, args,
     assert not out.exists()
 
 
+def test_failed_workers_point_to_where_each_system_keeps_their_output():
+    from rl.systems import LocalSystem, RaySystem
+
+    assert LocalSystem().workers_output("/runs/x/workers") == "/runs/x/workers"
+    # Ray actors never write the run's workers/ folder (RayLauncher ignores it).
+    said = RaySystem().workers_output("/runs/x/workers")
+    assert "/runs/x" not in said and "session_latest/logs/worker-*.err" in said
+
+
 def test_a_tpu_address_where_nothing_listens_is_one_line_not_a_hang(tmp_path):
     # TensorFlow's connect_to_cluster waits without end for such an address.
     import socket

@@ -496,6 +496,7 @@ def test_an_env_that_raises_restarts_its_worker_then_the_budget_stops_the_run(tm
     assert stopped.returncode == 4, stopped.stderr
     lines = [l for l in stopped.stderr.splitlines() if l.startswith("train.py: stopped:")]
     assert len(lines) == 1 and "more than the 0 allowed (--worker_restarts)" in lines[0]
+    assert lines[0].endswith(f"the workers' output is in {os.path.join(out, 'workers')}")
     kept = json.loads(stopped.stdout.splitlines()[-1])["step"]
     # The last checkpoint is kept.
     index = os.path.join(out, "checkpoints", "checkpoint")
