@@ -10,7 +10,7 @@ import os
 import re
 import sys
 import time
-from typing import Any, Dict, List, NoReturn, Optional
+from typing import Any, Dict, List, NoReturn, Optional, Tuple
 
 from absl import flags
 from absl import logging as absl_logging
@@ -444,15 +444,17 @@ def main(argv: List[str]) -> int:
             system({**system_options(), "num_workers": FLAGS.num_workers}).start_actors_early()
         except user_errors() as e:
             fail(str(e))
-    if FLAGS.training and FLAGS.copies > 1 and FLAGS.copies_parallel > 1:
-        # Each copy trains in a train.py of its own: this process needs no TensorFlow,
-        # and without its threads the fork of each copy is safe (preexec_fn).
-        return run_copies()
+    if FLAGS.training and FLAGS.copies > 1:
+        run_dirs, seeds = checked_copies()  # bad input is refused before TensorFlow loads
+        if FLAGS.copies_parallel > 1:
+            # Each copy trains in a train.py of its own: this process needs no TensorFlow,
+            # and without its threads the fork of each copy is safe (preexec_fn).
+            return run_copies(run_dirs, seeds)
+        rl.import_tensorflow_quietly()
+        return run_copies(run_dirs, seeds)
     rl.import_tensorflow_quietly()
     if not FLAGS.training:
         return run_test()
-    if FLAGS.copies > 1:
-        return run_copies()
     return run_training(FLAGS.output_dir, FLAGS.seed)
 
 
@@ -619,9 +621,9 @@ def run_test_episodes(output_dir: str) -> Dict[str, Any]:
     return result
 
 
-def run_copies() -> int:
-    """--copies N: N runs in run_<i>, one after another or side by side."""
-    from rl import analysis
+def checked_copies() -> Tuple[List[str], List[int]]:
+    """--copies N: the copies' folders (run_<i>) and seeds, once every one of them can
+    start or resume there; bad input ends the process before anything is written."""
     from rl.run_folder import check_copies_folder, check_not_in_use, check_resume
 
     output_dir = FLAGS.output_dir
@@ -637,6 +639,18 @@ def run_copies() -> int:
             check_not_in_use(run_dir)
     except user_errors() as e:
         fail(str(e))
+    return run_dirs, seeds
+
+
+def run_copies(run_dirs: List[str], seeds: List[int]) -> int:
+    """--copies N: N runs in run_<i>, one after another or side by side, then the summary.
+
+    Args:
+        run_dirs: the copies' folders, from ``checked_copies``.
+        seeds: their seeds.
+    """
+    from rl import analysis
+
     if FLAGS.copies_parallel > 1:
         code = run_copies_in_processes(run_dirs, seeds)
     else:
@@ -648,7 +662,7 @@ def run_copies() -> int:
                 break
     if code:
         return code
-    summary = analysis.write_summary(output_dir, run_dirs)
+    summary = analysis.write_summary(FLAGS.output_dir, run_dirs)
     print(json.dumps({k: v for k, v in summary.items() if k != "runs"}))
     return 0
 

@@ -468,6 +468,22 @@ def test_new_copies_are_refused_among_files_that_are_not_copies(tmp_path):
         proc
     )
     assert contents(out) == before
+    # Copies one after another are refused before TensorFlow loads, as side by side:
+    # here TensorFlow cannot load at all.
+    no_tensorflow = tmp_path / "no_tensorflow" / "tensorflow"
+    no_tensorflow.mkdir(parents=True)
+    (no_tensorflow / "__init__.py").write_text('raise ImportError("TensorFlow was loaded")')
+    proc = subprocess.run(
+        [sys.executable, TRAIN, *ARGS, "--copies", "2", "--output_dir", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(no_tensorflow.parent)},
+    )
+    assert proc.returncode == 2, proc.stderr
+    assert "holds files that are not --copies runs" in error_line(proc)
+    assert contents(out) == before
     # A file is refused as it is for one run, before the first copy starts.
     proc = run(*ARGS, "--copies", "2", "--output_dir", str(out / "payoff.csv"))
     assert proc.returncode == 2 and proc.stderr.startswith("train.py: error:"), proc.stderr
