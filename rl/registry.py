@@ -85,9 +85,7 @@ class Registry:
 
         def add(obj, name: Optional[str]):
             key = name or snake_case(obj.__name__)
-            if key in self:
-                where = self._declared.get(key) or getattr(self._entries[key], "__module__", "")
-                raise ValueError(f"{self.kind} '{key}' is already registered (by {where}).")
+            self._refuse_taken(key)
             self._entries[key] = obj
             return obj
 
@@ -102,9 +100,14 @@ class Registry:
         Raises:
             ValueError: if the name is already registered or declared.
         """
-        if name in self:
-            raise ValueError(f"{self.kind} '{name}' is already registered.")
+        self._refuse_taken(name)
         self._declared[name] = target
+
+    def _refuse_taken(self, name: str) -> None:
+        """Raises ValueError naming who holds ``name``, if anyone does."""
+        if name in self:
+            where = self._declared.get(name) or getattr(self._entries[name], "__module__", "")
+            raise ValueError(f"{self.kind} '{name}' is already registered (by {where}).")
 
     def check(self, name: str) -> None:
         """Raises UnknownNameError unless ``name`` is registered (imports nothing)."""

@@ -42,6 +42,11 @@ def test_registering_a_name_twice_raises():
     reg.register("a")(lambda: 1)
     with pytest.raises(ValueError, match="already registered"):
         reg.register("a")(lambda: 2)
+    # A declared name says where it points, for register and declare alike.
+    reg.declare("b", "some.module:thing")
+    for again in (lambda: reg.declare("b", "other:thing"), lambda: reg.register("b")(len)):
+        with pytest.raises(ValueError, match=r"'b' is already registered \(by some.module:thing\)"):
+            again()
 
 
 def test_unknown_name_lists_closest_matches_and_how_to_list_all():
