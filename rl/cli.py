@@ -446,11 +446,10 @@ def main(argv: List[str]) -> int:
             fail(str(e))
     if FLAGS.training and FLAGS.copies > 1:
         run_dirs, seeds = checked_copies()  # bad input is refused before TensorFlow loads
-        if FLAGS.copies_parallel > 1:
-            # Each copy trains in a train.py of its own: this process needs no TensorFlow,
-            # and without its threads the fork of each copy is safe (preexec_fn).
-            return run_copies(run_dirs, seeds)
-        rl.import_tensorflow_quietly()
+        # Copies side by side train in a train.py each: this process needs no TensorFlow,
+        # and without its threads the fork of each copy is safe (preexec_fn).
+        if FLAGS.copies_parallel == 1:
+            rl.import_tensorflow_quietly()
         return run_copies(run_dirs, seeds)
     rl.import_tensorflow_quietly()
     if not FLAGS.training:

@@ -257,7 +257,9 @@ class TPUSystem(MirroredSystem):
             resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu=tpu)
             for job in resolver.cluster_spec().jobs:  # none on a TPU VM ("local")
                 for address in resolver.cluster_spec().job_tasks(job):
-                    check_listening(address)
+                    reason = unreachable_reason(address, TPU_CONNECT_TIMEOUT_SECONDS)
+                    if reason:
+                        raise ConnectionError(f"nothing answers at {address} ({reason})")
             tf.config.experimental_connect_to_cluster(resolver)
             tf.tpu.experimental.initialize_tpu_system(resolver)
             self.strategy = tf.distribute.TPUStrategy(resolver)
@@ -272,14 +274,20 @@ class TPUSystem(MirroredSystem):
 TPU_CONNECT_TIMEOUT_SECONDS = 10.0
 
 
-def check_listening(address: str) -> None:
-    """Raises ConnectionError unless something accepts TCP connections at ``host:port``."""
+def unreachable_reason(address: str, timeout: float) -> Optional[str]:
+    """Why nothing accepts a TCP connection at ``host:port`` (no host: this machine), or
+    None if something does: a TPU worker's or a Ray cluster's address, checked before
+    a library that would wait on it without end.
+
+    Args:
+        address: ``host:port``.
+        timeout: seconds to wait for the connection.
+    """
     import socket
 
     host, _, port = address.rpartition(":")
     try:
-        with socket.create_connection((host, int(port)), timeout=TPU_CONNECT_TIMEOUT_SECONDS):
-            return
+        with socket.create_connection((host or "127.0.0.1", int(port)), timeout=timeout):
+            return None
     except (OSError, ValueError) as e:
-        reason = getattr(e, "strerror", None) or str(e) or type(e).__name__
-        raise ConnectionError(f"nothing answers at {address} ({reason})") from None
+        return getattr(e, "strerror", None) or str(e) or type(e).__name__

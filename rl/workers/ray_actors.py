@@ -14,7 +14,6 @@ import dataclasses
 import logging
 import os
 import secrets
-import socket
 import threading
 import time
 from multiprocessing import AuthenticationError
@@ -22,6 +21,7 @@ from multiprocessing.connection import Client, Connection, Listener
 from typing import Any, Deque, Dict, Optional
 
 from rl.errors import SystemUnavailableError
+from rl.systems import unreachable_reason
 from rl.workers import process
 from rl.workers.messages import RL_VARIABLE_PREFIX, ProcessSetup, WorkerSpec
 from rl.workers.pool import RL_ROOT, WorkerFailure, python_path_with_rl
@@ -52,8 +52,7 @@ def connect(address: Optional[str], local_cpus: int) -> str:
     runtime_env = {"env_vars": {"PYTHONPATH": RL_ROOT, "RL_TF_LOGS": ""}}
     try:
         if address:
-            host, _, port = address.rpartition(":")
-            if address != "auto" and not _reachable(host, port):
+            if address != "auto" and unreachable_reason(address, timeout=5) is not None:
                 raise ConnectionError(f"nothing listens at {address}")
             ray.init(
                 address=address,
@@ -122,14 +121,6 @@ def disconnect() -> None:
 
         ray.shutdown()
         _started_here = False
-
-
-def _reachable(host: str, port: str) -> bool:
-    try:
-        with socket.create_connection((host or "127.0.0.1", int(port)), timeout=5):
-            return True
-    except (OSError, ValueError):
-        return False
 
 
 def run_actor(address, authkey: bytes, token: str) -> int:
