@@ -514,6 +514,7 @@ def test_a_peer_folder_is_tied_to_its_set_seed_and_steps(tmp_path):
     assert files_of(saves) == before
 
 
+@needs_bench
 def test_a_recorded_folders_saves_of_other_peer_settings_are_not_resumed(tmp_path, capsys):
     # Saves of the DDPG peer from before it took 2021's batch of 100: same set, seed and
     # steps (the manifest agrees), other settings.
