@@ -3,6 +3,7 @@
     python scripts/benchmark.py                      # ppo_cartpole, dqn_cartpole
     python scripts/benchmark.py --hparams ppo_cartpole --seeds 0 1 2
     python scripts/benchmark.py --peer --pairs 3     # side by side with Stable-Baselines3
+    python scripts/benchmark.py --peer --baseline ../rl-base  # and an earlier commit
     python scripts/benchmark.py --suite classic      # every classic set, 3 seeds, beside RL-Zoo
     python scripts/benchmark.py --remote             # envs over gRPC against in-process
 
@@ -25,6 +26,12 @@ step), printed above the table. In its per-run rows, steps/s counts the
 training call only (rl: Experiment.train with its evaluations; peer: learn);
 the summary gives median wall times, their ratio rl/peer, and min/median of
 the final evaluations.
+
+With --peer --baseline CHECKOUT, another rl checkout (say `git worktree add ../rl-base
+REV` of an earlier commit) runs each pair's set and seed too, right after this
+checkout's run and with the same Python: the summary adds its median wall time, its
+ratio to the peer and this checkout's ratio to it, so a change's effect on speed is
+read beside one peer on one host, not across hosts whose ratios differ by a third.
 
 Flags it does not know go to the rl runs' train.py (the default table and --peer only;
 TRAIN_FLAGS_PASSED lists which). As with train.py, bad input (an unknown name, a number
@@ -89,17 +96,18 @@ def describe_command(command: List[str]) -> str:
     return " ".join([os.path.basename(command[1]), *command[2:]])
 
 
-def timed_run(command: List[str]) -> Tuple[float, str]:
-    """Runs a command from ROOT; returns its whole-process wall time and stdout.
+def timed_run(command: List[str], cwd: str = ROOT) -> Tuple[float, str]:
+    """Runs a command from ``cwd``; returns its whole-process wall time and stdout.
 
     Args:
       command: program and arguments.
+      cwd: the folder it runs in (another checkout's train.py runs in that checkout).
 
     Raises:
       ChildFailed: if it exits with an error.
     """
     start = time.perf_counter()
-    proc = subprocess.run(command, capture_output=True, text=True, cwd=ROOT)
+    proc = subprocess.run(command, capture_output=True, text=True, cwd=cwd)
     wall = time.perf_counter() - start
     if proc.returncode != 0:
         raise ChildFailed(command, proc.returncode, proc.stderr)
@@ -116,7 +124,12 @@ def last_json_line(stdout: str) -> Dict[str, object]:
 
 
 def run_once(
-    hparams: str, seed: int, train_steps: Optional[int], output_dir: str, extra: List[str]
+    hparams: str,
+    seed: int,
+    train_steps: Optional[int],
+    output_dir: str,
+    extra: List[str],
+    checkout: str = ROOT,
 ) -> Dict[str, object]:
     """Runs train.py once and returns the row's numbers.
 
@@ -126,10 +139,12 @@ def run_once(
       train_steps: env steps (None: the set's own budget).
       output_dir: a fresh folder for the run.
       extra: more train.py flags.
+      checkout: the rl checkout whose train.py runs, in that folder (so it imports its
+        own rl): this one, or a --baseline.
     """
     command = [
         sys.executable,
-        TRAIN,
+        os.path.join(checkout, "train.py"),
         "--hparams",
         hparams,
         "--seed",
@@ -140,7 +155,7 @@ def run_once(
     ]
     if train_steps is not None:
         command += ["--train_steps", str(train_steps)]
-    wall, stdout = timed_run(command)
+    wall, stdout = timed_run(command, cwd=checkout)
     result = last_json_line(stdout)
     # Imported here, after the timed run: the peer and cost processes (this same
     # script) must not pay for rl's imports.
@@ -704,7 +719,11 @@ def pair_name(hparams: str, algo: str) -> str:
 
 
 def summarise_pair(
-    hparams: str, algo: str, rl_rows: Sequence[dict], peer_rows: Sequence[dict]
+    hparams: str,
+    algo: str,
+    rl_rows: Sequence[dict],
+    peer_rows: Sequence[dict],
+    base_rows: Sequence[dict] = (),
 ) -> Dict[str, object]:
     """Medians of one pair's runs and the ratio of median wall times, rl/peer.
 
@@ -713,12 +732,14 @@ def summarise_pair(
       algo: the peer algorithm.
       rl_rows: run_once rows of the set.
       peer_rows: peer_once rows.
+      base_rows: run_once rows of the --baseline checkout, if any: the summary then
+        gives its median wall time, its ratio to the peer and rl's ratio to it.
     """
     rl_wall = statistics.median(r["wall_s"] for r in rl_rows)
     peer_wall = statistics.median(r["wall_s"] for r in peer_rows)
     rl_evals = [r["final_return"] for r in rl_rows]
     peer_evals = [r["final_return"] for r in peer_rows]
-    return {
+    summary = {
         "pair": pair_name(hparams, algo),
         "runs": len(rl_rows),
         "rl_wall_s": rl_wall,
@@ -729,6 +750,15 @@ def summarise_pair(
         "peer_eval_min": min(peer_evals),
         "peer_eval_median": statistics.median(peer_evals),
     }
+    if base_rows:
+        base_wall = statistics.median(r["wall_s"] for r in base_rows)
+        summary.update(
+            base_wall_s=base_wall,
+            base_ratio=base_wall / peer_wall,
+            rl_per_base=rl_wall / base_wall,
+            base_eval_min=min(r["final_return"] for r in base_rows),
+        )
+    return summary
 
 
 RUN_HEADER = (
@@ -739,6 +769,8 @@ SUMMARY_HEADER = (
     f"{'pair':<32} {'runs':>4} {'rl s':>6} {'peer s':>6} {'rl/peer':>7} "
     f"{'rl eval min/med':>15} {'peer eval min/med':>17}"
 )
+# With --baseline: the other checkout's median wall, its ratio to the peer, rl's to it.
+BASE_HEADER = f"{'base s':>6} {'base/peer':>9} {'rl/base':>7} {'base eval min':>13}"
 
 
 def format_run(row: Dict[str, object]) -> str:
@@ -762,11 +794,17 @@ def format_summary(summary: Dict[str, object]) -> str:
     """
     rl_eval = f"{summary['rl_eval_min']:.1f}/{summary['rl_eval_median']:.1f}"
     peer_eval = f"{summary['peer_eval_min']:.1f}/{summary['peer_eval_median']:.1f}"
-    return (
+    line = (
         f"{summary['pair']:<32} {summary['runs']:>4} {summary['rl_wall_s']:>6.1f} "
         f"{summary['peer_wall_s']:>6.1f} {summary['ratio']:>7.2f} "
         f"{rl_eval:>15} {peer_eval:>17}"
     )
+    if "base_wall_s" in summary:
+        line += (
+            f" {summary['base_wall_s']:>6.1f} {summary['base_ratio']:>9.2f} "
+            f"{summary['rl_per_base']:>7.2f} {summary['base_eval_min']:>13.1f}"
+        )
+    return line
 
 
 def missing_modules(names: Sequence[str]) -> List[str]:
@@ -797,7 +835,12 @@ def peer_error(hparams: Sequence[str], pairs: int) -> Optional[str]:
 
 
 def run_peer_table(
-    hparams: Sequence[str], pairs: int, train_steps: Optional[int], extra: List[str], tmp: str
+    hparams: Sequence[str],
+    pairs: int,
+    train_steps: Optional[int],
+    extra: List[str],
+    tmp: str,
+    baseline: Optional[str] = None,
 ) -> Tuple[Dict[str, float], List[dict], List[dict]]:
     """Measures the per-call costs, then runs and prints the side-by-side table.
 
@@ -807,27 +850,36 @@ def run_peer_table(
       train_steps: env steps of the rl runs (None: the set's own budget).
       extra: more train.py flags.
       tmp: a folder for the rl runs.
+      baseline: another rl checkout (--baseline) whose train.py runs each pair's set and
+        seed too, between this checkout's run and the peer's (side "base").
     """
     costs = print_machine_costs()
     print(RUN_HEADER)
     print("-" * len(RUN_HEADER), flush=True)
     rows, summaries = [], []
     for name in hparams:
-        algo, pair_rows = PEERS[name].algo, {"rl": [], "peer": []}
+        algo, pair_rows = PEERS[name].algo, {"rl": [], "base": [], "peer": []}
         for run in range(pairs):
-            rl_row = run_once(name, run, train_steps, os.path.join(tmp, f"{name}-{run}"), extra)
-            del rl_row["evals"], rl_row["hparams"]
-            # The peer learns as many env steps as the rl run took.
-            peer_row = peer_once(name, run, int(rl_row["steps"]))
-            for side, row in (("rl", rl_row), ("peer", peer_row)):
-                row.update(pair=pair_name(name, algo), run=run + 1, side=side)
+            sides = [("rl", ROOT)] + ([("base", baseline)] if baseline else [])
+            for side, checkout in sides:
+                folder = os.path.join(tmp, f"{name}-{run}-{side}")
+                row = run_once(name, run, train_steps, folder, extra, checkout)
+                del row["evals"], row["hparams"]
                 pair_rows[side].append(row)
+            # The peer learns as many env steps as the rl run took.
+            pair_rows["peer"].append(peer_once(name, run, int(pair_rows["rl"][-1]["steps"])))
+            for side in ("rl", "base", "peer") if baseline else ("rl", "peer"):
+                row = pair_rows[side][-1]
+                row.update(pair=pair_name(name, algo), run=run + 1, side=side)
                 rows.append(row)
                 print(format_run(row), flush=True)
-        summaries.append(summarise_pair(name, algo, pair_rows["rl"], pair_rows["peer"]))
+        summaries.append(
+            summarise_pair(name, algo, pair_rows["rl"], pair_rows["peer"], pair_rows["base"])
+        )
     print()
-    print(SUMMARY_HEADER)
-    print("-" * len(SUMMARY_HEADER))
+    header = SUMMARY_HEADER + (f" {BASE_HEADER}" if baseline else "")
+    print(header)
+    print("-" * len(header))
     for summary in summaries:
         print(format_summary(summary))
     return costs, rows, summaries
@@ -1311,6 +1363,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--pairs", type=int, default=3, help="with --peer: rl/peer runs per set (seeds 0..N-1)"
     )
     parser.add_argument(
+        "--baseline",
+        metavar="CHECKOUT",
+        help="with --peer: another rl checkout (a git worktree of an earlier commit) whose "
+        "train.py also runs each pair, so a change's speed is measured beside the same peer",
+    )
+    parser.add_argument(
         "--workers",
         action="store_true",
         help="env steps/s and peak memory against --num_workers (slow, CPU-bound envs)",
@@ -1374,7 +1432,7 @@ def build_parser() -> argparse.ArgumentParser:
 # mode that does not read it is refused rather than dropped.
 MODE_FLAGS: Dict[str, Tuple[str, ...]] = {
     "table": ("hparams", "seeds", "train_steps", "target", "json"),
-    "peer": ("hparams", "pairs", "train_steps", "json"),
+    "peer": ("hparams", "pairs", "train_steps", "json", "baseline"),
     "suite": ("only", "suite_seeds", "suite_parallel", "output_dir", "json"),
     "workers": ("ray", "train_steps", "json"),
     "remote": ("calls", "json"),
@@ -1513,6 +1571,29 @@ def peer_run_args(values: List[str]) -> Tuple[str, int, int]:
     return name, numbers[0], numbers[1]
 
 
+def checked_baseline(folder: Optional[str]) -> Optional[str]:
+    """The absolute path of --baseline, an rl checkout other than this one; anything else
+    ends the process (exit 2)."""
+    if folder is None:
+        return None
+    how = "e.g. git worktree add ../rl-base REV, then --baseline ../rl-base"
+    if not os.path.isdir(folder):
+        fail(f"--baseline {folder} is not a folder; give another rl checkout ({how})")
+    path = os.path.abspath(folder)
+    missing = [
+        name for name in ("train.py", os.path.join("rl", "__init__.py"))
+        if not os.path.isfile(os.path.join(path, name))
+    ]  # fmt: skip
+    if missing:
+        fail(
+            f"--baseline {folder} is not an rl checkout (no {' or '.join(missing)}); "
+            f"give one ({how})"
+        )
+    if os.path.realpath(path) == os.path.realpath(ROOT):
+        fail(f"--baseline {folder} is this checkout; give another one ({how})")
+    return path
+
+
 def check_peer_checkpoints(folder: Optional[str]) -> None:
     """Ends the process (exit 2) if --peer_checkpoints names something other than a folder."""
     if folder is not None and os.path.exists(folder) and not os.path.isdir(folder):
@@ -1547,22 +1628,28 @@ def prepare_mode(mode: str, args: argparse.Namespace, extra: List[str]) -> Calla
         return lambda: run_workers_table(train_steps, args.ray)
     train_flags = parse_train_flags(extra)
     if mode == "peer":
+        baseline = checked_baseline(args.baseline)
         error = peer_error(args.hparams, args.pairs)
         if error:
             fail(error)
         check_rl_sets(args.hparams, range(args.pairs), args.train_steps, train_flags)
-        return lambda: run_peer_report(args.hparams, args.pairs, args.train_steps, extra)
+        return lambda: run_peer_report(args.hparams, args.pairs, args.train_steps, extra, baseline)
     check_rl_sets(args.hparams, args.seeds, args.train_steps, train_flags)
     return lambda: run_table(args.hparams, args.seeds, args.train_steps, args.target, extra)
 
 
 def run_peer_report(
-    hparams: Sequence[str], pairs: int, train_steps: Optional[int], extra: List[str]
+    hparams: Sequence[str],
+    pairs: int,
+    train_steps: Optional[int],
+    extra: List[str],
+    baseline: Optional[str] = None,
 ) -> Dict[str, object]:
     """--peer: the side-by-side table as the --json report."""
     with tempfile.TemporaryDirectory(prefix="rl-bench-") as tmp:
-        costs, rows, summaries = run_peer_table(hparams, pairs, train_steps, extra, tmp)
-    return {"costs_ms": costs, "rows": rows, "summaries": summaries}
+        costs, rows, summaries = run_peer_table(hparams, pairs, train_steps, extra, tmp, baseline)
+    report = {"costs_ms": costs, "rows": rows, "summaries": summaries}
+    return {**report, "baseline": baseline} if baseline else report
 
 
 def report_child_failure(error: ChildFailed) -> int:

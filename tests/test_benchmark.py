@@ -196,6 +196,89 @@ def test_peer_table_alternates_and_writes_rows_and_summaries(tmp_path):
     assert sum(line.startswith("ppo_cartpole vs sb3 ppo") for line in lines) == 3
 
 
+@needs_bench
+@pytest.mark.slow
+def test_a_baseline_checkout_runs_each_pair_too_with_its_own_rl(tmp_path):
+    # A copy of this checkout whose train.py leaves a mark, so the row is its run.
+    import shutil
+
+    base, mark = tmp_path / "base", tmp_path / "base_ran"
+    shutil.copytree(os.path.join(ROOT, "rl"), base / "rl")
+    code = open(os.path.join(ROOT, "train.py")).read()
+    (base / "train.py").write_text(
+        f"import rl, pathlib; pathlib.Path({str(mark)!r}).write_text(rl.__file__)\n{code}"
+    )
+    report = tmp_path / "report.json"
+    proc = run_script(
+        "--peer", "--pairs", "1", "--hparams", "ppo_cartpole", "--train_steps", "400",
+        "--baseline", str(base), "--json", str(report),
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert mark.read_text() == str(base / "rl" / "__init__.py")  # the copy's own rl
+    data = json.loads(report.read_text())
+    assert data["baseline"] == str(base)
+    rl_row, base_row, peer_row = data["rows"]
+    assert [r["side"] for r in data["rows"]] == ["rl", "base", "peer"]
+    assert base_row["seed"] == rl_row["seed"] and base_row["steps"] == rl_row["steps"] == 400
+    (summary,) = data["summaries"]
+    assert summary["base_wall_s"] == base_row["wall_s"]
+    assert summary["base_ratio"] == pytest.approx(base_row["wall_s"] / peer_row["wall_s"])
+    assert summary["rl_per_base"] == pytest.approx(rl_row["wall_s"] / base_row["wall_s"])
+    header, _, line = proc.stdout.splitlines()[-3:]
+    assert header.endswith(" " + benchmark.BASE_HEADER)
+    assert line == benchmark.format_summary(summary)
+
+
+def test_summary_with_a_baseline_adds_its_wall_its_ratios_and_its_worst_eval():
+    rows = {
+        "rl": [{"wall_s": 9.0, "final_return": 500.0}, {"wall_s": 11.0, "final_return": 500.0}],
+        "base": [{"wall_s": 12.0, "final_return": 480.0}, {"wall_s": 8.0, "final_return": 500.0}],
+        "peer": [{"wall_s": 30.0, "final_return": 500.0}, {"wall_s": 20.0, "final_return": 90.0}],
+    }
+    summary = benchmark.summarise_pair(
+        "ppo_cartpole", "ppo", rows["rl"], rows["peer"], rows["base"]
+    )
+    assert summary["base_wall_s"] == 10.0
+    assert summary["base_ratio"] == pytest.approx(10.0 / 25.0)
+    assert summary["rl_per_base"] == pytest.approx(10.0 / 10.0)
+    assert summary["base_eval_min"] == 480.0
+    line = benchmark.format_summary(summary)
+    assert line.split()[-4:] == ["10.0", "0.40", "1.00", "480.0"]
+    without = benchmark.summarise_pair("ppo_cartpole", "ppo", rows["rl"], rows["peer"])
+    assert "base_wall_s" not in without
+    assert len(benchmark.format_summary(without).split()) == len(line.split()) - 4
+
+
+@pytest.mark.parametrize(
+    "make, says",
+    [
+        (lambda tmp: tmp / "absent", "is not a folder; give another rl checkout"),
+        (lambda tmp: tmp, "is not an rl checkout (no train.py or rl/__init__.py); give one"),
+        (lambda tmp: ROOT, "is this checkout; give another one"),
+    ],
+)
+def test_a_baseline_that_is_not_another_checkout_is_one_line_and_exit_2(tmp_path, make, says):
+    report = tmp_path / "report.json"
+    folder = str(make(tmp_path))
+    proc = run_script("--peer", "--baseline", folder, "--json", str(report))
+    assert proc.returncode == 2
+    assert proc.stdout == ""
+    assert proc.stderr == (
+        f"benchmark.py: error: --baseline {folder} {says} (e.g. git worktree add ../rl-base "
+        "REV, then --baseline ../rl-base)\n"
+    )
+    assert not report.exists()
+
+
+def test_a_baseline_without_peer_is_refused(tmp_path):
+    proc = run_script("--hparams", "ppo_tiny", "--baseline", str(tmp_path))
+    assert proc.returncode == 2
+    assert proc.stderr == (
+        "benchmark.py: error: --baseline is for --peer, not the rl-only table (no mode flag); "
+        "remove it\n"
+    )
+
+
 def test_without_peer_the_rl_table_stays(tmp_path):
     report = tmp_path / "rows.json"
     proc = run_script("--hparams", "ppo_tiny", "--seeds", "3", "--json", str(report))
