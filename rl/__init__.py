@@ -70,6 +70,40 @@ def tf_thread_share(processes: int) -> Dict[str, str]:
     return dict.fromkeys(TF_THREAD_VARIABLES, str(max(1, usable_cpus() // processes)))
 
 
+class CapturedStderr:
+    """What native code wrote to file descriptor 2 inside ``captured_stderr()``.
+
+    Attributes:
+        text: the captured text, set when the block ends.
+    """
+
+    text = ""
+
+
+@contextlib.contextmanager
+def captured_stderr():
+    """Points file descriptor 2 at a temporary file for the block, so that C++ log lines
+    (TensorFlow's start-up notices, Ray's connection retries) can be kept out of the
+    terminal and read afterwards; yields a ``CapturedStderr``. Python's ``sys.stderr`` is
+    flushed first, and descriptor 2 is restored before an exception leaves the block.
+    """
+    import tempfile
+
+    captured = CapturedStderr()
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as sink:
+        try:
+            os.dup2(sink.fileno(), 2)
+            yield captured
+        finally:
+            sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
+            sink.seek(0)
+            captured.text = sink.read().decode(errors="replace")
+
+
 # TensorFlow imports Keras 3, which imports these for its plotting helpers
 # (keras.visualization), which rl never calls: about 1 s of every process that
 # loads TensorFlow, mostly matplotlib.pyplot.
@@ -100,9 +134,9 @@ def import_tensorflow_quietly():
     """Imports and returns TensorFlow, with its C++ start-up chatter hidden.
 
     TF 2.21 prints CUDA probing and oneDNN notices through absl before it
-    reads TF_CPP_MIN_LOG_LEVEL, so stderr is pointed at /dev/null while it
-    loads; Python errors still show (stderr is restored before any exception
-    propagates). Every module of rl imports TensorFlow through ``rl._tf``,
+    reads TF_CPP_MIN_LOG_LEVEL, so what reaches stderr while it loads is
+    captured and dropped (``captured_stderr``); Python errors still show
+    (stderr is restored before any exception propagates). Every module of rl imports TensorFlow through ``rl._tf``,
     which calls this. With RL_TF_LOGS=1 nothing is hidden.
     """
     if "tensorflow" in sys.modules:
@@ -116,11 +150,7 @@ def import_tensorflow_quietly():
         return tensorflow
     # Later C++ messages (oneDNN fallbacks during training): fatal ones only.
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-    sys.stderr.flush()
-    saved = os.dup(2)
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    try:
-        os.dup2(devnull, 2)
+    with captured_stderr():  # and dropped
         # TFP's package imported first, while TensorFlow is absent, leaves its
         # experimental and layers subpackages to load on first use: ~0.3 s less before
         # a policy head builds its first distribution. It imports nothing else.
@@ -129,10 +159,6 @@ def import_tensorflow_quietly():
             import tensorflow
 
         tensorflow.config.list_physical_devices()
-    finally:
-        os.dup2(saved, 2)
-        os.close(saved)
-        os.close(devnull)
     return tensorflow
 
 

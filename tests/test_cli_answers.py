@@ -230,3 +230,31 @@ def test_tensorflow_loads_without_keras_plotting_imports_which_still_load_later(
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.split() == ["[]", "True"], proc.stdout
+
+
+def test_captured_stderr_holds_what_native_code_wrote_and_restores_the_descriptor():
+    # As C++ writes: straight to file descriptor 2, past sys.stderr. Run in a child so
+    # the descriptor pytest captures is not the one redirected.
+    code = (
+        "import os, sys, rl\n"
+        "with rl.captured_stderr() as log:\n"
+        "    os.write(2, b'[W gcs_client.cc:210] retry\\n')\n"
+        "    print('from python', file=sys.stderr)\n"
+        "print(repr(log.text))\n"
+        "try:\n"
+        "    with rl.captured_stderr() as failed:\n"
+        "        os.write(2, b'before the error\\n')\n"
+        "        raise KeyError('x')\n"
+        "except KeyError:\n"
+        "    print(repr(failed.text))\n"
+        "os.write(2, b'after\\n')\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=ROOT
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == [
+        repr("[W gcs_client.cc:210] retry\nfrom python\n"),
+        repr("before the error\n"),
+    ]
+    assert proc.stderr == "after\n"  # the descriptor is the terminal's again, error or not

@@ -36,9 +36,14 @@ LONG_RUN = [
 ]
 
 
-def run(*args, timeout=300):
+def run(*args, timeout=300, env=None):
     return subprocess.run(
-        [sys.executable, TRAIN, *args], capture_output=True, text=True, timeout=timeout, cwd=ROOT
+        [sys.executable, TRAIN, *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=ROOT,
+        env=env,
     )
 
 
@@ -596,6 +601,58 @@ def test_an_unreachable_ray_address_is_one_line_and_writes_nothing(tmp_path):
     proc = run("--ray_address", "127.0.0.1:1", *args)
     assert proc.returncode == 2 and "--ray_address is for --sys ray" in error_line(proc)
     assert not out.exists()
+
+
+def test_a_cluster_with_token_authentication_is_joined_with_the_token_here(tmp_path):
+    # Ray 2.60's `ray start` turns token authentication on where ~/.ray/auth_token exists
+    # (a local --sys ray run leaves one), but ray.init(address=...) did not follow: it
+    # retried for 20 s, printing a line each time, and failed with "Failed to connect".
+    pytest.importorskip("ray")
+    import secrets
+    import shutil
+    import signal
+    import socket
+    import tempfile
+
+    home = tmp_path / "home"
+    (home / ".ray").mkdir(parents=True)
+    (home / ".ray" / "auth_token").write_text(secrets.token_hex(16))
+    unset = ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH", "RAY_ADDRESS")
+    env = {k: v for k, v in os.environ.items() if k not in unset}
+    env["HOME"] = str(home)
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    ray_tmp = tempfile.mkdtemp(prefix="rl-ray-", dir="/tmp")  # Ray's socket paths stay short
+    head = subprocess.Popen(
+        [os.path.join(os.path.dirname(sys.executable), "ray"), "start", "--head", "--block",
+         f"--port={port}", "--num-cpus=2", "--include-dashboard=false", f"--temp-dir={ray_tmp}"],
+        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+    )  # fmt: skip
+    try:
+        from rl.systems import unreachable_reason
+
+        address = f"127.0.0.1:{port}"
+        wait_for(lambda: unreachable_reason(address, timeout=1) is None, "ray start", timeout=60)
+        out = tmp_path / "run"
+        args = ["--sys", "ray", "--ray_address", address, "--hparams", "ppo_tiny",
+                "--num_workers", "1", "--output_dir", str(out)]  # fmt: skip
+        joined = run(*args, env=env)
+        assert joined.returncode == 0, joined.stderr
+        assert json.loads(joined.stdout.splitlines()[-1])["step"] == 256
+        shutil.rmtree(out)
+        refused = run(*args, env={**env, "RAY_AUTH_TOKEN": secrets.token_hex(16)})
+        assert refused.returncode == 2
+        assert refused.stderr == (
+            f"train.py: error: --sys ray cannot reach the Ray cluster at {address}: it refused "
+            "this machine's token (~/.ray/auth_token, RAY_AUTH_TOKEN or RAY_AUTH_TOKEN_PATH); "
+            "give it the cluster's token (`ray get-auth-token` on its head node)\n"
+        )  # one line: Ray's twenty lines of retries are kept back
+        assert not out.exists()
+    finally:
+        os.killpg(head.pid, signal.SIGTERM)  # --block: the cluster stops with it
+        head.wait(timeout=60)
+        shutil.rmtree(ray_tmp, ignore_errors=True)
 
 
 def test_without_an_address_a_local_ray_starts_even_where_ray_start_left_one(tmp_path, monkeypatch):

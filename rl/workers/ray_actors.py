@@ -14,12 +14,14 @@ import dataclasses
 import logging
 import os
 import secrets
+import sys
 import threading
 import time
 from multiprocessing import AuthenticationError
 from multiprocessing.connection import Client, Connection, Listener
 from typing import Any, Deque, Dict, Optional
 
+from rl import captured_stderr
 from rl.errors import SystemUnavailableError
 from rl.systems import unreachable_reason
 from rl.workers import process
@@ -54,12 +56,26 @@ def connect(address: Optional[str], local_cpus: int) -> str:
         if address:
             if address != "auto" and unreachable_reason(address, timeout=5) is not None:
                 raise ConnectionError(f"nothing listens at {address}")
-            ray.init(
-                address=address,
-                runtime_env=runtime_env,
-                log_to_driver=False,
-                logging_level=logging.WARNING,  # a cluster's warnings may matter; its notes not
-            )
+            _use_token_where_ray_start_would()
+            # Ray's core logs each failed attempt to stderr (twenty lines over 20 s when
+            # the cluster refuses the token): kept back, and shown only if Ray connects.
+            with captured_stderr() as ray_log:
+                try:
+                    ray.init(
+                        address=address,
+                        runtime_env=runtime_env,
+                        log_to_driver=False,
+                        # A cluster's warnings may matter; its notes do not.
+                        logging_level=logging.WARNING,
+                    )
+                except (ConnectionError, ray.exceptions.AuthenticationError) as e:
+                    error = e
+                else:
+                    error = None
+            if error is not None:
+                refused = _token_refusal(ray_log.text, error)
+                raise ConnectionError(refused or str(error)) from error
+            sys.stderr.write(ray_log.text)
         else:
             # A local Ray's processes inherit this environment as they start, so its
             # workers need no runtime_env, which would make Ray start each actor
@@ -83,6 +99,68 @@ def connect(address: Optional[str], local_cpus: int) -> str:
         where = f"the Ray cluster at {address}" if address else "a local Ray"
         raise SystemUnavailableError(f"--sys ray cannot reach {where}: {e}") from e
     return ray.get_runtime_context().gcs_address
+
+
+RAY_AUTH_MODE_VARIABLE = "RAY_AUTH_MODE"
+RAY_TOKEN_PLACES = "~/.ray/auth_token, RAY_AUTH_TOKEN or RAY_AUTH_TOKEN_PATH"
+
+
+def _use_token_where_ray_start_would() -> None:
+    """Turns Ray's token authentication on for this client where `ray start` would.
+
+    Ray 2.60's `ray start` turns it on wherever a token exists (a local ``ray.init()``
+    leaves one in ~/.ray/auth_token), but ``ray.init(address=...)`` does not: against such
+    a cluster it retries for 20 s and fails with "Failed to connect". Ray's own rule is
+    applied instead; an explicit RAY_AUTH_MODE still wins. A client with a token also
+    joins a cluster without authentication.
+    """
+    if RAY_AUTH_MODE_VARIABLE in os.environ:
+        return
+    try:  # Ray's rule, as `ray start` applies it (not public API: absent in another Ray)
+        from ray._private.authentication.authentication_token_setup import (
+            maybe_enable_token_auth_if_token_available,
+        )
+    except ImportError:
+        return
+    # Its notice ("Token authentication is enabled for this Ray cluster") is about
+    # starting a cluster, not joining one.
+    notices = logging.getLogger("ray._private.authentication.authentication_token_setup")
+    level = notices.level
+    notices.setLevel(logging.ERROR)
+    try:
+        maybe_enable_token_auth_if_token_available(warn_if_disabled=False)
+    finally:
+        notices.setLevel(level)
+
+
+def _token_refusal(ray_log: str, error: Exception) -> Optional[str]:
+    """What to do when a Ray cluster refused this client's authentication, else None.
+
+    Args:
+        ray_log: what Ray's core wrote to stderr while connecting.
+        error: what ``ray.init`` raised.
+    """
+    import ray
+
+    if not (
+        isinstance(error, ray.exceptions.AuthenticationError)
+        or "InvalidAuthToken" in ray_log
+        or "Unauthenticated" in ray_log
+    ):
+        return None
+    mode = os.environ.get(RAY_AUTH_MODE_VARIABLE, "")
+    fix = "the cluster's token (`ray get-auth-token` on its head node)"
+    if mode.lower() == "token":
+        return f"it refused this machine's token ({RAY_TOKEN_PLACES}); give it {fix}"
+    if mode:
+        return (
+            f"it uses token authentication, and {RAY_AUTH_MODE_VARIABLE}={mode} here turns "
+            f"it off; unset {RAY_AUTH_MODE_VARIABLE} and put {fix} in ~/.ray/auth_token"
+        )
+    return (
+        "it uses token authentication and this machine has no token; put "
+        f"{fix} in ~/.ray/auth_token or RAY_AUTH_TOKEN"
+    )
 
 
 @contextlib.contextmanager
