@@ -86,13 +86,14 @@ def captured_stderr():
     (TensorFlow's start-up notices, Ray's connection retries) can be kept out of the
     terminal and read afterwards; yields a ``CapturedStderr``. Python's ``sys.stderr`` is
     flushed first, and descriptor 2 is restored before an exception leaves the block.
+    A native crash inside the block takes what it wrote with it.
     """
     import tempfile
 
     captured = CapturedStderr()
     sys.stderr.flush()
-    saved = os.dup(2)
     with tempfile.TemporaryFile() as sink:
+        saved = os.dup(2)  # after the sink: a failure to make it leaves nothing open
         try:
             os.dup2(sink.fileno(), 2)
             yield captured
@@ -136,8 +137,9 @@ def import_tensorflow_quietly():
     TF 2.21 prints CUDA probing and oneDNN notices through absl before it
     reads TF_CPP_MIN_LOG_LEVEL, so what reaches stderr while it loads is
     captured and dropped (``captured_stderr``); Python errors still show
-    (stderr is restored before any exception propagates). Every module of rl imports TensorFlow through ``rl._tf``,
-    which calls this. With RL_TF_LOGS=1 nothing is hidden.
+    (stderr is restored before any exception propagates). Every module of rl
+    imports TensorFlow through ``rl._tf``, which calls this. With RL_TF_LOGS=1
+    nothing is hidden.
     """
     if "tensorflow" in sys.modules:
         import tensorflow

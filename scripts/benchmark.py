@@ -28,8 +28,8 @@ the summary gives median wall times, their ratio rl/peer, and min/median of
 the final evaluations.
 
 With --peer --baseline CHECKOUT, another rl checkout (say `git worktree add ../rl-base
-REV` of an earlier commit) runs each pair's set and seed too, right after this
-checkout's run and with the same Python: the summary adds its median wall time, its
+REV` of an earlier commit) runs each pair's set and seed too, with the same Python,
+before or after this checkout's run in turn: the summary adds its median wall time, its
 ratio to the peer and this checkout's ratio to it, so a change's effect on speed is
 read beside one peer on one host, not across hosts whose ratios differ by a third.
 
@@ -92,8 +92,11 @@ class ChildFailed(RuntimeError):
 
 
 def describe_command(command: List[str]) -> str:
-    """A child's command as a user would type it: the script's name, not Python's path."""
-    return " ".join([os.path.basename(command[1]), *command[2:]])
+    """A child's command as a user would type it: not Python's path, and the script's name
+    alone when it is this checkout's (a --baseline's train.py keeps its folder)."""
+    script = command[1]
+    mine = os.path.dirname(script) in (ROOT, os.path.join(ROOT, "scripts"))
+    return " ".join([os.path.basename(script) if mine else script, *command[2:]])
 
 
 def timed_run(command: List[str], cwd: str = ROOT) -> Tuple[float, str]:
@@ -156,22 +159,31 @@ def run_once(
     if train_steps is not None:
         command += ["--train_steps", str(train_steps)]
     wall, stdout = timed_run(command, cwd=checkout)
-    result = last_json_line(stdout)
     # Imported here, after the timed run: the peer and cost processes (this same
     # script) must not pay for rl's imports.
     from rl.logbook import EVAL_FILE, read_eval_records
 
-    evals = read_eval_records(os.path.join(output_dir, EVAL_FILE))
-    return {
-        "hparams": hparams,
-        "seed": seed,
-        "steps": result["step"],
-        "wall_s": wall,
-        "steps_per_s": result["steps_per_second"],
-        "final_return": evals[-1]["return_mean"],
-        "eval_returns": evals[-1]["returns"],
-        "evals": evals,
-    }
+    try:
+        result = last_json_line(stdout)
+        evals = read_eval_records(os.path.join(output_dir, EVAL_FILE))
+        return {
+            "hparams": hparams,
+            "seed": seed,
+            "steps": result["step"],
+            "wall_s": wall,
+            "steps_per_s": result["steps_per_second"],
+            "final_return": evals[-1]["return_mean"],
+            "eval_returns": evals[-1]["returns"],
+            "evals": evals,
+        }
+    except (KeyError, IndexError, TypeError, ValueError, OSError) as e:
+        if checkout == ROOT:
+            raise  # this checkout's own output: a bug, with its traceback
+        fail(
+            f"--baseline {checkout}: the results of {describe_command(command)} cannot be "
+            f"read ({type(e).__name__}: {e}); its train.py reports in another form than "
+            "this checkout's, so give a later commit"
+        )
 
 
 def first_step_reaching(evals: List[dict], target: float) -> Optional[int]:
@@ -861,11 +873,18 @@ def run_peer_table(
         algo, pair_rows = PEERS[name].algo, {"rl": [], "base": [], "peer": []}
         for run in range(pairs):
             sides = [("rl", ROOT)] + ([("base", baseline)] if baseline else [])
-            for side, checkout in sides:
+            # The two checkouts take turns going first, so neither always follows the peer.
+            for side, checkout in sides if run % 2 == 0 else sides[::-1]:
                 folder = os.path.join(tmp, f"{name}-{run}-{side}")
                 row = run_once(name, run, train_steps, folder, extra, checkout)
                 del row["evals"], row["hparams"]
                 pair_rows[side].append(row)
+            if baseline and pair_rows["base"][-1]["steps"] != pair_rows["rl"][-1]["steps"]:
+                fail(
+                    f"--baseline {baseline} trained {name} for {pair_rows['base'][-1]['steps']} "
+                    f"env steps and this checkout for {pair_rows['rl'][-1]['steps']}: the set "
+                    "differs between them; give --train_steps to compare equal budgets"
+                )
             # The peer learns as many env steps as the rl run took.
             pair_rows["peer"].append(peer_once(name, run, int(pair_rows["rl"][-1]["steps"])))
             for side in ("rl", "base", "peer") if baseline else ("rl", "peer"):

@@ -232,21 +232,105 @@ def test_a_baseline_checkout_runs_each_pair_too_with_its_own_rl(tmp_path):
 def test_summary_with_a_baseline_adds_its_wall_its_ratios_and_its_worst_eval():
     rows = {
         "rl": [{"wall_s": 9.0, "final_return": 500.0}, {"wall_s": 11.0, "final_return": 500.0}],
-        "base": [{"wall_s": 12.0, "final_return": 480.0}, {"wall_s": 8.0, "final_return": 500.0}],
+        "base": [{"wall_s": 14.0, "final_return": 480.0}, {"wall_s": 10.0, "final_return": 500.0}],
         "peer": [{"wall_s": 30.0, "final_return": 500.0}, {"wall_s": 20.0, "final_return": 90.0}],
     }
     summary = benchmark.summarise_pair(
         "ppo_cartpole", "ppo", rows["rl"], rows["peer"], rows["base"]
     )
-    assert summary["base_wall_s"] == 10.0
-    assert summary["base_ratio"] == pytest.approx(10.0 / 25.0)
-    assert summary["rl_per_base"] == pytest.approx(10.0 / 10.0)
+    assert summary["base_wall_s"] == 12.0
+    assert summary["base_ratio"] == pytest.approx(12.0 / 25.0)
+    assert summary["rl_per_base"] == pytest.approx(10.0 / 12.0)
     assert summary["base_eval_min"] == 480.0
     line = benchmark.format_summary(summary)
-    assert line.split()[-4:] == ["10.0", "0.40", "1.00", "480.0"]
+    assert line.split()[-4:] == ["12.0", "0.48", "0.83", "480.0"]
     without = benchmark.summarise_pair("ppo_cartpole", "ppo", rows["rl"], rows["peer"])
     assert "base_wall_s" not in without
     assert len(benchmark.format_summary(without).split()) == len(line.split()) - 4
+
+
+def _fake_runs(monkeypatch, base_steps=400):
+    """Stands in for train.py and the peer: records each run's side and order."""
+    calls = []
+
+    def run_once(hparams, seed, train_steps, output_dir, extra, checkout=benchmark.ROOT):
+        side = "rl" if checkout == benchmark.ROOT else "base"
+        calls.append((side, seed, os.path.basename(output_dir)))
+        return {
+            "hparams": hparams, "seed": seed, "steps": 400 if side == "rl" else base_steps,
+            "wall_s": {"rl": 10.0, "base": 12.0}[side] + seed, "steps_per_s": 1.0,
+            "final_return": 500.0, "eval_returns": [500.0], "evals": [],
+        }  # fmt: skip
+
+    def peer_once(hparams, seed, steps):
+        calls.append(("peer", seed, steps))
+        return {"seed": seed, "steps": steps, "wall_s": 30.0, "steps_per_s": 1.0,
+                "final_return": 500.0, "eval_returns": [500.0]}  # fmt: skip
+
+    monkeypatch.setattr(benchmark, "run_once", run_once)
+    monkeypatch.setattr(benchmark, "peer_once", peer_once)
+    monkeypatch.setattr(benchmark, "print_machine_costs", lambda: {"tf_call_ms": 0.2})
+    return calls
+
+
+def test_a_baseline_runs_in_each_pair_taking_turns_with_this_checkout(monkeypatch, tmp_path):
+    calls = _fake_runs(monkeypatch)
+    _, rows, (summary,) = benchmark.run_peer_table(
+        ["ppo_cartpole"], 3, None, [], str(tmp_path), baseline="/elsewhere/rl-base"
+    )
+    assert calls == [
+        ("rl", 0, "ppo_cartpole-0-rl"), ("base", 0, "ppo_cartpole-0-base"), ("peer", 0, 400),
+        ("base", 1, "ppo_cartpole-1-base"), ("rl", 1, "ppo_cartpole-1-rl"), ("peer", 1, 400),
+        ("rl", 2, "ppo_cartpole-2-rl"), ("base", 2, "ppo_cartpole-2-base"), ("peer", 2, 400),
+    ]  # fmt: skip
+    assert [r["side"] for r in rows] == ["rl", "base", "peer"] * 3  # printed in one order
+    assert (summary["rl_wall_s"], summary["base_wall_s"]) == (11.0, 13.0)
+    assert summary["rl_per_base"] == pytest.approx(11.0 / 13.0)
+
+
+def test_a_baseline_that_trains_another_budget_is_one_line_and_exit_2(
+    monkeypatch, tmp_path, capsys
+):
+    _fake_runs(monkeypatch, base_steps=512)
+    with pytest.raises(SystemExit) as ended:
+        benchmark.run_peer_table(["ppo_cartpole"], 1, None, [], str(tmp_path), "/elsewhere/b")
+    assert ended.value.code == 2
+    assert capsys.readouterr().err == (
+        "benchmark.py: error: --baseline /elsewhere/b trained ppo_cartpole for 512 env steps "
+        "and this checkout for 400: the set differs between them; give --train_steps to "
+        "compare equal budgets\n"
+    )
+
+
+def test_a_baseline_whose_results_cannot_be_read_is_one_line_and_exit_2(tmp_path, capsys):
+    # As an old checkout whose train.py reported in another form: no eval.jsonl, other keys.
+    base = tmp_path / "base"
+    (base / "rl").mkdir(parents=True)
+    (base / "rl" / "__init__.py").write_text("")
+    (base / "train.py").write_text("print('{\"step\": 400}')\n")
+    with pytest.raises(SystemExit) as ended:
+        benchmark.run_once("ppo_cartpole", 0, None, str(tmp_path / "run"), [], str(base))
+    assert ended.value.code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith(
+        f"benchmark.py: error: --baseline {base}: the results of {base / 'train.py'} "
+        "--hparams ppo_cartpole --seed 0"
+    )
+    assert err.endswith(
+        "its train.py reports in another form than this checkout's, so give a later commit\n"
+    )
+
+
+def test_a_baselines_failure_names_its_train_py_by_its_path():
+    assert (
+        benchmark.describe_command(
+            [sys.executable, "/elsewhere/rl-base/train.py", "--hparams", "ppo_cartpole"]
+        )
+        == "/elsewhere/rl-base/train.py --hparams ppo_cartpole"
+    )
+    assert benchmark.describe_command([sys.executable, benchmark.TRAIN, "--seed", "0"]) == (
+        "train.py --seed 0"
+    )
 
 
 @pytest.mark.parametrize(

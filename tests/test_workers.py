@@ -603,10 +603,12 @@ def test_an_unreachable_ray_address_is_one_line_and_writes_nothing(tmp_path):
     assert not out.exists()
 
 
-def test_a_cluster_with_token_authentication_is_joined_with_the_token_here(tmp_path):
+def test_a_cluster_with_token_authentication_is_joined_with_its_token_or_refused_in_one_line(
+    tmp_path,
+):
     # Ray 2.60's `ray start` turns token authentication on where ~/.ray/auth_token exists
-    # (a local --sys ray run leaves one), but ray.init(address=...) did not follow: it
-    # retried for 20 s, printing a line each time, and failed with "Failed to connect".
+    # (a local --sys ray run leaves one). A client that is refused retries for 20 s,
+    # printing a line each time, and failed with "Failed to connect to Ray cluster".
     pytest.importorskip("ray")
     import secrets
     import shutil
@@ -637,22 +639,54 @@ def test_a_cluster_with_token_authentication_is_joined_with_the_token_here(tmp_p
         out = tmp_path / "run"
         args = ["--sys", "ray", "--ray_address", address, "--hparams", "ppo_tiny",
                 "--num_workers", "1", "--output_dir", str(out)]  # fmt: skip
-        joined = run(*args, env=env)
+        # As Ray documents it: token mode, the cluster's token in ~/.ray/auth_token.
+        joined = run(*args, env={**env, "RAY_AUTH_MODE": "token"})
         assert joined.returncode == 0, joined.stderr
         assert json.loads(joined.stdout.splitlines()[-1])["step"] == 256
         shutil.rmtree(out)
-        refused = run(*args, env={**env, "RAY_AUTH_TOKEN": secrets.token_hex(16)})
+        # Without token mode Ray offers no token to a named address, and is refused.
+        refused = run(*args, env=env)
         assert refused.returncode == 2
         assert refused.stderr == (
-            f"train.py: error: --sys ray cannot reach the Ray cluster at {address}: it refused "
-            "this machine's token (~/.ray/auth_token, RAY_AUTH_TOKEN or RAY_AUTH_TOKEN_PATH); "
-            "give it the cluster's token (`ray get-auth-token` on its head node)\n"
-        )  # one line: Ray's twenty lines of retries are kept back
+            f"train.py: error: --sys ray cannot reach the Ray cluster at {address}: it uses "
+            "token authentication; set RAY_AUTH_MODE=token and put the cluster's token "
+            "(`ray get-auth-token` on its head node) in ~/.ray/auth_token or RAY_AUTH_TOKEN\n"
+        )  # one line: Ray's twenty lines of retries are held back
         assert not out.exists()
     finally:
         os.killpg(head.pid, signal.SIGTERM)  # --block: the cluster stops with it
         head.wait(timeout=60)
         shutil.rmtree(ray_tmp, ignore_errors=True)
+
+
+def test_a_refused_ray_client_is_told_where_the_token_goes(monkeypatch):
+    ray = pytest.importorskip("ray")
+    from rl.workers.ray_actors import _token_refusal
+
+    retries = "[W gcs_client.cc:210] ... Unauthenticated: RPC error: InvalidAuthToken: ..."
+    failed = ConnectionError("Failed to connect to Ray cluster at 10.0.0.1:6379")
+    put = (
+        "put the cluster's token (`ray get-auth-token` on its head node) in ~/.ray/auth_token "
+        "or RAY_AUTH_TOKEN"
+    )
+    monkeypatch.setenv("RAY_AUTH_MODE", "token")
+    assert _token_refusal(retries, failed) == (
+        "it refused this machine's token (~/.ray/auth_token, RAY_AUTH_TOKEN or "
+        f"RAY_AUTH_TOKEN_PATH); {put}"
+    )
+    # Token mode with no token anywhere: Ray stops before it connects.
+    no_token = ray.exceptions.AuthenticationError("no authentication token was found")
+    assert _token_refusal("", no_token) == (
+        f"RAY_AUTH_MODE=token here, and this machine has no token; {put}"
+    )
+    for mode in ("disabled", ""):
+        monkeypatch.setenv("RAY_AUTH_MODE", mode)
+        assert _token_refusal(retries, failed) == (
+            f"it uses token authentication; set RAY_AUTH_MODE=token and {put}"
+        )
+    monkeypatch.delenv("RAY_AUTH_MODE")
+    assert _token_refusal(retries, failed).startswith("it uses token authentication; set")
+    assert _token_refusal("[W] version mismatch", failed) is None  # Ray's own words then
 
 
 def test_without_an_address_a_local_ray_starts_even_where_ray_start_left_one(tmp_path, monkeypatch):

@@ -56,11 +56,10 @@ def connect(address: Optional[str], local_cpus: int) -> str:
         if address:
             if address != "auto" and unreachable_reason(address, timeout=5) is not None:
                 raise ConnectionError(f"nothing listens at {address}")
-            _use_token_where_ray_start_would()
             # Ray's core logs each failed attempt to stderr (twenty lines over 20 s when
-            # the cluster refuses the token): kept back, and shown only if Ray connects.
-            with captured_stderr() as ray_log:
-                try:
+            # the cluster refuses this client's token): held back, shown if Ray connects.
+            try:
+                with captured_stderr() as ray_log:
                     ray.init(
                         address=address,
                         runtime_env=runtime_env,
@@ -68,13 +67,8 @@ def connect(address: Optional[str], local_cpus: int) -> str:
                         # A cluster's warnings may matter; its notes do not.
                         logging_level=logging.WARNING,
                     )
-                except (ConnectionError, ray.exceptions.AuthenticationError) as e:
-                    error = e
-                else:
-                    error = None
-            if error is not None:
-                refused = _token_refusal(ray_log.text, error)
-                raise ConnectionError(refused or str(error)) from error
+            except (ConnectionError, ray.exceptions.AuthenticationError) as e:
+                raise ConnectionError(_token_refusal(ray_log.text, e) or str(e)) from e
             sys.stderr.write(ray_log.text)
         else:
             # A local Ray's processes inherit this environment as they start, so its
@@ -105,34 +99,6 @@ RAY_AUTH_MODE_VARIABLE = "RAY_AUTH_MODE"
 RAY_TOKEN_PLACES = "~/.ray/auth_token, RAY_AUTH_TOKEN or RAY_AUTH_TOKEN_PATH"
 
 
-def _use_token_where_ray_start_would() -> None:
-    """Turns Ray's token authentication on for this client where `ray start` would.
-
-    Ray 2.60's `ray start` turns it on wherever a token exists (a local ``ray.init()``
-    leaves one in ~/.ray/auth_token), but ``ray.init(address=...)`` does not: against such
-    a cluster it retries for 20 s and fails with "Failed to connect". Ray's own rule is
-    applied instead; an explicit RAY_AUTH_MODE still wins. A client with a token also
-    joins a cluster without authentication.
-    """
-    if RAY_AUTH_MODE_VARIABLE in os.environ:
-        return
-    try:  # Ray's rule, as `ray start` applies it (not public API: absent in another Ray)
-        from ray._private.authentication.authentication_token_setup import (
-            maybe_enable_token_auth_if_token_available,
-        )
-    except ImportError:
-        return
-    # Its notice ("Token authentication is enabled for this Ray cluster") is about
-    # starting a cluster, not joining one.
-    notices = logging.getLogger("ray._private.authentication.authentication_token_setup")
-    level = notices.level
-    notices.setLevel(logging.ERROR)
-    try:
-        maybe_enable_token_auth_if_token_available(warn_if_disabled=False)
-    finally:
-        notices.setLevel(level)
-
-
 def _token_refusal(ray_log: str, error: Exception) -> Optional[str]:
     """What to do when a Ray cluster refused this client's authentication, else None.
 
@@ -142,25 +108,20 @@ def _token_refusal(ray_log: str, error: Exception) -> Optional[str]:
     """
     import ray
 
-    if not (
-        isinstance(error, ray.exceptions.AuthenticationError)
-        or "InvalidAuthToken" in ray_log
-        or "Unauthenticated" in ray_log
-    ):
-        return None
-    mode = os.environ.get(RAY_AUTH_MODE_VARIABLE, "")
-    fix = "the cluster's token (`ray get-auth-token` on its head node)"
-    if mode.lower() == "token":
-        return f"it refused this machine's token ({RAY_TOKEN_PLACES}); give it {fix}"
-    if mode:
-        return (
-            f"it uses token authentication, and {RAY_AUTH_MODE_VARIABLE}={mode} here turns "
-            f"it off; unset {RAY_AUTH_MODE_VARIABLE} and put {fix} in ~/.ray/auth_token"
-        )
-    return (
-        "it uses token authentication and this machine has no token; put "
-        f"{fix} in ~/.ray/auth_token or RAY_AUTH_TOKEN"
+    where = (
+        "the cluster's token (`ray get-auth-token` on its head node) in ~/.ray/auth_token "
+        "or RAY_AUTH_TOKEN"
     )
+    mode = os.environ.get(RAY_AUTH_MODE_VARIABLE)
+    if "InvalidAuthToken" in ray_log or "Unauthenticated" in ray_log:
+        if mode is not None and mode.lower() == "token":
+            return f"it refused this machine's token ({RAY_TOKEN_PLACES}); put {where}"
+        # Ray offers a token to an address it is given only when told to (its rule: a
+        # token kept here, perhaps a local Ray's, is not sent to any host named).
+        return f"it uses token authentication; set {RAY_AUTH_MODE_VARIABLE}=token and put {where}"
+    if isinstance(error, ray.exceptions.AuthenticationError):  # token mode, and no token
+        return f"{RAY_AUTH_MODE_VARIABLE}=token here, and this machine has no token; put {where}"
+    return None
 
 
 @contextlib.contextmanager
