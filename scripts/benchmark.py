@@ -3,7 +3,7 @@
     python scripts/benchmark.py                      # ppo_cartpole, dqn_cartpole
     python scripts/benchmark.py --hparams ppo_cartpole --seeds 0 1 2
     python scripts/benchmark.py --peer --pairs 3     # side by side with Stable-Baselines3
-    python scripts/benchmark.py --peer --baseline ../rl-base  # and an earlier commit
+    python scripts/benchmark.py --baseline ../rl-base  # beside an earlier commit's checkout
     python scripts/benchmark.py --suite classic      # every classic set, 3 seeds, beside RL-Zoo
     python scripts/benchmark.py --remote             # envs over gRPC against in-process
 
@@ -27,11 +27,13 @@ training call only (rl: Experiment.train with its evaluations; peer: learn);
 the summary gives median wall times, their ratio rl/peer, and min/median of
 the final evaluations.
 
-With --peer --baseline CHECKOUT, another rl checkout (say `git worktree add ../rl-base
-REV` of an earlier commit) runs each pair's set and seed too, with the same Python,
-before or after this checkout's run in turn: the summary adds its median wall time, its
-ratio to the peer and this checkout's ratio to it, so a change's effect on speed is
-read beside one peer on one host, not across hosts whose ratios differ by a third.
+With --baseline CHECKOUT, another rl checkout (say `git worktree add ../rl-base REV` of
+an earlier commit) runs each set and seed too, with the same Python, before or after
+this checkout's run in turn, so a change's effect on speed is read on one host in one
+run, not across hosts whose speeds differ by a third. The rl-only table then gives each
+run's checkout ("code": rl or base) and each set's ratio of median wall times; with
+--peer the summary adds the baseline's median wall time, its ratio to the peer and this
+checkout's ratio to it.
 
 Flags it does not know go to the rl runs' train.py (the default table and --peer only;
 TRAIN_FLAGS_PASSED lists which). As with train.py, bad input (an unknown name, a number
@@ -846,6 +848,43 @@ def peer_error(hparams: Sequence[str], pairs: int) -> Optional[str]:
     return None
 
 
+def checkout_runs(
+    name: str,
+    turn: int,
+    seed: int,
+    train_steps: Optional[int],
+    extra: List[str],
+    tmp: str,
+    baseline: Optional[str],
+) -> List[Tuple[str, dict]]:
+    """One run of ``name`` by this checkout ("rl") and, with a --baseline, one by it
+    ("base"), as [(side, run_once row)] in that order; a baseline that trains another
+    number of steps ends the process (exit 2).
+
+    Args:
+      name: the hparams set.
+      turn: the index of this round: the two checkouts take turns going first, so
+        neither always follows the same run (the peer's, or the other checkout's).
+      seed: the runs' seed.
+      train_steps: env steps (None: the set's own budget).
+      extra: more train.py flags.
+      tmp: a folder for the run folders.
+      baseline: the other checkout, or None.
+    """
+    sides = [("rl", ROOT)] + ([("base", baseline)] if baseline else [])
+    rows = {}
+    for side, checkout in sides if turn % 2 == 0 else sides[::-1]:
+        folder = os.path.join(tmp, f"{name}-{seed}-{side}")
+        rows[side] = run_once(name, seed, train_steps, folder, extra, checkout)
+    if baseline and rows["base"]["steps"] != rows["rl"]["steps"]:
+        fail(
+            f"--baseline {baseline} trained {name} for {rows['base']['steps']} env steps and "
+            f"this checkout for {rows['rl']['steps']}: the set differs between them; give "
+            "--train_steps to compare equal budgets"
+        )
+    return [(side, rows[side]) for side, _ in sides]
+
+
 def run_peer_table(
     hparams: Sequence[str],
     pairs: int,
@@ -872,19 +911,9 @@ def run_peer_table(
     for name in hparams:
         algo, pair_rows = PEERS[name].algo, {"rl": [], "base": [], "peer": []}
         for run in range(pairs):
-            sides = [("rl", ROOT)] + ([("base", baseline)] if baseline else [])
-            # The two checkouts take turns going first, so neither always follows the peer.
-            for side, checkout in sides if run % 2 == 0 else sides[::-1]:
-                folder = os.path.join(tmp, f"{name}-{run}-{side}")
-                row = run_once(name, run, train_steps, folder, extra, checkout)
+            for side, row in checkout_runs(name, run, run, train_steps, extra, tmp, baseline):
                 del row["evals"], row["hparams"]
                 pair_rows[side].append(row)
-            if baseline and pair_rows["base"][-1]["steps"] != pair_rows["rl"][-1]["steps"]:
-                fail(
-                    f"--baseline {baseline} trained {name} for {pair_rows['base'][-1]['steps']} "
-                    f"env steps and this checkout for {pair_rows['rl'][-1]['steps']}: the set "
-                    "differs between them; give --train_steps to compare equal budgets"
-                )
             # The peer learns as many env steps as the rl run took.
             pair_rows["peer"].append(peer_once(name, run, int(pair_rows["rl"][-1]["steps"])))
             for side in ("rl", "base", "peer") if baseline else ("rl", "peer"):
@@ -910,6 +939,7 @@ def run_table(
     train_steps: Optional[int],
     target: float,
     extra: List[str],
+    baseline: Optional[str] = None,
 ) -> List[dict]:
     """Runs and prints the rl-only table; returns its rows without the eval records.
 
@@ -919,27 +949,45 @@ def run_table(
       train_steps: env steps (None: the set's own budget).
       target: evaluation return counted as solved.
       extra: more train.py flags.
+      baseline: another rl checkout (--baseline) that runs each set and seed too: a
+        "code" column ("rl" or "base") and, per set, the ratio of median wall times.
     """
     rows = []
     header = (
         f"{'hparams':<14} {'seed':>4} {'steps':>8} {'wall s':>7} "
         f"{'steps/s':>8} {'final eval':>10} {'solved at':>9}"
-    )
+    ) + (f" {'code':>4}" if baseline else "")
     print(header)
     print("-" * len(header))
     with tempfile.TemporaryDirectory(prefix="rl-bench-") as tmp:
         for name in hparams:
-            for seed in seeds:
-                row = run_once(name, seed, train_steps, os.path.join(tmp, f"{name}-{seed}"), extra)
-                solved = first_step_reaching(row["evals"], target)
-                row["solved_at"] = solved
-                rows.append(row)
-                print(
-                    f"{name:<14} {seed:>4} {row['steps']:>8} {row['wall_s']:>7.1f} "
-                    f"{row['steps_per_s']:>8.0f} {row['final_return']:>10.1f} "
-                    f"{solved if solved is not None else '-':>9}",
-                    flush=True,
+            for turn, seed in enumerate(seeds):
+                for side, row in checkout_runs(name, turn, seed, train_steps, extra, tmp, baseline):
+                    solved = first_step_reaching(row["evals"], target)
+                    row["solved_at"] = solved
+                    if baseline:
+                        row["code"] = side
+                    rows.append(row)
+                    print(
+                        f"{name:<14} {seed:>4} {row['steps']:>8} {row['wall_s']:>7.1f} "
+                        f"{row['steps_per_s']:>8.0f} {row['final_return']:>10.1f} "
+                        f"{solved if solved is not None else '-':>9}"
+                        + (f" {side:>4}" if baseline else ""),
+                        flush=True,
+                    )
+    if baseline:
+        print()
+        for name in hparams:
+            walls = {
+                side: statistics.median(
+                    r["wall_s"] for r in rows if r["hparams"] == name and r["code"] == side
                 )
+                for side in ("rl", "base")
+            }
+            print(
+                f"{name}: median wall {walls['rl']:.2f} s here, {walls['base']:.2f} s at the "
+                f"baseline: rl/base {walls['rl'] / walls['base']:.2f}"
+            )
     return [{k: v for k, v in r.items() if k not in ("evals", "eval_returns")} for r in rows]
 
 
@@ -1384,8 +1432,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--baseline",
         metavar="CHECKOUT",
-        help="with --peer: another rl checkout (a git worktree of an earlier commit) whose "
-        "train.py also runs each pair, so a change's speed is measured beside the same peer",
+        help="another rl checkout (a git worktree of an earlier commit) whose train.py also "
+        "runs each set and seed (with --peer: each pair), so a change's speed is measured "
+        "on one host in one run",
     )
     parser.add_argument(
         "--workers",
@@ -1450,7 +1499,7 @@ def build_parser() -> argparse.ArgumentParser:
 # The flags each mode reads ("table": the rl-only table, no mode flag); a flag given to a
 # mode that does not read it is refused rather than dropped.
 MODE_FLAGS: Dict[str, Tuple[str, ...]] = {
-    "table": ("hparams", "seeds", "train_steps", "target", "json"),
+    "table": ("hparams", "seeds", "train_steps", "target", "json", "baseline"),
     "peer": ("hparams", "pairs", "train_steps", "json", "baseline"),
     "suite": ("only", "suite_seeds", "suite_parallel", "output_dir", "json"),
     "workers": ("ray", "train_steps", "json"),
@@ -1653,8 +1702,11 @@ def prepare_mode(mode: str, args: argparse.Namespace, extra: List[str]) -> Calla
             fail(error)
         check_rl_sets(args.hparams, range(args.pairs), args.train_steps, train_flags)
         return lambda: run_peer_report(args.hparams, args.pairs, args.train_steps, extra, baseline)
+    baseline = checked_baseline(args.baseline)
     check_rl_sets(args.hparams, args.seeds, args.train_steps, train_flags)
-    return lambda: run_table(args.hparams, args.seeds, args.train_steps, args.target, extra)
+    return lambda: run_table(
+        args.hparams, args.seeds, args.train_steps, args.target, extra, baseline
+    )
 
 
 def run_peer_report(

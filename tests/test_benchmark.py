@@ -354,12 +354,36 @@ def test_a_baseline_that_is_not_another_checkout_is_one_line_and_exit_2(tmp_path
     assert not report.exists()
 
 
-def test_a_baseline_without_peer_is_refused(tmp_path):
-    proc = run_script("--hparams", "ppo_tiny", "--baseline", str(tmp_path))
+def test_the_rl_table_with_a_baseline_runs_both_in_turns_and_prints_their_ratio(
+    monkeypatch, tmp_path, capsys
+):
+    calls = _fake_runs(monkeypatch)
+    rows = benchmark.run_table(
+        ["ppo_cartpole"], [4, 5], None, 475.0, [], baseline="/elsewhere/rl-base"
+    )
+    assert [(side, seed) for side, seed, _ in calls] == [
+        ("rl", 4), ("base", 4), ("base", 5), ("rl", 5)
+    ]  # fmt: skip
+    assert [(r["code"], r["seed"]) for r in rows] == [
+        ("rl", 4),
+        ("base", 4),
+        ("rl", 5),
+        ("base", 5),
+    ]
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].split()[-1] == "code" and out[2].split()[-1] == "rl"
+    # Medians: here 14.5 s (seeds 4, 5: 14, 15), the baseline 16.5 s (16, 17).
+    assert out[-1] == (
+        "ppo_cartpole: median wall 14.50 s here, 16.50 s at the baseline: rl/base 0.88"
+    )
+
+
+def test_a_baseline_is_refused_by_the_modes_that_do_not_read_it(tmp_path):
+    proc = run_script("--remote", "--baseline", str(tmp_path))
     assert proc.returncode == 2
     assert proc.stderr == (
-        "benchmark.py: error: --baseline is for --peer, not the rl-only table (no mode flag); "
-        "remove it\n"
+        "benchmark.py: error: --baseline is for the rl-only table (no mode flag) or --peer, "
+        "not --remote; remove it\n"
     )
 
 
