@@ -1695,14 +1695,13 @@ def prepare_mode(mode: str, args: argparse.Namespace, extra: List[str]) -> Calla
         train_steps = 20_000 if args.train_steps is None else args.train_steps
         return lambda: run_workers_table(train_steps, args.ray)
     train_flags = parse_train_flags(extra)
+    baseline = checked_baseline(args.baseline)
     if mode == "peer":
-        baseline = checked_baseline(args.baseline)
         error = peer_error(args.hparams, args.pairs)
         if error:
             fail(error)
         check_rl_sets(args.hparams, range(args.pairs), args.train_steps, train_flags)
         return lambda: run_peer_report(args.hparams, args.pairs, args.train_steps, extra, baseline)
-    baseline = checked_baseline(args.baseline)
     check_rl_sets(args.hparams, args.seeds, args.train_steps, train_flags)
     return lambda: run_table(
         args.hparams, args.seeds, args.train_steps, args.target, extra, baseline
