@@ -265,8 +265,8 @@ def test_a_trial_whose_eval_log_is_damaged_fails_and_the_search_goes_on(tmp_path
     the_study = study.open_study(config)
     lines, processes = [], []
 
-    def launch(command, run_dir, log_path, workdir):
-        del command  # a stand-in for train.py that runs until it is killed
+    def launch(command, run_dir, log_path, workdir, copies):
+        del command, copies  # a stand-in for train.py that runs until it is killed
         os.makedirs(run_dir)
         with open(os.path.join(run_dir, trials.EVAL_FILE), "w") as f:
             f.write('{"step": 1000, "return_mean": 5.0}\n{"step": 2000, "return_m\n')
@@ -287,6 +287,35 @@ def test_a_trial_whose_eval_log_is_damaged_fails_and_the_search_goes_on(tmp_path
         "its evaluations cannot be read: " in line and "eval.jsonl line 2" in line
         for line in failed
     ), lines
+
+
+def write_evals(run_dir, returns_by_step):
+    os.makedirs(run_dir, exist_ok=True)
+    with open(os.path.join(run_dir, trials.EVAL_FILE), "w") as f:
+        for step, value in returns_by_step:
+            f.write(json.dumps({"step": step, "return_mean": value}) + "\n")
+
+
+def test_a_trial_of_copies_is_scored_at_the_steps_every_copy_has_reached(tmp_path):
+    write_evals(tmp_path / "run_0", [(1000, 0.0), (2000, 50.0), (3000, 90.0)])
+    write_evals(tmp_path / "run_1", [(1000, 10.0), (2000, 70.0)])
+    write_evals(tmp_path / "run_2", [(1000, 100.0), (2000, 60.0)])
+    # Three copies: the sorted values weigh 1/6, 2/3, 1/6 (rl/analysis.py).
+    # At 1000: 0/6 + 10 * 2/3 + 100/6 = 23.33; at 2000: 50/6 + 60 * 2/3 + 70/6 = 60.
+    # At 3000 only run_0 has evaluated: the step is not in yet.
+    scored = trials.read_evaluations(str(tmp_path), -1, copies=3)
+    assert [step for step, _ in scored] == [1000, 2000]
+    assert scored[0][1] == pytest.approx(70 / 3) and scored[1][1] == pytest.approx(60.0)
+    assert trials.read_evaluations(str(tmp_path), 1000, copies=3) == [scored[1]]
+    # A copy that has not started has evaluated nowhere.
+    assert trials.read_evaluations(str(tmp_path), -1, copies=4) == []
+    assert trials.read_evaluations(str(tmp_path / "run_0"), 1000) == [(2000, 50.0), (3000, 90.0)]
+
+
+def test_a_trial_of_copies_asks_train_py_for_them():
+    command = trials.train_command("ppo_cartpole", "out", "", copies=3, copies_parallel=2)
+    assert command[-2:] == ["--copies=3", "--copies_parallel=2"]
+    assert not any("copies" in part for part in trials.train_command("ppo_cartpole", "out", ""))
 
 
 def test_the_pruners_are_built_from_the_flags(tmp_path):
@@ -374,6 +403,27 @@ def test_bad_input_exits_2_with_one_line_and_writes_nothing(tmp_path):
     assert proc.stderr.count("\n") == 1
     assert proc.stderr.startswith("python -m rl.search: error: search space ")
     assert "activation: categorical value 3 is of the wrong type" in proc.stderr
+    assert not output_dir.exists()
+
+
+@pytest.mark.parametrize(
+    "flags, expected",
+    [
+        (["--copies_parallel=2"], "--copies_parallel is for --copies N with N > 1; add --copies"),
+        (
+            ["--copies=2", "--copies_parallel=3"],
+            "--copies_parallel 3 is more than the trial's --copies 2",
+        ),
+        (["--copies=0"], "--copies: must be at least 1, got 0"),
+    ],
+)
+def test_bad_copies_flags_exit_2_with_one_line_and_write_nothing(
+    tmp_path, lr_space, flags, expected
+):
+    output_dir = tmp_path / "search"
+    proc = run_search(str(output_dir), lr_space, 1, *flags)
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
+    assert expected in proc.stderr
     assert not output_dir.exists()
 
 
@@ -561,6 +611,44 @@ def test_evaluations_that_come_with_the_final_one_do_not_prune_the_finished_tria
     assert proc.returncode == 0, proc.stderr
     rows = read_trials(output_dir)
     assert [(r["state"], r["last_step"]) for r in rows] == [("COMPLETE", "4000")] * 2
+
+
+def test_a_search_of_copies_scores_trials_as_the_benchmark_scores_sets(tmp_path, lr_space):
+    # Seeds make single runs of a set differ by more than settings do (a2c_lunar_lander:
+    # -18 to 203), so a trial can train copies and be scored on their interquartile mean,
+    # the statistic of the benchmark's table. Pruning acts on the copies' joint curve.
+    needs_optuna()
+    output_dir = str(tmp_path / "search")
+    copies = ("--copies=2", "--copies_parallel=2")
+    proc = run_search(
+        output_dir, lr_space, 2, "--pruner_startup_trials=1", *copies, train_steps=16000
+    )
+    assert proc.returncode == 0, proc.stderr
+    rows = read_trials(output_dir)
+    assert [(r["params"], r["state"]) for r in rows] == [
+        (f"learning_rate={GOOD_LR}", "COMPLETE"),
+        (f"learning_rate={USELESS_LR}", "PRUNED"),
+    ]
+    with open(os.path.join(output_dir, "trial_0", "summary.json")) as f:
+        summary = json.load(f)  # train.py --copies's own summary of the two copies
+    assert summary["num_runs"] == 2
+    assert float(rows[0]["value"]) == pytest.approx(summary["final_return_iqm"])
+    assert rows[1]["note"] == "pruned at step 2000"
+    for i in range(2):  # both copies of the pruned trial stopped, long before the end
+        run_dir = os.path.join(output_dir, "trial_1", f"run_{i}")
+        with open(os.path.join(run_dir, "eval.jsonl")) as f:
+            assert json.loads(f.readlines()[-1])["step"] < 16000
+        wait_for(lambda: not training_processes(run_dir), f"exit of {run_dir}'s train.py")
+    with open(os.path.join(output_dir, "best.json")) as f:
+        best = json.load(f)
+    objective = "interquartile mean over 2 copies of the final evaluation's return_mean"
+    assert best["objective"] == objective and best["command"].endswith(
+        "--seed 0 --copies 2 --output_dir runs/best"
+    )
+    assert f"best: trial 0, {objective} " in proc.stdout
+    # The number of copies is part of what the study measures.
+    proc = run_search(output_dir, lr_space, 3, "--copies=3", train_steps=16000)
+    assert proc.returncode == 2 and "started with other settings (the objective: " in proc.stderr
 
 
 @pytest.mark.slow

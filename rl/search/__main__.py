@@ -2,7 +2,8 @@
 
     python -m rl.search --hparams ppo_cartpole --space ppo_basic --trials 40 \\
         --output_dir runs/search [--parallel N] [--sys local|ray] [--storage URL] \\
-        [--sampler tpe|random] [--pruner median|asha|none] [--train_steps N] [--seed S]
+        [--sampler tpe|random] [--pruner median|asha|none] [--train_steps N] [--seed S] \\
+        [--copies N [--copies_parallel P]]
 
 Each trial trains ``train.py`` into ``<output_dir>/trial_<n>``; rerunning the same command
 continues the search. Bad input (an unknown field, a distribution outside a field's
@@ -87,6 +88,18 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     parser.add_argument("--train_steps", type=int_at_least(1), help="every trial's --train_steps")
     parser.add_argument("--seed", type=int, help="every trial's --seed; also seeds the sampler")
     parser.add_argument(
+        "--copies",
+        type=int_at_least(1),
+        default=1,
+        help="train each trial as N copies with seeds from its seed (train.py --copies) and "
+        "score the interquartile mean of their final evaluations (default 1)",
+    )
+    parser.add_argument(
+        "--copies_parallel",
+        type=int_at_least(1),
+        help="how many of a trial's copies train at once (default 1; needs --copies)",
+    )
+    parser.add_argument(
         "--plugins",
         action="append",
         default=[],
@@ -129,6 +142,13 @@ def build_config(args: argparse.Namespace):
         raise HParamsError(f"--pruner_startup_trials is for --pruner median, not {args.pruner}")
     if args.pruner_warmup_steps is not None and args.pruner == "none":
         raise HParamsError("--pruner_warmup_steps is for --pruner median or asha, not none")
+    if args.copies_parallel is not None and args.copies == 1:
+        raise HParamsError("--copies_parallel is for --copies N with N > 1; add --copies")
+    if (args.copies_parallel or 1) > args.copies:
+        raise HParamsError(
+            f"--copies_parallel {args.copies_parallel} is more than the trial's "
+            f"--copies {args.copies}"
+        )
     loaded = plugins.load(args.plugins)  # before the set is looked up: it may be a plugin's
     base = resolve_hparams(
         args.hparams, args.hparam_override, train_steps=args.train_steps, seed=args.seed
@@ -159,6 +179,8 @@ def build_config(args: argparse.Namespace):
         plugins=tuple(loaded),
         workdir=os.getcwd() if loaded else ROOT,  # plugins are found from the user's folder
         pruner_warmup_steps=args.pruner_warmup_steps or 0,
+        copies=args.copies,
+        copies_parallel=args.copies_parallel or 1,
     )
 
 
@@ -192,7 +214,7 @@ def run(config, say) -> int:
     done = study.done_count(the_study)
     say(f"{done} of {config.trials} trials done; results in {config.output_dir}")
     if best is not None:
-        print(f"best: trial {best['number']}, {study.OBJECTIVE} {best['value']:.1f}")
+        print(f"best: trial {best['number']}, {best['objective']} {best['value']:.1f}")
         print(f"--hparam_override {shlex.quote(best['hparam_override'])}", flush=True)
     os.close(lock)
     if stopped_by is not None:

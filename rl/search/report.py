@@ -14,7 +14,7 @@ from typing import Any, Dict, List, Optional
 
 from rl.files import write_bytes_atomic, write_text_atomic
 from rl.search.space import overrides_text
-from rl.search.study import FAILURE, OBJECTIVE, RETRY_OF, RUN_FOLDER, STOPPED, SearchConfig
+from rl.search.study import FAILURE, RETRY_OF, RUN_FOLDER, STOPPED, SearchConfig, objective
 
 TRIALS_CSV = "trials.csv"
 BEST_JSON = "best.json"
@@ -99,10 +99,12 @@ def best_summary(study, config: SearchConfig) -> Optional[Dict[str, Any]]:
         command += ["--train_steps", str(config.train_steps)]
     if config.seed is not None:
         command += ["--seed", str(config.seed)]
+    if config.copies > 1:  # the same measurement as the trial's: its copies and seeds
+        command += ["--copies", str(config.copies)]
     return {
         "number": best.number,
         "value": best.value,
-        "objective": OBJECTIVE,
+        "objective": objective(config.copies),
         "params": best.params,
         "hparam_override": override,
         "command": shlex.join(command + ["--output_dir", "runs/best"]),

@@ -90,6 +90,9 @@ class SearchConfig:
             rung's step (0: Optuna's "auto").
         plugins: ``--plugins`` modules every trial's train.py imports.
         workdir: the folder trials run in (the search's: plugins found there are found).
+        copies: each trial trains this many copies (train.py ``--copies``) and scores the
+            interquartile mean of their evaluations; 1: one run.
+        copies_parallel: how many of a trial's copies train at once.
     """
 
     hparams: str
@@ -110,6 +113,15 @@ class SearchConfig:
     pruner_warmup_steps: int = 0
     plugins: Tuple[str, ...] = ()
     workdir: str = ROOT
+    copies: int = 1
+    copies_parallel: int = 1
+
+
+def objective(copies: int) -> str:
+    """What a trial's value is, for the study's record and the results."""
+    if copies == 1:
+        return OBJECTIVE
+    return f"interquartile mean over {copies} copies of the final evaluation's return_mean"
 
 
 def import_optuna():
@@ -139,7 +151,7 @@ def study_record(config: SearchConfig) -> Dict[str, Any]:
         "hparams": config.hparams,
         "base": config.base.to_dict(),
         "space": space_to_json(config.space),
-        "objective": OBJECTIVE,
+        "objective": objective(config.copies),
     }
     return json.loads(json.dumps(record))
 
@@ -464,9 +476,14 @@ class Search:
             config.train_steps,
             config.seed,
             config.plugins,
+            config.copies,
+            config.copies_parallel,
         )
         log_path = os.path.join(config.output_dir, LOG_DIR, f"trial_{trial.number}.log")
-        process = self.launch(command, run_dir, log_path, config.workdir)
+        launch_options = {"copies": config.copies}
+        if self.launch is RayTrialProcess:
+            launch_options["cpus"] = config.copies_parallel
+        process = self.launch(command, run_dir, log_path, config.workdir, **launch_options)
         retry_of = trial.user_attrs.get(RETRY_OF)
         again = f" (trial {retry_of} again)" if retry_of is not None else ""
         self.say(f"trial {trial.number} started{again}: {sampled}")
@@ -544,7 +561,8 @@ def connect_ray(config: SearchConfig) -> None:
     """Attaches to Ray (RAY_ADDRESS) or starts a local Ray with a CPU per parallel trial."""
     from rl.workers.ray_actors import connect
 
-    connect(os.environ.get("RAY_ADDRESS"), max(os.cpu_count() or 1, config.parallel))
+    cpus = config.parallel * config.copies_parallel
+    connect(os.environ.get("RAY_ADDRESS"), max(os.cpu_count() or 1, cpus))
 
 
 def disconnect_ray() -> None:

@@ -14,7 +14,7 @@ import os
 import signal
 import subprocess
 import sys
-from typing import List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import rl
 
@@ -33,6 +33,8 @@ def train_command(
     train_steps: Optional[int] = None,
     seed: Optional[int] = None,
     plugins: Sequence[str] = (),
+    copies: int = 1,
+    copies_parallel: int = 1,
 ) -> List[str]:
     """The ``train.py`` command of one trial.
 
@@ -43,6 +45,8 @@ def train_command(
         train_steps: ``--train_steps``, or None for the set's.
         seed: ``--seed``, or None for the set's.
         plugins: ``--plugins`` modules.
+        copies: ``--copies``: above 1, the trial trains that many copies in run_<i>.
+        copies_parallel: ``--copies_parallel``: how many of them at once.
     """
     command = [sys.executable, TRAIN_PY, f"--hparams={hparams}", f"--output_dir={run_dir}"]
     command += [f"--plugins={name}" for name in plugins]
@@ -52,30 +56,48 @@ def train_command(
         command.append(f"--train_steps={train_steps}")
     if seed is not None:
         command.append(f"--seed={seed}")
+    if copies > 1:
+        command.append(f"--copies={copies}")
+        if copies_parallel > 1:
+            command.append(f"--copies_parallel={copies_parallel}")
     return command
 
 
-def read_evaluations(run_dir: str, after_step: int) -> List[Evaluation]:
+def read_evaluations(run_dir: str, after_step: int, copies: int = 1) -> List[Evaluation]:
     """The (step, return_mean) of every complete evaluation in the run past ``after_step``.
 
+    With copies, a step counts once every copy has evaluated there, and its value is
+    the interquartile mean of the copies' ``return_mean`` (rl/analysis.py, as in the
+    copies' summary.json), so the search scores a trial as the benchmark scores a set.
+
     Args:
-        run_dir: the run folder.
+        run_dir: the run folder; with copies, the folder holding run_0 .. run_<copies-1>.
         after_step: the last step already read (-1: none).
+        copies: 1, or the trial's ``--copies``.
     """
     from rl.logbook import read_eval_records
 
-    records = read_eval_records(os.path.join(run_dir, EVAL_FILE))
+    def curve(folder: str) -> Dict[int, float]:
+        records = read_eval_records(os.path.join(folder, EVAL_FILE))
+        return {int(r["step"]): float(r["return_mean"]) for r in records if "return_mean" in r}
+
+    if copies == 1:
+        return [(step, value) for step, value in curve(run_dir).items() if step > after_step]
+    from rl.analysis import interquartile_mean
+
+    curves = [curve(os.path.join(run_dir, f"run_{i}")) for i in range(copies)]
+    steps = sorted(set.intersection(*(set(c) for c in curves)))
     return [
-        (int(r["step"]), float(r["return_mean"]))
-        for r in records
-        if r["step"] > after_step and "return_mean" in r
+        (step, interquartile_mean([c[step] for c in curves])) for step in steps if step > after_step
     ]
 
 
 class TrialProcess:
     """A running ``train.py`` and the run folder it writes."""
 
-    def __init__(self, command: List[str], run_dir: str, log_path: str, workdir: str = ROOT):
+    def __init__(
+        self, command: List[str], run_dir: str, log_path: str, workdir: str = ROOT, copies: int = 1
+    ):
         """Starts the command; its stdout and stderr go to ``log_path``.
 
         Args:
@@ -83,8 +105,10 @@ class TrialProcess:
             run_dir: the run folder the command trains into.
             log_path: the file the subprocess's output is appended to.
             workdir: the folder it runs in (train.py finds ``--plugins`` there).
+            copies: the command's ``--copies`` (1: none), for ``read_evaluations``.
         """
         self.run_dir = run_dir
+        self.copies = copies
         self.log_path = log_path
         os.makedirs(os.path.dirname(log_path), exist_ok=True)
         env = dict(os.environ)
@@ -110,7 +134,7 @@ class TrialProcess:
             after_step: the last step already read (-1: none).
         """
         code = self.process.poll()
-        return read_evaluations(self.run_dir, after_step), code
+        return read_evaluations(self.run_dir, after_step, self.copies), code
 
     def terminate(self) -> None:
         """Asks train.py to stop (SIGTERM: it saves a checkpoint and exits)."""
@@ -143,16 +167,24 @@ class RayTrialProcess:
     """A TrialProcess inside a Ray actor (one CPU), driven from here with the same methods.
 
     An actor that dies counts as a trial whose train.py failed (exit code 1), with Ray's
-    reason as its last line.
+    reason as its last line. It asks for a CPU per copy that trains at once.
     """
 
-    def __init__(self, command: List[str], run_dir: str, log_path: str, workdir: str = ROOT):
+    def __init__(
+        self,
+        command: List[str],
+        run_dir: str,
+        log_path: str,
+        workdir: str = ROOT,
+        copies: int = 1,
+        cpus: int = 1,
+    ):
         import ray
 
         self._ray = ray
         self._error = ""
-        actor_class = ray.remote(num_cpus=1, max_restarts=0)(TrialProcess)
-        self.actor = actor_class.remote(command, run_dir, log_path, workdir)
+        actor_class = ray.remote(num_cpus=cpus, max_restarts=0)(TrialProcess)
+        self.actor = actor_class.remote(command, run_dir, log_path, workdir, copies)
 
     def _call(self, method: str, *args):
         try:
