@@ -652,6 +652,8 @@ def run_copies(run_dirs: List[str], seeds: List[int]) -> int:
 
     if FLAGS.copies_parallel > 1:
         code = run_copies_in_processes(run_dirs, seeds)
+        if code < 0:
+            killed_by(-code)
     else:
         code = 0
         for i, (run_dir, seed) in enumerate(zip(run_dirs, seeds)):
@@ -667,6 +669,23 @@ def run_copies(run_dirs: List[str], seeds: List[int]) -> int:
 
 
 COPY_POLL_SECONDS = 0.5
+
+
+def killed_by(signum: int) -> NoReturn:
+    """Ends this process with the signal that killed one of its copies, so whatever
+    started it (a search, a scheduler) sees the kill, not an ordinary failure."""
+    import signal
+
+    print(
+        f"rl: a copy was killed by signal {signum}; the others stopped with a checkpoint, "
+        "rerun the same command to resume them",
+        file=sys.stderr,
+        flush=True,
+    )
+    if signum != signal.SIGKILL:  # whose handler cannot be changed
+        signal.signal(signum, signal.SIG_DFL)
+    os.kill(os.getpid(), signum)
+    sys.exit(128 + signum)  # a signal that does not end a process by default
 
 
 def copy_environment(parallel: int) -> Dict[str, str]:
@@ -715,16 +734,30 @@ def run_in_slots(commands: List[List[str]], slots: int, environ: Dict[str, str])
     """Runs the commands, ``slots`` at a time, each as the previous one ends. Each gets
     SIGTERM (saves a checkpoint and stops) if this process dies, even by kill -9.
 
+    SIGTERM to this process is passed on to the running commands, which are waited for.
+    A command killed by a signal (the OOM killer) stops the others the same way and no
+    more start: the set's copies are incomplete, and a rerun resumes every one of them.
+
     Returns:
-      the first nonzero exit code, else 0; 130 after Ctrl-C (which each command gets too).
+      the first nonzero exit code, else 0; 130 after Ctrl-C (which each command gets too);
+      143 after SIGTERM; -N when a command was killed by signal N.
     """
+    import signal
     import subprocess
 
     waiting = list(commands)
     running: List[subprocess.Popen] = []
     code = 0
+    stop_signals: List[int] = []
+    old_handler = signal.signal(signal.SIGTERM, lambda signum, frame: stop_signals.append(signum))
     try:
         while waiting or running:
+            if stop_signals or code < 0:
+                for proc in running:
+                    proc.send_signal(signal.SIGTERM)
+                for proc in running:
+                    proc.wait()
+                break
             while waiting and len(running) < slots:
                 running.append(
                     subprocess.Popen(
@@ -737,9 +770,13 @@ def run_in_slots(commands: List[List[str]], slots: int, environ: Dict[str, str])
                 time.sleep(COPY_POLL_SECONDS)
             for proc in ended:
                 running.remove(proc)
+                if code >= 0 and proc.returncode < 0:
+                    code = proc.returncode  # killed: it outranks an earlier failure
                 code = code or proc.returncode
     except KeyboardInterrupt:
         for proc in running:  # they got the same Ctrl-C and checkpoint
             proc.wait()
         return 130
-    return code
+    finally:
+        signal.signal(signal.SIGTERM, old_handler)
+    return 128 + signal.SIGTERM if stop_signals else code

@@ -3,6 +3,7 @@
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 
@@ -229,6 +230,94 @@ def test_copies_take_a_free_slot_as_soon_as_any_copy_ends(tmp_path):
     assert cli.run_in_slots(commands, 2, dict(os.environ)) == 0
     failing = [[sys.executable, "-c", "pass"], [sys.executable, "-c", "raise SystemExit(3)"]]
     assert cli.run_in_slots(failing, 2, dict(os.environ)) == 3
+
+
+def test_a_copy_killed_by_a_signal_stops_the_others_and_starts_no_more(tmp_path):
+    # The OOM killer picks a copy, not the light parent: the set's copies are then
+    # incomplete, so the others checkpoint (SIGTERM) and the kill reaches the caller.
+    from rl import cli
+
+    stopped, started = tmp_path / "stopped", tmp_path / "third_started"
+    waits_for_sigterm = (
+        "import signal, sys, time\n"
+        f"signal.signal(signal.SIGTERM, lambda *a: (open({str(stopped)!r}, 'w').close(), "
+        "sys.exit(143)))\n"
+        "time.sleep(60)\n"
+    )
+    commands = [
+        [sys.executable, "-c", waits_for_sigterm],
+        [sys.executable, "-c", "import os, time; time.sleep(1); os.kill(os.getpid(), 9)"],
+        [sys.executable, "-c", f"open({str(started)!r}, 'w').close()"],
+    ]
+    assert cli.run_in_slots(commands, 2, dict(os.environ)) == -9
+    assert stopped.exists() and not started.exists()
+
+
+def test_sigterm_to_copies_side_by_side_reaches_each_copy_before_train_py_ends(tmp_path):
+    # A search prunes a trial of copies with one SIGTERM to its train.py: each copy must
+    # checkpoint and end before train.py does, so nothing trains on behind the search.
+    child = tmp_path / "copy.py"
+    child.write_text(
+        "import signal, sys, time\n"
+        "def checkpoint(*args):\n"
+        "    time.sleep(1)  # a checkpoint takes a while\n"
+        "    open(sys.argv[1], 'w').close()\n"
+        "    sys.exit(143)\n"
+        "signal.signal(signal.SIGTERM, checkpoint)\n"
+        "print('up', flush=True)\n"
+        "time.sleep(60)\n"
+    )
+    marks = [tmp_path / f"copy_{i}" for i in range(2)]
+    parent = tmp_path / "parent.py"
+    parent.write_text(
+        "import os, sys\n"
+        "from rl import cli\n"
+        f"commands = [[sys.executable, {str(child)!r}, m] for m in {[str(m) for m in marks]!r}]\n"
+        "sys.exit(cli.run_in_slots(commands, 2, dict(os.environ)))\n"
+    )
+    environ = {**os.environ, "PYTHONPATH": os.path.dirname(os.path.dirname(rl.__file__))}
+    proc = subprocess.Popen(
+        [sys.executable, str(parent)], stdout=subprocess.PIPE, text=True, env=environ
+    )
+    assert [proc.stdout.readline() for _ in marks] == ["up\n"] * 2
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=60) == 143
+    assert all(m.exists() for m in marks)  # written a second after each copy's SIGTERM
+
+
+def pids_naming(text):
+    """Pids of processes whose command line holds ``text`` (Linux /proc)."""
+    pids = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                if text.encode() in f.read():
+                    pids.append(int(pid))
+        except OSError:
+            pass
+    return pids
+
+
+def test_train_py_ends_with_the_signal_that_killed_a_copy_and_the_other_saves(tmp_path):
+    from polling import wait_for
+
+    out = tmp_path / "copies"
+    proc = subprocess.Popen(
+        [sys.executable, "train.py", "--hparams=ppo_cartpole", "--copies=2",
+         "--copies_parallel=2", "--train_steps=400000", f"--output_dir={out}",
+         "--hparam_override=eval_interval=2000,checkpoint_interval=2000,eval_episodes=2"],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    evals = out / "run_1" / "eval.jsonl"
+    wait_for(lambda: evals.exists() and evals.stat().st_size > 0, "an evaluation", process=proc)
+    for pid in pids_naming(f"--output_dir={out / 'run_1'}"):
+        os.kill(pid, signal.SIGKILL)  # as the OOM killer would
+    stdout, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == -signal.SIGKILL, stderr
+    assert "rl: a copy was killed by signal 9; the others stopped with a checkpoint" in stderr
+    finals = [json.loads(line) for line in stdout.splitlines() if line.startswith('{"step"')]
+    assert [final["interrupted"] for final in finals] == [signal.SIGTERM]  # copy 0's
+    assert finals[0]["step"] < 400_000 and not pids_naming(str(out))
 
 
 def test_a_users_thread_settings_are_kept_for_copies_side_by_side(monkeypatch):

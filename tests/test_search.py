@@ -318,6 +318,28 @@ def test_a_trial_of_copies_asks_train_py_for_them():
     assert not any("copies" in part for part in trials.train_command("ppo_cartpole", "out", ""))
 
 
+def test_a_trial_whose_final_evaluation_is_nan_fails_with_the_reason(tmp_path):
+    # Optuna turns a NaN value into a FAIL with no reason: neither done nor retried.
+    optuna = needs_optuna()
+    config = config_for(tmp_path, trials=1)
+    os.makedirs(config.output_dir)
+    the_study = study.open_study(config)
+
+    def launch(command, run_dir, log_path, workdir, copies):
+        del command, copies  # a stand-in for a train.py whose policy became NaN
+        write_evals(run_dir, [(config.base.train_steps, float("nan"))])
+        return trials.TrialProcess([sys.executable, "-c", "pass"], run_dir, log_path, workdir)
+
+    lines = []
+    search = study.Search(config, the_study, lines.append)
+    search.launch = launch
+    assert search.run() is None
+    (trial,) = the_study.get_trials(deepcopy=False)
+    assert trial.state == optuna.trial.TrialState.FAIL and study.counts_as_done(trial)
+    assert trial.user_attrs[study.FAILURE] == "its final evaluation is nan"
+    assert lines[-1] == "trial 0 failed: its final evaluation is nan"
+
+
 def test_the_pruners_are_built_from_the_flags(tmp_path):
     optuna = needs_optuna()
     median = study.make_pruner(config_for(tmp_path, pruner_startup_trials=1))
@@ -634,11 +656,14 @@ def test_a_search_of_copies_scores_trials_as_the_benchmark_scores_sets(tmp_path,
     assert summary["num_runs"] == 2
     assert float(rows[0]["value"]) == pytest.approx(summary["final_return_iqm"])
     assert rows[1]["note"] == "pruned at step 2000"
-    for i in range(2):  # both copies of the pruned trial stopped, long before the end
-        run_dir = os.path.join(output_dir, "trial_1", f"run_{i}")
+    for i in range(2):  # both copies of the pruned trial stopped, long before the end,
+        run_dir = os.path.join(output_dir, "trial_1", f"run_{i}")  # and before train.py
         with open(os.path.join(run_dir, "eval.jsonl")) as f:
             assert json.loads(f.readlines()[-1])["step"] < 16000
-        wait_for(lambda: not training_processes(run_dir), f"exit of {run_dir}'s train.py")
+        assert not training_processes(run_dir)
+    with open(os.path.join(output_dir, "logs", "trial_1.log")) as f:
+        finals = [json.loads(line) for line in f if line.startswith('{"step"')]
+    assert [final["interrupted"] for final in finals] == [signal.SIGTERM] * 2
     with open(os.path.join(output_dir, "best.json")) as f:
         best = json.load(f)
     objective = "interquartile mean over 2 copies of the final evaluation's return_mean"

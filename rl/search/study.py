@@ -532,6 +532,8 @@ class Search:
         if running.stop == PRUNED:
             self.study.tell(trial, state=self.state.PRUNED)
             self.say(f"trial {n} pruned {at}")
+        elif code == 0 and running.last_value is not None and not math.isfinite(running.last_value):
+            self._fail(trial, f"its final evaluation is {running.last_value}")
         elif code == 0 and running.last_value is not None:
             self.study.tell(trial, running.last_value)
             self.say(f"trial {n} complete {at}")
@@ -558,7 +560,8 @@ class Search:
 
 
 def connect_ray(config: SearchConfig) -> None:
-    """Attaches to Ray (RAY_ADDRESS) or starts a local Ray with a CPU per parallel trial."""
+    """Attaches to Ray (RAY_ADDRESS) or starts a local Ray with a CPU per copy that trains
+    at once."""
     from rl.workers.ray_actors import connect
 
     cpus = config.parallel * config.copies_parallel

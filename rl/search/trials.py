@@ -142,10 +142,12 @@ class TrialProcess:
             self.process.send_signal(signal.SIGTERM)
 
     def kill(self) -> None:
-        """Stops it at once (SIGKILL)."""
-        if self.process.poll() is None:
-            self.process.kill()
-            self.process.wait()
+        """Stops it and every process it started (a trial's copies) at once (SIGKILL)."""
+        try:  # its own session: its process group holds the copies too
+            os.killpg(self.process.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        self.process.wait()
 
     def last_line(self) -> str:
         """The last line of its output, e.g. train.py's reason for stopping."""
@@ -164,7 +166,7 @@ class TrialProcess:
 
 
 class RayTrialProcess:
-    """A TrialProcess inside a Ray actor (one CPU), driven from here with the same methods.
+    """A TrialProcess inside a Ray actor, driven from here with the same methods.
 
     An actor that dies counts as a trial whose train.py failed (exit code 1), with Ray's
     reason as its last line. It asks for a CPU per copy that trains at once.
