@@ -1,5 +1,7 @@
-"""One way for a test to wait for a state: poll a condition, never sleep a fixed time."""
+"""One way for a test to wait for a state: poll a condition, never sleep a fixed time; and
+the processes of a run, found by its folder."""
 
+import os
 import time
 
 
@@ -35,3 +37,17 @@ def wait_for(
             time.sleep(interval)
             continue
         raise AssertionError(failure + (f": {details()}" if details is not None else ""))
+
+
+def pids_naming(text: str) -> list:
+    """Pids of processes whose command line holds ``text`` (Linux /proc): a run's
+    train.py and its copies, found by their folder."""
+    pids = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                if text.encode() in f.read():
+                    pids.append(int(pid))
+        except OSError:
+            pass
+    return pids

@@ -285,21 +285,8 @@ def test_sigterm_to_copies_side_by_side_reaches_each_copy_before_train_py_ends(t
     assert all(m.exists() for m in marks)  # written a second after each copy's SIGTERM
 
 
-def pids_naming(text):
-    """Pids of processes whose command line holds ``text`` (Linux /proc)."""
-    pids = []
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            with open(f"/proc/{pid}/cmdline", "rb") as f:
-                if text.encode() in f.read():
-                    pids.append(int(pid))
-        except OSError:
-            pass
-    return pids
-
-
 def test_train_py_ends_with_the_signal_that_killed_a_copy_and_the_other_saves(tmp_path):
-    from polling import wait_for
+    from polling import pids_naming, wait_for
 
     out = tmp_path / "copies"
     proc = subprocess.Popen(

@@ -16,7 +16,7 @@ import sys
 
 import pytest
 import yaml
-from polling import wait_for
+from polling import pids_naming, wait_for
 
 from rl import catalog  # noqa: F401  (fills the registries)
 from rl.hparams.resolve import resolve_hparams
@@ -384,19 +384,6 @@ def trial_folders(output_dir):
     return sorted(n for n in os.listdir(output_dir) if n.startswith("trial_"))
 
 
-def training_processes(run_dir):
-    """Pids of processes whose command line names ``run_dir`` (Linux /proc)."""
-    pids = []
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            with open(f"/proc/{pid}/cmdline", "rb") as f:
-                if run_dir.encode() in f.read():
-                    pids.append(int(pid))
-        except OSError:
-            pass
-    return pids
-
-
 @pytest.fixture(scope="module")
 def lr_space(tmp_path_factory):
     path = tmp_path_factory.mktemp("space") / "lr.yaml"
@@ -552,7 +539,7 @@ def test_a_search_killed_mid_trial_resumes_with_a_new_trial_and_no_reused_folder
     assert [t.state.name for t in killed.trials] == ["RUNNING"]  # killed mid-trial
     # Its train.py got SIGTERM when the search died: it saves a checkpoint and exits.
     wait_for(
-        lambda: not training_processes(os.path.join(output_dir, "trial_0")),
+        lambda: not pids_naming(os.path.join(output_dir, "trial_0")),
         "exit of trial 0's train.py",
     )
 
@@ -588,7 +575,7 @@ def test_a_trial_whose_train_py_is_killed_is_retried_once(tmp_path, lr_space):
         "evaluation line of trial 0",
         process=search,
     )
-    for pid in training_processes(os.path.join(output_dir, "trial_0")):
+    for pid in pids_naming(os.path.join(output_dir, "trial_0")):
         os.kill(pid, signal.SIGKILL)  # as the OOM killer would
     _, stderr = search.communicate(timeout=600)
 
@@ -660,7 +647,7 @@ def test_a_search_of_copies_scores_trials_as_the_benchmark_scores_sets(tmp_path,
         run_dir = os.path.join(output_dir, "trial_1", f"run_{i}")  # and before train.py
         with open(os.path.join(run_dir, "eval.jsonl")) as f:
             assert json.loads(f.readlines()[-1])["step"] < 16000
-        assert not training_processes(run_dir)
+        assert not pids_naming(run_dir)
     with open(os.path.join(output_dir, "logs", "trial_1.log")) as f:
         finals = [json.loads(line) for line in f if line.startswith('{"step"')]
     assert [final["interrupted"] for final in finals] == [signal.SIGTERM] * 2
@@ -699,7 +686,7 @@ def test_sigterm_stops_the_trials_and_the_same_command_finishes_them(tmp_path, l
         ("FAIL", "stopped with the search; retried as trial 1"),
         ("WAITING", "retry of trial 0; queued"),
     ]
-    assert not training_processes(os.path.join(output_dir, "trial_0"))
+    assert not pids_naming(os.path.join(output_dir, "trial_0"))
 
     proc = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=600)
 
