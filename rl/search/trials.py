@@ -143,10 +143,13 @@ class TrialProcess:
 
     def kill(self) -> None:
         """Stops it and every process it started (a trial's copies) at once (SIGKILL)."""
-        try:  # its own session: its process group holds the copies too
-            os.killpg(self.process.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
+        # Its own session: its process group holds the copies too. Only while it is not
+        # reaped, when its pid (the group's id) cannot yet belong to another process.
+        if self.process.returncode is None:
+            try:
+                os.killpg(self.process.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
         self.process.wait()
 
     def last_line(self) -> str:
