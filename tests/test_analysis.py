@@ -9,6 +9,8 @@ import os
 
 import numpy as np
 import pytest
+from eval_logs import record as _record
+from eval_logs import write_run as _write_run
 
 from rl import analysis
 
@@ -26,26 +28,6 @@ def _load_plot_script():
 
 
 plot_script = _load_plot_script()
-
-
-def _record(step: int, return_mean: float) -> dict:
-    return {
-        "step": step,
-        "return_mean": return_mean,
-        "return_std": 1.0,
-        "episodes": 5,
-        "wall_time": step / 100.0,
-    }
-
-
-def _write_run(run_dir, steps, returns, tail: str = "") -> str:
-    """Writes an eval.jsonl with one line per (step, return), then `tail` verbatim."""
-    os.makedirs(run_dir, exist_ok=True)
-    with open(os.path.join(run_dir, "eval.jsonl"), "w") as f:
-        for step, ret in zip(steps, returns):
-            f.write(json.dumps(_record(step, ret)) + "\n")
-        f.write(tail)
-    return str(run_dir)
 
 
 def _write_copies(output_dir, finals) -> list[str]:

@@ -16,6 +16,7 @@ import sys
 
 import pytest
 import yaml
+from eval_logs import write_run
 from polling import pids_naming, wait_for
 
 from rl import catalog  # noqa: F401  (fills the registries)
@@ -289,17 +290,10 @@ def test_a_trial_whose_eval_log_is_damaged_fails_and_the_search_goes_on(tmp_path
     ), lines
 
 
-def write_evals(run_dir, returns_by_step):
-    os.makedirs(run_dir, exist_ok=True)
-    with open(os.path.join(run_dir, trials.EVAL_FILE), "w") as f:
-        for step, value in returns_by_step:
-            f.write(json.dumps({"step": step, "return_mean": value}) + "\n")
-
-
 def test_a_trial_of_copies_is_scored_at_the_steps_every_copy_has_reached(tmp_path):
-    write_evals(tmp_path / "run_0", [(1000, 0.0), (2000, 50.0), (3000, 90.0)])
-    write_evals(tmp_path / "run_1", [(1000, 10.0), (2000, 70.0)])
-    write_evals(tmp_path / "run_2", [(1000, 100.0), (2000, 60.0)])
+    write_run(tmp_path / "run_0", [1000, 2000, 3000], [0.0, 50.0, 90.0])
+    write_run(tmp_path / "run_1", [1000, 2000], [10.0, 70.0])
+    write_run(tmp_path / "run_2", [1000, 2000], [100.0, 60.0])
     # Three copies: the sorted values weigh 1/6, 2/3, 1/6 (rl/analysis.py).
     # At 1000: 0/6 + 10 * 2/3 + 100/6 = 23.33; at 2000: 50/6 + 60 * 2/3 + 70/6 = 60.
     # At 3000 only run_0 has evaluated: the step is not in yet.
@@ -327,7 +321,7 @@ def test_a_trial_whose_final_evaluation_is_nan_fails_with_the_reason(tmp_path):
 
     def launch(command, run_dir, log_path, workdir, copies):
         del command, copies  # a stand-in for a train.py whose policy became NaN
-        write_evals(run_dir, [(config.base.train_steps, float("nan"))])
+        write_run(run_dir, [config.base.train_steps], [float("nan")])
         return trials.TrialProcess([sys.executable, "-c", "pass"], run_dir, log_path, workdir)
 
     lines = []
