@@ -16,7 +16,8 @@ class IMPALAHParams(HParams, ModelSettings, ReturnNormalization, RewardSettings)
     grad_comp: str = "vtrace"
     rollout_steps: int = bounded(20, 1, 100_000)  # steps per env between updates
     gradient_steps: int = bounded(1, 1, 10_000)  # gradient steps on each rollout
-    value_coef: float = bounded(0.5, 0)  # weight of the value loss
+    # Weight of the value loss (v_s - V)^2 / 2: the IMPALA paper's baseline cost.
+    value_coef: float = bounded(0.5, 0)
     entropy_coef: float = bounded(0.01, 0)  # weight of the entropy bonus
     vtrace_lambda: float = bounded(1.0, 0, 1)  # V-trace lambda (1: the paper's eq. 1)
     clip_rho_threshold: float = positive(1.0)  # rho bar: truncates the TD errors' weights

@@ -19,7 +19,9 @@ class PPOHParams(HParams, ModelSettings, ReturnNormalization, RewardSettings):
     num_epochs: int = bounded(4, 1, 10_000)  # passes over each rollout
     num_minibatches: int = bounded(4, 1, 100_000)  # minibatches per pass
     clip_ratio: float = positive(0.2)  # PPO's epsilon
-    value_coef: float = bounded(0.5, 0)  # weight of the value loss
+    # Weight of the value loss (V - R)^2 / 2, as in CleanRL. Stable-Baselines3's vf_coef
+    # weighs (V - R)^2, so its 0.5 is 1.0 here.
+    value_coef: float = bounded(0.5, 0)
     entropy_coef: float = bounded(0.0, 0)  # weight of the entropy bonus
     gae_lambda: float = bounded(0.95, 0, 1)  # GAE lambda
     normalize_advantages: bool = True  # per minibatch, to zero mean, unit std
