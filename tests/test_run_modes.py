@@ -238,15 +238,25 @@ def test_a_copy_killed_by_a_signal_stops_the_others_and_starts_no_more(tmp_path)
     from rl import cli
 
     stopped, started = tmp_path / "stopped", tmp_path / "third_started"
+    ready = tmp_path / "first_ready"
     waits_for_sigterm = (
         "import signal, sys, time\n"
         f"signal.signal(signal.SIGTERM, lambda *a: (open({str(stopped)!r}, 'w').close(), "
         "sys.exit(143)))\n"
+        f"open({str(ready)!r}, 'w').close()\n"
         "time.sleep(60)\n"
+    )
+    dies_once_the_first_is_ready = (  # not before: SIGTERM would find no handler yet
+        "import os, sys, time\n"
+        "deadline = time.time() + 60\n"
+        f"while not os.path.exists({str(ready)!r}):\n"
+        "    if time.time() > deadline: sys.exit(1)\n"
+        "    time.sleep(0.05)\n"
+        "os.kill(os.getpid(), 9)\n"
     )
     commands = [
         [sys.executable, "-c", waits_for_sigterm],
-        [sys.executable, "-c", "import os, time; time.sleep(1); os.kill(os.getpid(), 9)"],
+        [sys.executable, "-c", dies_once_the_first_is_ready],
         [sys.executable, "-c", f"open({str(started)!r}, 'w').close()"],
     ]
     assert cli.run_in_slots(commands, 2, dict(os.environ)) == -9
@@ -256,15 +266,16 @@ def test_a_copy_killed_by_a_signal_stops_the_others_and_starts_no_more(tmp_path)
 def test_sigterm_to_copies_side_by_side_reaches_each_copy_before_train_py_ends(tmp_path):
     # A search prunes a trial of copies with one SIGTERM to its train.py: each copy must
     # checkpoint and end before train.py does, so nothing trains on behind the search.
-    child = tmp_path / "copy.py"
+    # Not copy.py: beside parent.py it would stand in for the standard library's copy.
+    child = tmp_path / "a_copy.py"
     child.write_text(
-        "import signal, sys, time\n"
+        "import os, signal, sys, time\n"
         "def checkpoint(*args):\n"
         "    time.sleep(1)  # a checkpoint takes a while\n"
         "    open(sys.argv[1], 'w').close()\n"
         "    sys.exit(143)\n"
         "signal.signal(signal.SIGTERM, checkpoint)\n"
-        "print('up', flush=True)\n"
+        "os.write(1, b'up\\n')  # one write: the two copies share the pipe\n"
         "time.sleep(60)\n"
     )
     marks = [tmp_path / f"copy_{i}" for i in range(2)]
@@ -295,8 +306,13 @@ def test_train_py_ends_with_the_signal_that_killed_a_copy_and_the_other_saves(tm
          "--hparam_override=eval_interval=2000,checkpoint_interval=2000,eval_episodes=2"],
         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
-    evals = out / "run_1" / "eval.jsonl"
-    wait_for(lambda: evals.exists() and evals.stat().st_size > 0, "an evaluation", process=proc)
+    # Both copies training (so copy 0 has its SIGTERM handler) before copy 1 is killed.
+    evals = [out / f"run_{i}" / "eval.jsonl" for i in range(2)]
+    wait_for(
+        lambda: all(e.exists() and e.stat().st_size > 0 for e in evals),
+        "an evaluation of each copy",
+        process=proc,
+    )
     for pid in pids_naming(f"--output_dir={out / 'run_1'}"):
         os.kill(pid, signal.SIGKILL)  # as the OOM killer would
     stdout, stderr = proc.communicate(timeout=120)
