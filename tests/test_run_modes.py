@@ -209,21 +209,25 @@ def test_copies_side_by_side_match_copies_one_after_another(copies_runs):
         assert system["env"].get("TF_NUM_INTEROP_THREADS") == expected
 
 
+def waits_for_file(path) -> str:
+    """Python source that waits until ``path`` exists, and exits with 1 after 60 s."""
+    return (
+        "import os, sys, time\n"
+        "deadline = time.time() + 60\n"
+        f"while not os.path.exists({str(path)!r}):\n"
+        "    if time.time() > deadline: sys.exit(1)\n"
+        "    time.sleep(0.05)\n"
+    )
+
+
 def test_copies_take_a_free_slot_as_soon_as_any_copy_ends(tmp_path):
     # Copy 0 ends only once copy 2 has started: with two slots, copy 2 must take the slot
     # copy 1 frees, not wait for copy 0 (whose wait then gives up after 60 s and fails).
     from rl import cli
 
     started = tmp_path / "copy_2_started"
-    wait_for_copy_2 = (
-        "import os, sys, time\n"
-        "deadline = time.time() + 60\n"
-        f"while not os.path.exists({str(started)!r}):\n"
-        "    if time.time() > deadline: sys.exit(1)\n"
-        "    time.sleep(0.05)\n"
-    )
     commands = [
-        [sys.executable, "-c", wait_for_copy_2],
+        [sys.executable, "-c", waits_for_file(started)],
         [sys.executable, "-c", "pass"],
         [sys.executable, "-c", f"open({str(started)!r}, 'w').close()"],
     ]
@@ -246,14 +250,8 @@ def test_a_copy_killed_by_a_signal_stops_the_others_and_starts_no_more(tmp_path)
         f"open({str(ready)!r}, 'w').close()\n"
         "time.sleep(60)\n"
     )
-    dies_once_the_first_is_ready = (  # not before: SIGTERM would find no handler yet
-        "import os, sys, time\n"
-        "deadline = time.time() + 60\n"
-        f"while not os.path.exists({str(ready)!r}):\n"
-        "    if time.time() > deadline: sys.exit(1)\n"
-        "    time.sleep(0.05)\n"
-        "os.kill(os.getpid(), 9)\n"
-    )
+    # Not before the first is ready: SIGTERM would find no handler yet.
+    dies_once_the_first_is_ready = waits_for_file(ready) + "os.kill(os.getpid(), 9)\n"
     commands = [
         [sys.executable, "-c", waits_for_sigterm],
         [sys.executable, "-c", dies_once_the_first_is_ready],
