@@ -11,6 +11,9 @@ from rl.models.settings import ModelSettings
 
 @dataclasses.dataclass(frozen=True)
 class A2CHParams(HParams, ModelSettings, ReturnNormalization, RewardSettings):
+    """A2C (Mnih et al. 2016, synchronous): one actor-critic step on each short rollout;
+    Discrete and Box actions."""
+
     agent: str = one_of("a2c", ("a2c",))  # these fields are A2C's
     model: str = "actor_critic"
     act_select: str = "sample"
@@ -35,6 +38,9 @@ class A2CHParams(HParams, ModelSettings, ReturnNormalization, RewardSettings):
 
 @dataclasses.dataclass(frozen=True)
 class VPGHParams(A2CHParams):
+    """VPG: REINFORCE with a learned baseline (``value_steps`` of it per batch), GAE
+    optional; Discrete and Box actions."""
+
     agent: str = one_of("vpg", ("vpg",))  # these fields are VPG's
     optimizer: str = one_of("adam", ("adam", "rmsprop"))
     max_grad_norm: Optional[float] = positive(None)
@@ -47,11 +53,14 @@ class VPGHParams(A2CHParams):
 
 @registry.hparams.register
 def a2c_base() -> A2CHParams:
+    """`A2CHParams` defaults (Stable-Baselines3's A2C: 5-step rollouts, RMSprop); the base the A2C
+    sets build on."""
     return A2CHParams()
 
 
 @registry.hparams.register
 def a2c_cartpole() -> A2CHParams:
+    """A2C on CartPole: 8 envs x 5 steps, one RMSprop step each."""
     # RL-Zoo's CartPole A2C (8 envs, Stable-Baselines3's defaults) on 200k steps instead
     # of 500k: seeds 0-2 hold 500 over the last 80k steps. With SB3's RMSprop epsilon
     # instead of Baselines', seeds 0 and 1 reach 500 by 40k steps and swing between 60
@@ -68,6 +77,8 @@ def a2c_cartpole() -> A2CHParams:
 
 @registry.hparams.register
 def a2c_acrobot() -> A2CHParams:
+    """A2C on Acrobot: RL-Zoo's settings (16 envs x 5 steps, observations normalised); rewards x
+    0.1, GAE lambda 0.95, annealed learning rate."""
     # RL-Zoo's Acrobot A2C (16 envs, Stable-Baselines3's defaults: 5 steps, RMSprop 7e-4,
     # n-step returns, observations normalised), with rewards times 0.1, GAE lambda 0.95
     # and the learning rate annealed to 0. Without the observation normalisation the
@@ -93,6 +104,8 @@ def a2c_acrobot() -> A2CHParams:
 
 @registry.hparams.register
 def a2c_mountain_car() -> A2CHParams:
+    """A2C on MountainCar-v0: RL-Zoo's settings, observations and rewards normalised, GAE lambda
+    0.95."""
     # RL-Zoo's MountainCar A2C: 16 envs, Stable-Baselines3's defaults, observations and
     # rewards normalised. Without the normalisation the velocity (|v| < 0.07) barely moves
     # the initial policy, no episode reaches the flag and evaluation stays at -200
@@ -115,6 +128,8 @@ def a2c_mountain_car() -> A2CHParams:
 
 @registry.hparams.register
 def a2c_lunar_lander() -> A2CHParams:
+    """A2C on LunarLander-v3 (the `box2d` extra): RL-Zoo's settings, 8 envs x 5 steps, gamma 0.995,
+    learning rate 8.3e-4 annealed, gradient clip 0.5."""
     # RL-Zoo's LunarLander A2C: 8 envs x 5 steps, learning rate 8.3e-4 annealed to 0,
     # gamma 0.995, entropy 1e-5, n-step returns, SB3's value weight 0.5 (1.0 here) and
     # clip 0.5. Sixteen copies, each tested on 100 greedy episodes: IQM 29.8, level with
@@ -139,6 +154,8 @@ def a2c_lunar_lander() -> A2CHParams:
 
 @registry.hparams.register
 def a2c_pendulum() -> A2CHParams:
+    """A2C with a Gaussian policy on Pendulum: 16 envs x 10 steps, rewards x 0.1, gamma 0.98,
+    learning rate 3e-3 annealed."""
     # A Gaussian policy, samples clipped to [-2, 2]. From RL-Zoo's Pendulum A2C (RMSprop,
     # learning rate 7e-4 annealed, GAE lambda 0.9, value weight 0.4, clip 0.5, 8 envs x 8
     # steps), which relies on gSDE (log std -2) and VecNormalize, both missing in rl; its
@@ -184,11 +201,13 @@ def a2c_tiny() -> A2CHParams:
 
 @registry.hparams.register
 def vpg_base() -> VPGHParams:
+    """`VPGHParams` defaults; the base the VPG sets build on."""
     return VPGHParams()
 
 
 @registry.hparams.register
 def vpg_cartpole() -> VPGHParams:
+    """VPG on CartPole: 8 envs x 500 steps, one policy step and 80 baseline steps per batch."""
     # Spinning Up's VPG batch (4,000 steps, 80 baseline steps at 1e-3, GAE lambda 0.97),
     # with a policy step size of 3e-3 annealed to 0 instead of its 3e-4: at 3e-4 seed 0
     # is at 150 after 300k steps; at 3e-3 seeds 0-2 hold 500 from 140k-200k on.

@@ -39,6 +39,9 @@ class ActorCriticQHParams(HParams, ModelSettings, ReplaySettings):
 
 @dataclasses.dataclass(frozen=True)
 class TD3HParams(ActorCriticQHParams):
+    """TD3 (Fujimoto et al. 2018): twin critics, target smoothing and a delayed
+    deterministic policy; bounded Box actions."""
+
     agent: str = one_of("td3", ("td3",))  # these fields are TD3's
     model: str = "deterministic_actor_q"
     grad_comp: str = "deterministic_policy_gradient"
@@ -55,7 +58,8 @@ class TD3HParams(ActorCriticQHParams):
 
 @dataclasses.dataclass(frozen=True)
 class DDPGHParams(TD3HParams):
-    """DDPG is TD3 with one critic, no delay and no target smoothing."""
+    """DDPG (Lillicrap et al. 2016): TD3 with one critic, no delay and no target smoothing;
+    Gaussian or Ornstein-Uhlenbeck exploration, bounded Box actions."""
 
     agent: str = one_of("ddpg", ("ddpg",))  # these fields are DDPG's
     num_critics: int = 1
@@ -65,6 +69,9 @@ class DDPGHParams(TD3HParams):
 
 @dataclasses.dataclass(frozen=True)
 class SACHParams(ActorCriticQHParams):
+    """SAC (Haarnoja et al. 2018): a tanh-Gaussian policy, twin critics and a learned
+    entropy temperature; bounded Box actions."""
+
     agent: str = one_of("sac", ("sac",))  # these fields are SAC's
     model: str = "squashed_gaussian_q"
     grad_comp: str = "sac"
@@ -75,16 +82,22 @@ class SACHParams(ActorCriticQHParams):
 
 @registry.hparams.register
 def sac_base() -> SACHParams:
+    """`SACHParams` defaults (Stable-Baselines3's SAC: 256 x 256, Adam 3e-4, batch 256, tau 0.005);
+    the base the SAC sets build on."""
     return SACHParams()
 
 
 @registry.hparams.register
 def td3_base() -> TD3HParams:
+    """`TD3HParams` defaults (Stable-Baselines3's TD3 with 256 x 256 networks); the base the TD3
+    sets build on."""
     return TD3HParams()
 
 
 @registry.hparams.register
 def ddpg_base() -> DDPGHParams:
+    """`DDPGHParams` defaults (TD3 with one critic, no delay, no target smoothing); the base the
+    DDPG sets build on."""
     return DDPGHParams()
 
 
@@ -109,11 +122,14 @@ def _pendulum(hp):
 
 @registry.hparams.register
 def sac_pendulum() -> SACHParams:
+    """SAC on Pendulum: RL-Zoo's settings (lr 1e-3), 16 gradient steps every 16 env steps."""
     return _pendulum(sac_base())
 
 
 @registry.hparams.register
 def td3_pendulum() -> TD3HParams:
+    """TD3 on Pendulum: RL-Zoo's settings (lr 1e-3) with 1,000 uniform steps first, 16 gradient
+    steps every 16 env steps."""
     # RL-Zoo: networks of 400 x 300, learning_starts 10,000 of uniform actions; here
     # SB3's 256 x 256 and 1,000 (half the budget of uniform play is not needed here).
     return _pendulum(td3_base()).replace(learning_starts=1_000)
@@ -121,11 +137,14 @@ def td3_pendulum() -> TD3HParams:
 
 @registry.hparams.register
 def ddpg_pendulum() -> DDPGHParams:
+    """DDPG on Pendulum: RL-Zoo's settings (lr 1e-3), 16 gradient steps every 16 env steps."""
     return _pendulum(ddpg_base()).replace(learning_starts=1_000)
 
 
 @registry.hparams.register
 def sac_half_cheetah() -> SACHParams:
+    """SAC on HalfCheetah-v5 (the `mujoco` extra): RL-Zoo's settings, 16 gradient steps every 16 env
+    steps; 1M steps is a GPU run."""
     # RL-Zoo's HalfCheetah SAC (1M steps, 10k uniform steps first, SB3's defaults
     # otherwise) with gradient steps 16 at a time. 1M steps is a GPU run; on 2 CPU cores
     # use --train_steps 200000 (docs/benchmarks.md). Needs the mujoco extra.
@@ -194,6 +213,8 @@ def _lunar_lander_continuous(hp, train_steps: int):
 
 @registry.hparams.register
 def sac_lunar_lander_continuous() -> SACHParams:
+    """SAC on LunarLanderContinuous-v3 (the `box2d` extra): RL-Zoo's settings (400 x 300, lr 7.3e-4
+    decaying to 0, tau 0.01), 16 gradient steps every 16 env steps."""
     # RL-Zoo: 500k steps, learning rate 7.3e-4 decaying linearly to 0, Polyak 0.01.
     return _lunar_lander_continuous(sac_base(), 500_000).replace(
         learning_rate=7.3e-4, anneal_learning_rate=True, target_update_tau=0.01
@@ -211,6 +232,9 @@ RL_ZOO_PUBLISHED_BATCH = 100
 
 @registry.hparams.register
 def td3_lunar_lander_continuous() -> TD3HParams:
+    """TD3 on LunarLanderContinuous-v3 (the `box2d` extra): RL-Zoo's settings (400 x 300, gamma
+    0.98, Gaussian noise 0.1, the batch of 100 of its published run), 16 gradient steps every 16
+    env steps."""
     # RL-Zoo: 300k steps, gamma 0.98, a replay of 200k, Gaussian noise 0.1, rate 1e-3, on
     # the batch of its published run.
     return _lunar_lander_continuous(td3_base(), 300_000).replace(
@@ -224,6 +248,9 @@ def td3_lunar_lander_continuous() -> TD3HParams:
 
 @registry.hparams.register
 def ddpg_lunar_lander_continuous() -> DDPGHParams:
+    """DDPG on LunarLanderContinuous-v3 (the `box2d` extra): RL-Zoo's settings (400 x 300, gamma
+    0.98, Gaussian noise 0.1, the batch of 100 of its published run), 16 gradient steps every 16
+    env steps."""
     # RL-Zoo: TD3's LunarLanderContinuous settings, on RL-Zoo's batch of its published run.
     return _lunar_lander_continuous(ddpg_base(), 300_000).replace(
         gamma=0.98,
@@ -256,9 +283,13 @@ def _mountain_car_continuous(hp):
 
 @registry.hparams.register
 def td3_mountain_car_continuous() -> TD3HParams:
+    """TD3 on MountainCarContinuous: RL-Zoo's settings (Ornstein-Uhlenbeck noise 0.5, 400 x 300), 16
+    gradient steps every 16 env steps."""
     return _mountain_car_continuous(td3_base())
 
 
 @registry.hparams.register
 def ddpg_mountain_car_continuous() -> DDPGHParams:
+    """DDPG on MountainCarContinuous: RL-Zoo's settings (Ornstein-Uhlenbeck noise 0.5, 400 x 300,
+    the batch of 100 of its published run), 16 gradient steps every 16 env steps."""
     return _mountain_car_continuous(ddpg_base()).replace(batch_size=RL_ZOO_PUBLISHED_BATCH)

@@ -53,11 +53,13 @@ class DQNHParams(HParams, ModelSettings, QHeadSettings, ReplaySettings, RewardSe
 
 @registry.hparams.register
 def dqn_base() -> DQNHParams:
+    """`DQNHParams` defaults; the base the DQN sets build on."""
     return DQNHParams()
 
 
 @registry.hparams.register
 def dqn_cartpole() -> DQNHParams:
+    """DQN on CartPole: 128 gradient steps every 256 env steps."""
     # Bursts of 128 gradient steps every 256 env steps, as in RL Baselines3
     # Zoo's CartPole DQN. A target sync every other burst and an annealed
     # learning rate steady the end of training (docs/benchmarks.md).
@@ -85,6 +87,8 @@ def dqn_cartpole() -> DQNHParams:
 
 @registry.hparams.register
 def dqn_cartpole_50k() -> DQNHParams:
+    """`dqn_cartpole` at RL-Zoo's 50k budget with its schedule: epsilon over 8k steps, the target
+    synced after every burst."""
     # RL Baselines3 Zoo's CartPole DQN at its own 50k budget: epsilon falls over
     # 16% of it (8k steps) and the target follows every burst, as SB3 syncs it
     # (every 10 env steps, never inside a burst). dqn_cartpole's schedule ends at
@@ -98,6 +102,7 @@ def dqn_cartpole_50k() -> DQNHParams:
 
 @registry.hparams.register
 def dqn_acrobot() -> DQNHParams:
+    """DQN on Acrobot: 16 gradient steps every 16 env steps."""
     # One gradient step per env step, as in RL Baselines3 Zoo's Acrobot DQN,
     # done 16 at a time: one Python-to-TF call per 16 env steps.
     return dqn_base().replace(
@@ -122,6 +127,8 @@ def dqn_acrobot() -> DQNHParams:
 
 @registry.hparams.register
 def dqn_mountain_car() -> DQNHParams:
+    """DQN on MountainCar-v0: RL-Zoo's settings (8 gradient steps every 16 env steps, gamma 0.98), a
+    plain (not double) target as SB3's, 3-step returns."""
     # RL-Zoo's MountainCar DQN: 120k steps, 256 x 256, lr 4e-3, batch 128, 10k replay,
     # gamma 0.98, 8 gradient steps every 16 env steps, a target copy every 600 env steps
     # (300 gradient steps here, where the interval counts those), epsilon to 0.07 over
@@ -155,6 +162,8 @@ def dqn_mountain_car() -> DQNHParams:
 
 @registry.hparams.register
 def dqn_lunar_lander() -> DQNHParams:
+    """DQN on LunarLander-v3 (the `box2d` extra): RL-Zoo's settings, 16 gradient steps every 16 env
+    steps."""
     # RL-Zoo's LunarLander DQN (100k steps, 256 x 256, lr 6.3e-4, batch 128, 50k replay,
     # 5k steps before learning, target copy every 250, epsilon to 0.1 over 12% of the
     # run, one gradient step per env step), the gradient steps taken 16 at a time.
@@ -181,6 +190,7 @@ def dqn_lunar_lander() -> DQNHParams:
 
 @registry.hparams.register
 def dqn_atari() -> DQNHParams:
+    """DQN on Atari (`--env ALE/<Game>-v5`): RL-Zoo's settings, Nature CNN, 100k-frame replay."""
     # RL-Zoo's Atari DQN (Nature CNN, 100k replay, lr 1e-4, batch 32, an update every 4
     # steps, a target copy every 1,000 updates, epsilon to 0.01 over the first 10% of
     # 10M frames), on 4 env copies. Frames are stored once each (~0.7 GB for 100k).
@@ -262,11 +272,15 @@ def _rainbow(hp: DQNHParams) -> DQNHParams:
 
 @registry.hparams.register
 def rainbow_base() -> DQNHParams:
+    """`dqn_base` with every Rainbow switch on: double Q, dueling, noisy, C51 (51 atoms), 3-step
+    returns, prioritised replay."""
     return _rainbow(dqn_base())
 
 
 @registry.hparams.register
 def rainbow_cartpole() -> DQNHParams:
+    """Rainbow on CartPole: `dqn_cartpole`'s settings with every switch on, returns on [0, 100], 50k
+    steps."""
     # dqn_cartpole's settings on half its budget (RL-Zoo's DQN budget: 50k); discounted
     # returns lie in [0, 100] with gamma 0.99.
     return _rainbow(dqn_cartpole()).replace(
@@ -276,12 +290,16 @@ def rainbow_cartpole() -> DQNHParams:
 
 @registry.hparams.register
 def rainbow_lunar_lander() -> DQNHParams:
+    """Rainbow on LunarLander-v3 (the `box2d` extra): `dqn_lunar_lander` with every switch on,
+    returns on [-200, 200]."""
     # dqn_lunar_lander with every switch on; returns on [-200, 200] (a crash costs 100).
     return _rainbow(dqn_lunar_lander()).replace(v_min=-200.0, v_max=200.0)
 
 
 @registry.hparams.register
 def rainbow_atari() -> DQNHParams:
+    """Rainbow on Atari (`--env ALE/<Game>-v5`): `dqn_atari` with every switch on and the paper's
+    Atari settings."""
     # dqn_atari's frames and Nature CNN with the paper's Atari settings: Adam 6.25e-5
     # (eps 1.5e-4 in the paper; Adam's default here), 20k steps before learning, a target
     # copy every 8k steps (2k updates), returns on [-10, 10] (reward signs, as dqn_atari;
@@ -303,6 +321,9 @@ def rainbow_tiny() -> DQNHParams:
 
 @registry.hparams.register
 def dqn_tictactoe_selfplay() -> DQNHParams:
+    """DQN self-play at tic-tac-toe: past policies (drawn by how often they win, moving at random
+    one move in five) and scripted players as opponents, illegal moves masked; ends unbeatable
+    (the `games` extra)."""
     # Tic-tac-toe against its own past policies, drawn by how often they beat the
     # learner (prioritised fictitious self-play), and half of the games against the
     # scripted players (rl/games/selfplay.py); pool members move at random one move in

@@ -10,6 +10,9 @@ from rl.models.settings import ModelSettings
 
 @dataclasses.dataclass(frozen=True)
 class IMPALAHParams(HParams, ModelSettings, ReturnNormalization, RewardSettings):
+    """IMPALA (Espeholt et al. 2018): an actor-critic whose V-trace targets correct for
+    actors acting with older weights; Discrete and Box actions."""
+
     agent: str = one_of("impala", ("impala",))  # these fields are IMPALA's
     model: str = "actor_critic"
     act_select: str = "sample"
@@ -27,11 +30,14 @@ class IMPALAHParams(HParams, ModelSettings, ReturnNormalization, RewardSettings)
 
 @registry.hparams.register
 def impala_base() -> IMPALAHParams:
+    """`IMPALAHParams` defaults; the base the IMPALA sets build on."""
     return IMPALAHParams()
 
 
 @registry.hparams.register
 def impala_cartpole() -> IMPALAHParams:
+    """IMPALA on CartPole (in one process: A2C with V-trace targets): A2C's settings, 8 envs x 5
+    steps, RMSprop."""
     # A2C's CartPole settings (rl/hparams/a2c.py: RMSprop, 8 envs x 5 steps) with
     # V-trace targets. Seeds 0-9 end at 500 in one process and seeds 0-5 with two
     # actor processes. Adam with 16 x 25 rollouts, tuned on a slower host, ended at

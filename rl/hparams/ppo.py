@@ -11,6 +11,9 @@ from rl.models.settings import ModelSettings
 
 @dataclasses.dataclass(frozen=True)
 class PPOHParams(HParams, ModelSettings, ReturnNormalization, RewardSettings):
+    """PPO (Schulman et al. 2017): a clipped policy-ratio objective over epochs of
+    minibatches; Discrete and Box actions (Gaussian or tanh-squashed)."""
+
     agent: str = one_of("ppo", ("ppo",))  # these fields are PPO's
     model: str = "actor_critic"
     act_select: str = "sample"
@@ -30,11 +33,14 @@ class PPOHParams(HParams, ModelSettings, ReturnNormalization, RewardSettings):
 
 @registry.hparams.register
 def ppo_base() -> PPOHParams:
+    """`PPOHParams` defaults; the base the PPO sets build on."""
     return PPOHParams()
 
 
 @registry.hparams.register
 def ppo_cartpole() -> PPOHParams:
+    """PPO on CartPole: 16 envs x 25 steps, 10 epochs of 2 minibatches, clip 0.1, annealed learning
+    rate."""
     # 16 x 25 = 400 steps a rollout divides the 100k budget exactly
     # (docs/benchmarks.md).
     return ppo_base().replace(
@@ -65,6 +71,8 @@ def ppo_cartpole() -> PPOHParams:
 
 @registry.hparams.register
 def ppo_acrobot() -> PPOHParams:
+    """PPO on Acrobot, RL-Zoo's settings: 16 envs x 256 steps, 64 minibatches, observations and
+    rewards normalised."""
     # RL-Zoo's Acrobot PPO: 16 envs x 256 steps, 4 epochs of 64 minibatches (SB3's 64
     # samples), lambda 0.94, no entropy bonus, a constant 3e-4, observations and rewards
     # normalised, 1M steps as SB3 plays them (245 rollouts: it finishes the last one).
@@ -92,6 +100,7 @@ def ppo_acrobot() -> PPOHParams:
 
 @registry.hparams.register
 def ppo_mountain_car() -> PPOHParams:
+    """PPO on MountainCar-v0: RL-Zoo's settings, observations and rewards normalised."""
     # RL-Zoo's MountainCar PPO (16 envs, 4 epochs, lambda 0.98, no entropy bonus,
     # observations and rewards normalised), with 16 x 25-step rollouts (RL-Zoo: 16 x 16,
     # which does not divide 1M) and 100-sample minibatches (RL-Zoo: 64). Without the
@@ -117,6 +126,8 @@ def ppo_mountain_car() -> PPOHParams:
 
 @registry.hparams.register
 def ppo_lunar_lander() -> PPOHParams:
+    """PPO on LunarLander-v3 (the `box2d` extra): RL-Zoo's settings (gamma 0.999, entropy 0.01), 16
+    envs x 250 steps, 4 epochs of 50 minibatches, rewards x 0.02, annealed learning rate."""
     # RL-Zoo's LunarLander PPO (16 envs, 4 epochs, gamma 0.999, lambda 0.98, entropy
     # 0.01, 1M steps) with 16 x 250-step rollouts and 80-sample minibatches (RL-Zoo:
     # 16 x 1,024 and 64: 0.05 gradient steps per env step against its 0.0625). Two
@@ -146,6 +157,8 @@ def ppo_lunar_lander() -> PPOHParams:
 
 @registry.hparams.register
 def ppo_pendulum() -> PPOHParams:
+    """PPO with a Gaussian policy on a bounded Box: RL-Zoo's 4 envs x 1,024 steps and 100k-step
+    budget (25 rollouts, as SB3 plays it), samples clipped to the bounds."""
     # A Gaussian policy on a bounded Box (actions clipped to [-2, 2] for the env).
     # RL-Zoo's tuned Pendulum-v1 PPO (4 envs x 1,024 steps, lambda 0.95, 10 epochs,
     # lr 1e-3, no entropy bonus, 100k steps), departing where noted (docs/benchmarks.md).
@@ -181,6 +194,7 @@ def ppo_pendulum() -> PPOHParams:
 
 @registry.hparams.register
 def ppo_lunar_lander_continuous() -> PPOHParams:
+    """PPO with a tanh-squashed Gaussian on LunarLanderContinuous-v3 (the `box2d` extra)."""
     # RL-Zoo trains its LunarLanderContinuous PPO with its LunarLander settings, at 1M
     # steps; so does this set, with ppo_lunar_lander's departures (16 x 250 rollouts in
     # 50 minibatches, the rate annealed, rewards times 0.02) and a tanh-squashed Gaussian
@@ -207,6 +221,7 @@ def ppo_tiny() -> PPOHParams:
 
 @registry.hparams.register
 def ppo_atari() -> PPOHParams:
+    """PPO on Atari (`--env ALE/<Game>-v5`): RL-Zoo's settings, Nature CNN, 8 envs x 128 steps."""
     # RL-Zoo's Atari PPO (8 envs x 128 steps, 4 epochs of 256-sample minibatches, lr
     # 2.5e-4 annealed, clip 0.1, entropy 0.01), with a constant clip instead of its
     # annealed one, and its AtariWrapper's learning signals: the sign of each reward,
@@ -248,6 +263,8 @@ def ppo_atari() -> PPOHParams:
 
 @registry.hparams.register
 def ppo_tictactoe_selfplay() -> PPOHParams:
+    """PPO self-play at tic-tac-toe: past policies and scripted players as opponents, illegal moves
+    masked (the `games` extra)."""
     # Tic-tac-toe against its own past policies (a new pool member every checkpoint),
     # the random and the one-step look-ahead players (rl/games/selfplay.py); the
     # observation's legal-move mask keeps illegal moves at probability 0.
@@ -272,6 +289,7 @@ def ppo_tictactoe_selfplay() -> PPOHParams:
 
 @registry.hparams.register
 def ppo_connect_four_selfplay() -> PPOHParams:
+    """PPO self-play at connect four (the `games` extra)."""
     # Connect four the same way, with wider layers and a longer budget.
     return ppo_tictactoe_selfplay().replace(
         env="connect_four_selfplay",
