@@ -68,11 +68,13 @@ setup(
         "ray": ["ray[default]>=2.60,<2.61"],
         # Two-player games (rl/games) and tournaments (python -m rl.tournament): Nash by linprog.
         "games": ["pettingzoo>=1.27,<1.28", "scipy>=1.11"],
-        # python -m rl.search: hyperparameter search (docs/search.md).
+        # python -m rl.search: hyperparameter search (docs/guides/search.md).
         "search": ["optuna>=5.0,<6"],
         # --tracking mlflow (rl/tracking.py): MLflow's client, and its SQLite store's SQLAlchemy and Alembic.
         "tracking": ["mlflow-skinny>=3.17,<4", "sqlalchemy>=1.4,<3", "alembic>=1.11,<2"],
         # Peer for scripts/benchmark.py --peer: Stable-Baselines3 on PyTorch's CPU build.
         "bench": ["torch==2.13.0", "stable-baselines3==2.9.2"],
+        # The documentation site: mkdocs build --strict (mkdocs.yml; tests/test_docs.py runs it).
+        "docs": ["mkdocs>=1.6,<2", "mkdocs-material>=9.5,<10", "mkdocstrings-python>=2.0,<3"],
     },
 )

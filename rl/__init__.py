@@ -1,6 +1,6 @@
 """rl: a modular reinforcement-learning codebase on TensorFlow 2.
 
-Layout (see docs/ARCHITECTURE.md): ``agents/`` (an Agent = a learner, which
+Layout (see docs/concepts/architecture.md): ``agents/`` (an Agent = a learner, which
 owns the model, memory and update, plus actors acting with an act_select),
 ``algos/act_select`` and ``algos/grad_comp`` (pure functions), ``models/``,
 ``hparams/``, ``envs/``, ``memory/``; ``experiment.py`` runs the loop,

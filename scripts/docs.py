@@ -175,7 +175,9 @@ def describe_limits(limits: Optional[Limits]) -> str:
     if limits.choices:
         return "one of " + ", ".join(f"`{c}`" for c in limits.choices)
     if limits.kind:
-        return f"a registered name ({limits.kind})" + (" or Gymnasium id" if limits.kind == "envs" else "")
+        return f"a registered name ({limits.kind})" + (
+            " or Gymnasium id" if limits.kind == "envs" else ""
+        )
     if limits.low is None and limits.high is None:
         return ""
     low = "-inf" if limits.low is None else format_value(limits.low)
@@ -232,14 +234,21 @@ def class_reference(cls: type, sets: Sequence[HparamSet]) -> str:
     """One hparams class: its docstring, bases, new fields and the defaults it changes."""
     fields = {f.name: f for f in dataclasses.fields(cls)}
     hints = typing.get_type_hints(cls)
-    inherited = {f.name for base in cls.__mro__[1:] if dataclasses.is_dataclass(base) for f in dataclasses.fields(base)}
+    inherited = {
+        f.name
+        for base in cls.__mro__[1:]
+        if dataclasses.is_dataclass(base)
+        for f in dataclasses.fields(base)
+    }
     own = cls.__dict__.get("__annotations__", {})
     bases = [b for b in cls.__bases__ if dataclasses.is_dataclass(b)]
     parts = [f"### {cls.__name__} {{#{anchor(cls)}}}\n"]
     where = f"`{cls.__module__}`"
     parts.append((own_docstring(cls) + " " if own_docstring(cls) else "") + f"Defined in {where}.")
     if bases:
-        parts[-1] += " Has every field of " + ", ".join(f"[{b.__name__}](#{anchor(b)})" for b in bases) + "."
+        parts[-1] += (
+            " Has every field of " + ", ".join(f"[{b.__name__}](#{anchor(b)})" for b in bases) + "."
+        )
     parts[-1] += "\n"
     new = [name for name in own if name not in inherited]
     if new:
@@ -275,20 +284,25 @@ def hparams_reference(sets: Optional[Sequence[HparamSet]] = None) -> str:
 
 def train_flags() -> List[Any]:
     """train.py's flags as absl holds them, read through its FlagValues after
-    rl.cli.define_flags() (however that declares them), in definition order."""
+    rl.cli.define_flags() (however that declares them): every flag a module of rl
+    defined, in definition order."""
     from absl import flags
 
     from rl import cli
 
-    before = set(flags.FLAGS)
-    cli.define_flags()
-    names = [name for name in flags.FLAGS if name not in before]
+    try:
+        cli.define_flags()
+    except flags.DuplicateFlagError:  # this process defined them already (a test, say)
+        pass
+    by_module = flags.FLAGS.flags_by_module_dict()
     seen, ours = set(), []
-    for name in names:
-        flag = flags.FLAGS[name]
-        if flag.name not in seen:  # a short name is a second key to the same flag
-            seen.add(flag.name)
-            ours.append(flag)
+    for module, module_flags in by_module.items():
+        if module != "rl" and not module.startswith("rl."):
+            continue
+        for flag in module_flags:
+            if flag.name not in seen:  # a short name is a second key to the same flag
+                seen.add(flag.name)
+                ours.append(flag)
     return ours
 
 
@@ -374,27 +388,75 @@ def learning_results(results: Sequence[Dict[str, Any]]) -> List[Dict[str, Any]]:
     return sorted(scored, key=lambda r: (r.get("env", ""), r["set"]))
 
 
-def results_table(results: Optional[Sequence[Dict[str, Any]]] = None, link: str = "") -> str:
-    """Final returns of every learning result beside its peer; each set links to how it
-    was made (``link``: the benchmarks page, for README)."""
+def seed_count(result: Dict[str, Any]) -> int:
+    return len(result.get("seeds") or result.get("final_returns") or []) or result.get("copies", 0)
+
+
+def results_table(results: Optional[Sequence[Dict[str, Any]]] = None) -> str:
+    """Final returns of every learning result beside its peer; each set links to how it was
+    made."""
     results = load_results() if results is None else results
     rows = []
     for r in learning_results(results):
-        where = f"{link}#{result_anchor(r)}"
-        seeds = len(r.get("final_returns") or r.get("seeds") or [])
+        wall = r.get("median_wall_seconds")
         rows.append(
             [
-                f"[`{r['set']}`]({where})",
+                f"[`{r['set']}`](#{result_anchor(r)})",
                 r["env"],
                 f"{r['train_steps']:,}",
-                str(seeds),
+                str(seed_count(r)),
                 iqm_text(r),
                 peer_text(r),
+                "-" if wall is None else f"{wall:,.0f}",
             ]
         )
     return markdown_table(
-        ["set", "env", "steps", "seeds", "IQM of final returns [95% CI]", "peer (steps)"], rows, "lllrll"
+        [
+            "set",
+            "env",
+            "steps",
+            "seeds",
+            "IQM of final returns [95% CI]",
+            "peer (steps)",
+            "median wall s",
+        ],
+        rows,
+        "lllrllr",
     )
+
+
+def family(set_name: str) -> str:
+    """The row of a set in the results grid: its name's first word (``rainbow_cartpole`` ->
+    rainbow), so Rainbow and DQN, one agent, keep their own rows."""
+    return set_name.split("_")[0]
+
+
+def results_grid(results: Optional[Sequence[Dict[str, Any]]] = None, link: str = "") -> str:
+    """README's summary: one row per algorithm, one column per env, each cell the IQM of a
+    set's final returns over 3 or more seeds with its peer's value in brackets. Where two
+    sets of a family share an env, the one at its peer's budget wins."""
+    results = load_results() if results is None else results
+    scored = [r for r in learning_results(results) if seed_count(r) >= 3]
+    envs = sorted({r["env"] for r in scored})
+    cells: Dict[str, Dict[str, Dict[str, Any]]] = {}
+    for r in scored:
+        row = cells.setdefault(family(r["set"]), {})
+        at_peer_budget = (r.get("peer") or {}).get("train_steps") == r["train_steps"]
+        if r["env"] not in row or at_peer_budget:
+            row[r["env"]] = r
+    rows = []
+    for name in sorted(cells):
+        row = [name]
+        for env in envs:
+            r = cells[name].get(env)
+            if r is None:
+                row.append("")
+                continue
+            peer = (r.get("peer") or {}).get("value")
+            value = f"[{result_iqm(r):.0f}]({link}#{result_anchor(r)})"
+            row.append(value + ("" if peer is None else f" ({peer:g})"))
+        rows.append(row)
+    return markdown_table(["", *(env.split("-v")[0] for env in envs)], rows, "l" + "r" * len(envs))
 
 
 def result_anchor(result: Dict[str, Any]) -> str:
@@ -434,7 +496,7 @@ def provenance(results: Optional[Sequence[Dict[str, Any]]] = None) -> str:
     results = load_results() if results is None else results
     parts = []
     for r in sorted(results, key=lambda r: r["file"]):
-        lines = [f'#### {r["set"]} ({r.get("env", "")}) {{#{result_anchor(r)}}}\n']
+        lines = [f"#### {r['set']} ({r.get('env', '')}) {{#{result_anchor(r)}}}\n"]
         lines.append(f"- command: `{r['command']}`")
         lines.append(f"- machine: {machine_text(r.get('machine'))}")
         if r.get("date"):
@@ -442,7 +504,9 @@ def provenance(results: Optional[Sequence[Dict[str, Any]]] = None) -> str:
         if r.get("final_returns"):
             returns = ", ".join(f"{x:g}" for x in r["final_returns"])
             episodes = r.get("eval_episodes")
-            lines.append(f"- final returns: {returns}" + (f" ({episodes} episodes each)" if episodes else ""))
+            lines.append(
+                f"- final returns: {returns}" + (f" ({episodes} episodes each)" if episodes else "")
+            )
         if r.get("wall_seconds"):
             lines.append("- wall seconds: " + ", ".join(f"{x:g}" for x in r["wall_seconds"]))
         peer = r.get("peer")
@@ -477,7 +541,8 @@ def generators(readme: bool = False) -> Dict[str, Callable[[], str]]:
         "sets": sets_table,
         "hparams": hparams_reference,
         "flags": flags_reference,
-        "results": lambda: results_table(link=link),
+        "results": results_table,
+        "results-grid": lambda: results_grid(link=link),
         "speed": speed_table,
         "provenance": provenance,
         "curves": curves_gallery,
@@ -509,13 +574,18 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     group = parser.add_mutually_exclusive_group(required=True)
     group.add_argument("--write", action="store_true", help="rewrite README.md's generated blocks")
-    group.add_argument("--check", action="store_true", help="exit 1 if README.md's blocks are stale")
+    group.add_argument(
+        "--check", action="store_true", help="exit 1 if README.md's blocks are stale"
+    )
     group.add_argument("--show", metavar="NAME", help="print one generated block")
     args = parser.parse_args(argv)
     if args.show:
         makers = generators()
         if args.show not in makers:
-            print(f"docs.py: error: unknown block {args.show!r}; known: {', '.join(makers)}", file=sys.stderr)
+            print(
+                f"docs.py: error: unknown block {args.show!r}; known: {', '.join(makers)}",
+                file=sys.stderr,
+            )
             return 2
         print(makers[args.show](), end="")
         return 0

@@ -111,7 +111,7 @@ def requirement_names(lines):
 
 def test_the_tpu_requirements_name_every_install_requirement():
     # deploy/tpu/requirements.txt swaps TensorFlow for its TPU build and leaves tf-keras to
-    # a --no-deps install (docs/tpu.md); everything else must be the same packages.
+    # a --no-deps install (docs/guides/tpu.md); everything else must be the same packages.
     with open(os.path.join(ROOT, "setup.py"), encoding="utf-8") as f:
         tree = ast.parse(f.read())
     (install,) = [

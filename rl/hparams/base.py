@@ -4,7 +4,7 @@ Hyperparameters are frozen dataclasses: every field has a declared type and a
 default, a typo (``hp.hiden_sizes = 3`` or ``hp.replace(hiden_sizes=3)``)
 raises instead of creating a new field, and a set is built from its base with
 ``replace``. Frozen also means nothing can stash runtime state (epsilon,
-counters) in them. See docs/ARCHITECTURE.md for why not a mutable HParams.
+counters) in them. See docs/concepts/architecture.md for why not a mutable HParams.
 """
 
 from __future__ import annotations

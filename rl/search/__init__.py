@@ -1,6 +1,6 @@
 """search: hyperparameter search over any registered hparams set, with Optuna.
 
-``python -m rl.search`` (docs/search.md) samples hparams from a search space, trains each
+``python -m rl.search`` (docs/guides/search.md) samples hparams from a search space, trains each
 sample as a normal ``train.py`` run folder and keeps the study in a database, so a killed
 search resumes.
 

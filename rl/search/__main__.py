@@ -1,4 +1,4 @@
-"""Hyperparameter search: ``python -m rl.search`` (docs/search.md).
+"""Hyperparameter search: ``python -m rl.search`` (docs/guides/search.md).
 
     python -m rl.search --hparams ppo_cartpole --space ppo_basic --trials 40 \\
         --output_dir runs/search [--parallel N] [--sys local|ray] [--storage URL] \\
@@ -39,7 +39,7 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     from rl.search.study import DEFAULT_STUDY_NAME, PRUNERS, SAMPLERS, SYSTEMS
 
     parser = command_line.OneLineParser(
-        prog=PROG, description="Searches hyperparameters with Optuna; see docs/search.md."
+        prog=PROG, description="Searches hyperparameters with Optuna; see docs/guides/search.md."
     )
     parser.add_argument(
         "--hparams", required=True, help="registered hparams set, e.g. ppo_cartpole"
