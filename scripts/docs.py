@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import ast
 import dataclasses
+import functools
 import glob
 import inspect
 import io
@@ -141,6 +142,7 @@ def sets_table(sets: Optional[Sequence[HparamSet]] = None) -> str:
 # ---------------------------------------------------------------- hparam fields
 
 
+@functools.lru_cache(maxsize=None)  # read once per class: every subclass asks again
 def field_comments(cls: type) -> Dict[str, str]:
     """The comment written with each field in ``cls``'s own body: on the field's lines, else
     the comment lines right above it."""
