@@ -371,8 +371,8 @@ def peer_text(result: Dict[str, Any]) -> str:
         return "-"
     value = peer.get("value")
     steps = peer.get("train_steps")
-    text = f"{value:g}" if isinstance(value, (int, float)) else str(value)
-    return text + (f" ({steps:,})" if steps else "")
+    text = f"{peer['name']}: " + (f"{value:g}" if isinstance(value, (int, float)) else str(value))
+    return text + (f" at {steps:,}" if steps else "")
 
 
 def machine_text(machine: Optional[Dict[str, float]]) -> str:

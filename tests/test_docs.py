@@ -150,7 +150,7 @@ def test_results_tables_come_from_the_result_files(tmp_path):
     # The IQM of three sorted values weighs them 1/6, 2/3, 1/6: 100/6 + 400*2/3 + 500/6 =
     # 366.7.
     assert (
-        "| [`ppo_cartpole`](#result-ppo-cartpole) | CartPole-v1 | 100,000 | 3 | 366.7 | 500 (100,000) | - |"
+        "| [`ppo_cartpole`](#result-ppo-cartpole) | CartPole-v1 | 100,000 | 3 | 366.7 | RL-Zoo: 500 at 100,000 | - |"
         in table
     )
     grid = docs.results_grid(results, link="docs/benchmarks.md")
