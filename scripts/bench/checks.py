@@ -15,8 +15,9 @@ from rl.command_line import int_at_least
 from rl.errors import PluginError
 from scripts.bench import children, peer_settings
 
-# The train.py flags those modes pass on; it sets --hparams, --seed, --output_dir and
-# --train_steps itself, and the others (--copies, --training, ...) make no benchmark.
+# The train.py flags the rl runs of the table and --peer pass on; the benchmark sets
+# --hparams, --seed, --output_dir and --train_steps itself, and the others (--copies,
+# --training, ...) make no benchmark.
 TRAIN_FLAGS_PASSED = (
     "sys", "ray_address", "tpu", "cpu_replicas", "hparam_override", "env", "plugins",
     "eval_episodes", "num_workers", "worker_restarts", "worker_restart_window",
@@ -43,22 +44,30 @@ def peer_error(hparams: Sequence[str], pairs: int) -> Optional[str]:
 def parse_train_flags(extra: List[str]) -> Dict[str, object]:
     """The values of the train.py flags in ``extra``, parsed by train.py's own parser;
     a flag it does not know or does not take, or a bad value, ends the process (exit 2)."""
-    from absl import flags  # with rl.cli, heavy (see the top)
+    from absl import flags  # with train.py's flags, heavy (see the top)
 
-    from rl import cli
+    from rl import cli as train_cli  # train.py's command line
 
     passed = ", ".join(f"--{name}" for name in TRAIN_FLAGS_PASSED)
-    if "hparams" not in cli.FLAGS:
-        cli.define_flags()
-    cli.FLAGS.unparse_flags()  # values of an earlier parse in this process would count
+    if "hparams" not in train_cli.FLAGS:
+        train_cli.define_flags()
+    train_cli.FLAGS.unparse_flags()  # values of an earlier parse in this process would count
     try:
-        rest = cli.FLAGS([children.TRAIN, *extra])
-        given = sorted({cli.FLAGS[name].name for name in cli.FLAGS if cli.FLAGS[name].present})
-        values = {name: cli.FLAGS[name].value for name in TRAIN_FLAGS_PASSED}
+        rest = train_cli.FLAGS([children.TRAIN, *extra])
+        given = sorted(
+            {
+                train_cli.FLAGS[name].name
+                for name in train_cli.FLAGS
+                if train_cli.FLAGS[name].present
+            }
+        )
+        values = {name: train_cli.FLAGS[name].value for name in TRAIN_FLAGS_PASSED}
     except flags.Error as e:
-        children.fail(f"{cli.flag_error_message(e)} (the train.py flags passed on are {passed})")
+        children.fail(
+            f"{train_cli.flag_error_message(e)} (the train.py flags passed on are {passed})"
+        )
     finally:
-        cli.FLAGS.unparse_flags()
+        train_cli.FLAGS.unparse_flags()
     if rest[1:]:
         children.fail(f"unexpected arguments {' '.join(rest[1:])!r}; flags look like --name=value")
     for name in given:
@@ -77,11 +86,9 @@ def check_rl_sets(
 ) -> None:
     """Ends the process (exit 2) unless each set, with each seed and the train.py flags,
     resolves to valid hparams (an unknown set names the registered ones)."""
-    from rl import (  # heavy (see the top)
-        catalog,  # noqa: F401  (fills the registries)
-        cli,
-    )
-    from rl.hparams.resolve import resolve_hparams  # heavy (see the top)
+    from rl import catalog  # noqa: F401  (fills the registries; heavy, see the top)
+    from rl import cli as train_cli  # train.py's command line; heavy
+    from rl.hparams.resolve import resolve_hparams  # heavy
 
     try:
         plugins.load(train_flags["plugins"])  # they may register the sets
@@ -95,7 +102,7 @@ def check_rl_sets(
                     train_steps=train_steps,
                     eval_episodes=train_flags["eval_episodes"],
                 )
-    except cli.user_errors() + (PluginError,) as e:
+    except train_cli.user_errors() + (PluginError,) as e:
         children.fail(str(e))
 
 

@@ -67,6 +67,7 @@ from scripts.bench import (
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The benchmark's flags, every mode's; a bad value ends in one line and exit 2."""
     parser = command_line.OneLineParser(prog=children.PROG, description=__doc__.splitlines()[0])
     parser.add_argument("--hparams", nargs="+", default=["ppo_cartpole", "dqn_cartpole"])
     parser.add_argument(
@@ -171,6 +172,7 @@ MODES_PASSING_FLAGS = ("table", "peer")
 
 
 def mode_name(mode: str) -> str:
+    """How a message names ``mode``: its flag, or the rl-only table's description."""
     return "the rl-only table (no mode flag)" if mode == "table" else f"--{mode}"
 
 
@@ -262,14 +264,19 @@ def report_child_failure(error: children.ChildFailed) -> int:
         children.fail(f"{command}: {message}")
     print("\n".join(lines[-20:]), file=sys.stderr)
     print(
-        f"{children.PROG}: {command} failed with exit code {error.code} (the end of its output above); "
-        "the rows measured before it are printed above",
+        f"{children.PROG}: {command} failed with exit code {error.code} (the end of its "
+        "output above); the rows measured before it are printed above",
         file=sys.stderr,
     )
     return 1
 
 
 def main(argv: Optional[List[str]] = None) -> int:
+    """Runs the benchmark; returns the exit code (a bad input exits with 2 itself).
+
+    Args:
+      argv: the flags (None: this process's command line).
+    """
     argv = sys.argv[1:] if argv is None else list(argv)
     args, extra = build_parser().parse_known_args(argv)
     given = given_flags(argv)
@@ -290,7 +297,3 @@ def main(argv: Optional[List[str]] = None) -> int:
     if args.json:
         write_text_atomic(args.json, json.dumps(report, indent=2))
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -54,6 +54,7 @@ def claim_peer_folder(folder: str, run: Dict[str, object]) -> None:
 
 
 def describe_peer_run(run: Dict[str, object]) -> str:
+    """A peer run as a message names it: "SET seed SEED for STEPS steps"."""
     return f"{run['set']} seed {run['seed']} for {run['steps']} steps"
 
 
