@@ -22,7 +22,7 @@ LAYERS = (
     ("checks",),
     ("tables", "suite", "workers", "remote"),
     ("runs", "peer_runs"),
-    ("peer_saves",),
+    ("peer_checkpoints",),
     ("costs", "peer_settings", "columns"),
     ("children",),
 )

@@ -12,8 +12,8 @@ from scripts.bench import (
     children,
     cli,
     costs,
+    peer_checkpoints,
     peer_runs,
-    peer_saves,
     peer_settings,
     runs,
     suite,
@@ -642,19 +642,19 @@ def test_a_save_is_matched_against_the_set_seed_steps_and_settings_of_its_peer()
     peer = peer_settings.PEERS["ddpg_lunar_lander_continuous"]
     run = {"set": "ddpg_lunar_lander_continuous", "seed": 0, "steps": 300_000}
     td3 = "stable_baselines3.td3.policies"
-    assert peer_saves.save_differences(DDPG_SAVE, peer, run, td3) == []
-    assert peer_saves.save_differences(DDPG_SAVE, peer, dict(run, seed=1, steps=16), td3) == [
+    assert peer_checkpoints.save_differences(DDPG_SAVE, peer, run, td3) == []
+    assert peer_checkpoints.save_differences(DDPG_SAVE, peer, dict(run, seed=1, steps=16), td3) == [
         "seed 0, not 1",
         "steps 300000, not 16",
     ]
     # A save of SB3's batch of 256 (before the peer took 2021's 100) is another run.
-    assert peer_saves.save_differences(dict(DDPG_SAVE, batch_size=256), peer, run, td3) == [
+    assert peer_checkpoints.save_differences(dict(DDPG_SAVE, batch_size=256), peer, run, td3) == [
         "batch_size 256, not 100"
     ]
     sac = peer_settings.PEERS["sac_pendulum"]
-    assert peer_saves.save_differences(DDPG_SAVE, sac, run, "stable_baselines3.sac.policies") == [
-        "policy of stable_baselines3.td3.policies, not stable_baselines3.sac.policies"
-    ]
+    assert peer_checkpoints.save_differences(
+        DDPG_SAVE, sac, run, "stable_baselines3.sac.policies"
+    ) == ["policy of stable_baselines3.td3.policies, not stable_baselines3.sac.policies"]
 
 
 def test_settings_sb3_stores_as_objects_are_not_compared():
@@ -668,7 +668,9 @@ def test_settings_sb3_stores_as_objects_are_not_compared():
         **{k: v for k, v in peer.settings.items() if isinstance(v, (int, float, str))},
         "train_freq": {":type:": "<class 'TrainFreq'>", ":serialized:": "gAS..."},
     }  # fmt: skip
-    assert peer_saves.save_differences(save, peer, run, "stable_baselines3.dqn.policies") == []
+    assert (
+        peer_checkpoints.save_differences(save, peer, run, "stable_baselines3.dqn.policies") == []
+    )
 
 
 def files_of(folder):
@@ -726,13 +728,13 @@ def test_a_recorded_folders_saves_of_other_peer_settings_are_not_resumed(tmp_pat
         archive.writestr("data", json.dumps(dict(DDPG_SAVE, batch_size=256)))
     before = files_of(folder)
     with pytest.raises(SystemExit) as ended:
-        peer_saves.claim_peer_folder(str(folder), run)
+        peer_checkpoints.claim_peer_folder(str(folder), run)
     assert ended.value.code == 2
     assert "(batch_size 256, not 100); give another folder" in capsys.readouterr().err
     assert files_of(folder) == before
     with zipfile.ZipFile(folder / "peer_50000_steps.zip", "w") as archive:
         archive.writestr("data", json.dumps(DDPG_SAVE))
-    peer_saves.claim_peer_folder(str(folder), run)  # the newest save is the run's: resumed
+    peer_checkpoints.claim_peer_folder(str(folder), run)  # the newest save is the run's: resumed
 
 
 @needs_bench

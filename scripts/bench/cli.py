@@ -56,8 +56,8 @@ from scripts.bench import (
     checks,
     children,
     costs,
+    peer_checkpoints,
     peer_runs,
-    peer_saves,
     peer_settings,
     remote,
     suite,
@@ -144,7 +144,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--peer_checkpoints",
         help="with --_peer_run: save the peer into this folder and resume it from there "
         "(runs of hours that outlive a session); the folder is tied to the set, seed and "
-        f"steps of its first run ({peer_saves.PEER_MANIFEST})",
+        f"steps of its first run ({peer_checkpoints.PEER_MANIFEST})",
     )
     parser.add_argument(
         "--peer_checkpoint_steps",

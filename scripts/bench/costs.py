@@ -45,6 +45,7 @@ def machine_costs(calls: int) -> Dict[str, float]:
     Args:
       calls: timed calls of each.
     """
+    # Loaded in the --_costs child only (its own process, so no table pays for them).
     import gymnasium as gym
     import numpy as np
 

@@ -6,7 +6,7 @@ import sys
 import time
 from typing import Dict, Optional
 
-from scripts.bench import children, peer_saves, peer_settings
+from scripts.bench import children, peer_checkpoints, peer_settings
 
 PEER_EVAL_EPISODES = 20
 # With --peer_checkpoints: env steps between saves of a long peer run.
@@ -37,7 +37,10 @@ def peer_run(
     sys.modules["tensorflow"] = None
     sys.modules["tensorboard"] = None
     if checkpoints:  # first: another run's folder is refused before torch loads
-        peer_saves.claim_peer_folder(checkpoints, {"set": hparams, "seed": seed, "steps": steps})
+        peer_checkpoints.claim_peer_folder(
+            checkpoints, {"set": hparams, "seed": seed, "steps": steps}
+        )
+    # The bench extra (torch, SB3): loaded in the peer process only.
     import gymnasium as gym
     import torch
     from stable_baselines3.common.evaluation import evaluate_policy
@@ -51,7 +54,7 @@ def peer_run(
     if checkpoints:
         from stable_baselines3.common.callbacks import CheckpointCallback
 
-        model, resumed_from = peer_saves.resume_peer(model, checkpoints)
+        model, resumed_from = peer_checkpoints.resume_peer(model, checkpoints)
         callbacks.append(
             CheckpointCallback(
                 max(checkpoint_steps // model.n_envs, 1),

@@ -48,6 +48,7 @@ def build_peer(peer: Peer, seed: int):
       peer: what to build.
       seed: seed of the model and its env copies.
     """
+    # The bench extra: loaded in the peer process only, as below.
     import gymnasium as gym
     from stable_baselines3.common.env_util import make_vec_env
     from stable_baselines3.common.vec_env import VecNormalize
@@ -72,7 +73,7 @@ def build_peer(peer: Peer, seed: int):
 
 def peer_algorithm(peer: Peer) -> type:
     """SB3's algorithm class of ``peer`` (``stable_baselines3.DQN`` for "dqn")."""
-    import stable_baselines3
+    import stable_baselines3  # the bench extra: only where a peer is built or checked
 
     return getattr(stable_baselines3, peer.algo.upper())
 

@@ -5,6 +5,7 @@ import json
 import os
 import re
 import sys
+import zipfile
 from typing import Dict, List, Optional, Tuple
 
 from rl.files import read_json_object, write_text_atomic
@@ -111,8 +112,6 @@ def check_saves_fit(folder: str, run: Dict[str, object], recorded: bool) -> None
 
 def newest_save_data(folder: str, saves: List[Tuple[int, str]]) -> Optional[dict]:
     """The settings SB3 stored (the zip's "data" JSON) in the newest save that reads."""
-    import zipfile
-
     for _, name in reversed(saves):
         try:
             with zipfile.ZipFile(os.path.join(folder, name)) as archive:
@@ -171,6 +170,7 @@ def resume_peer(model, folder: str):
       model: the untrained peer, built as the saved one was.
       folder: where ``CheckpointCallback`` saved it (prefix "peer").
     """
+    # The bench extra: loaded in the peer process only.
     from stable_baselines3.common.vec_env import VecNormalize
 
     for steps, name in reversed(peer_saves(folder)):
