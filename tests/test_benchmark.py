@@ -156,8 +156,8 @@ def test_a_ddpg_peer_explores_with_gaussian_noise_of_the_action_size():
     # RL-Zoo's `noise_type: normal` becomes SB3's NormalActionNoise, one std per action
     # dimension (LunarLanderContinuous has two). Built in a child: torch stays out of here.
     code = (
-        f"import json, runpy; b = runpy.run_path({SCRIPT!r})\n"
-        "m = b['build_peer'](b['PEERS']['ddpg_lunar_lander_continuous'], 0)\n"
+        "import json\nfrom scripts.bench import peer_settings\n"
+        "m = peer_settings.build_peer(peer_settings.PEERS['ddpg_lunar_lander_continuous'], 0)\n"
         "n = m.action_noise\n"
         "print(json.dumps([type(n).__name__, n().shape, n._sigma.tolist(), m.learning_starts]))"
     )
