@@ -1,6 +1,5 @@
 """Tests of scripts/benchmark.py: its pure parts, its errors and short real runs."""
 
-import importlib.util
 import json
 import os
 import subprocess
@@ -8,21 +7,26 @@ import sys
 
 import pytest
 
+from scripts.bench import (
+    checks,
+    children,
+    cli,
+    costs,
+    peer_checkpoints,
+    peer_runs,
+    peer_settings,
+    runs,
+    suite,
+    tables,
+    workers,
+)
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCRIPT = os.path.join(ROOT, "scripts", "benchmark.py")
 
 
-def _load_benchmark():
-    """Imports scripts/benchmark.py, which is not in a package, as a module."""
-    spec = importlib.util.spec_from_file_location("benchmark_script", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-benchmark = _load_benchmark()
 needs_bench = pytest.mark.skipif(
-    bool(benchmark.missing_modules(benchmark.PEER_MODULES)),
+    bool(peer_settings.missing_modules(peer_settings.PEER_MODULES)),
     reason='needs the bench extra: pip install -e ".[bench]"',
 )
 
@@ -42,7 +46,7 @@ def run_script(*args, prelude=""):
 def test_per_call_ms_is_the_median_of_the_timed_calls():
     ticks = iter([0.0, 1.0, 10.0, 13.0, 20.0, 22.0])  # calls of 1 s, 3 s and 2 s
     calls = []
-    ms = benchmark.per_call_ms(lambda: calls.append(1), 3, warmup=2, clock=lambda: next(ticks))
+    ms = costs.per_call_ms(lambda: calls.append(1), 3, warmup=2, clock=lambda: next(ticks))
     assert ms == 2000.0
     assert len(calls) == 5  # two untimed warm-up calls, then three timed
 
@@ -58,30 +62,30 @@ def test_summarise_pair_takes_medians_and_the_ratio_of_median_walls():
         {"wall_s": 30.0, "final_return": 450.0},
         {"wall_s": 35.0, "final_return": 500.0},
     ]
-    summary = benchmark.summarise_pair("ppo_cartpole", "ppo", rl_rows, peer_rows)
+    summary = tables.summarise_pair("ppo_cartpole", "ppo", rl_rows, peer_rows)
     assert summary["pair"] == "ppo_cartpole vs sb3 ppo"
     assert summary["runs"] == 3
     assert (summary["rl_wall_s"], summary["peer_wall_s"]) == (12.0, 35.0)
     assert summary["ratio"] == pytest.approx(12.0 / 35.0)
     assert (summary["rl_eval_min"], summary["rl_eval_median"]) == (200.0, 480.0)
     assert (summary["peer_eval_min"], summary["peer_eval_median"]) == (450.0, 500.0)
-    line = benchmark.format_summary(summary)
+    line = tables.format_summary(summary)
     assert line.split()[-5:] == ["12.0", "35.0", "0.34", "200.0/480.0", "450.0/500.0"]
 
 
 def test_missing_modules_names_only_what_cannot_be_imported():
-    assert benchmark.missing_modules(["json", "no_such_module_rl_bench"]) == [
+    assert peer_settings.missing_modules(["json", "no_such_module_rl_bench"]) == [
         "no_such_module_rl_bench"
     ]
 
 
 def test_peer_error_names_the_sets_that_have_a_peer():
-    error = benchmark.peer_error(["ppo_cartpole", "ppo_acrobot"], 3)
+    error = checks.peer_error(["ppo_cartpole", "ppo_acrobot"], 3)
     assert error == (
         "--peer has no peer for ppo_acrobot: valid: ppo_cartpole, dqn_cartpole, sac_pendulum, "
         "dqn_mountain_car, a2c_lunar_lander, a2c_mountain_car, ddpg_lunar_lander_continuous"
     )
-    assert benchmark.peer_error(["dqn_cartpole"], 0) == "--pairs must be >= 1, got 0"
+    assert checks.peer_error(["dqn_cartpole"], 0) == "--pairs must be >= 1, got 0"
 
 
 def test_peer_without_the_bench_extra_is_one_line_and_exit_2(tmp_path):
@@ -152,8 +156,8 @@ def test_a_ddpg_peer_explores_with_gaussian_noise_of_the_action_size():
     # RL-Zoo's `noise_type: normal` becomes SB3's NormalActionNoise, one std per action
     # dimension (LunarLanderContinuous has two). Built in a child: torch stays out of here.
     code = (
-        f"import json, runpy; b = runpy.run_path({SCRIPT!r})\n"
-        "m = b['build_peer'](b['PEERS']['ddpg_lunar_lander_continuous'], 0)\n"
+        "import json\nfrom scripts.bench import peer_settings\n"
+        "m = peer_settings.build_peer(peer_settings.PEERS['ddpg_lunar_lander_continuous'], 0)\n"
         "n = m.action_noise\n"
         "print(json.dumps([type(n).__name__, n().shape, n._sigma.tolist(), m.learning_starts]))"
     )
@@ -225,8 +229,8 @@ def test_a_baseline_checkout_runs_each_pair_too_with_its_own_rl(tmp_path):
     assert summary["base_ratio"] == pytest.approx(base_row["wall_s"] / peer_row["wall_s"])
     assert summary["rl_per_base"] == pytest.approx(rl_row["wall_s"] / base_row["wall_s"])
     header, _, line = proc.stdout.splitlines()[-3:]
-    assert header.endswith(" " + benchmark.BASE_HEADER)
-    assert line == benchmark.format_summary(summary)
+    assert header.endswith(" " + tables.BASE_HEADER)
+    assert line == tables.format_summary(summary)
 
 
 def test_summary_with_a_baseline_adds_its_wall_its_ratios_and_its_worst_eval():
@@ -235,26 +239,24 @@ def test_summary_with_a_baseline_adds_its_wall_its_ratios_and_its_worst_eval():
         "base": [{"wall_s": 14.0, "final_return": 480.0}, {"wall_s": 10.0, "final_return": 500.0}],
         "peer": [{"wall_s": 30.0, "final_return": 500.0}, {"wall_s": 20.0, "final_return": 90.0}],
     }
-    summary = benchmark.summarise_pair(
-        "ppo_cartpole", "ppo", rows["rl"], rows["peer"], rows["base"]
-    )
+    summary = tables.summarise_pair("ppo_cartpole", "ppo", rows["rl"], rows["peer"], rows["base"])
     assert summary["base_wall_s"] == 12.0
     assert summary["base_ratio"] == pytest.approx(12.0 / 25.0)
     assert summary["rl_per_base"] == pytest.approx(10.0 / 12.0)
     assert summary["base_eval_min"] == 480.0
-    line = benchmark.format_summary(summary)
+    line = tables.format_summary(summary)
     assert line.split()[-4:] == ["12.0", "0.48", "0.83", "480.0"]
-    without = benchmark.summarise_pair("ppo_cartpole", "ppo", rows["rl"], rows["peer"])
+    without = tables.summarise_pair("ppo_cartpole", "ppo", rows["rl"], rows["peer"])
     assert "base_wall_s" not in without
-    assert len(benchmark.format_summary(without).split()) == len(line.split()) - 4
+    assert len(tables.format_summary(without).split()) == len(line.split()) - 4
 
 
 def _fake_runs(monkeypatch, base_steps=400):
     """Stands in for train.py and the peer: records each run's side and order."""
     calls = []
 
-    def run_once(hparams, seed, train_steps, output_dir, extra, checkout=benchmark.ROOT):
-        side = "rl" if checkout == benchmark.ROOT else "base"
+    def run_once(hparams, seed, train_steps, output_dir, extra, checkout=children.ROOT):
+        side = "rl" if checkout == children.ROOT else "base"
         calls.append((side, seed, os.path.basename(output_dir)))
         return {
             "hparams": hparams, "seed": seed, "steps": 400 if side == "rl" else base_steps,
@@ -267,15 +269,15 @@ def _fake_runs(monkeypatch, base_steps=400):
         return {"seed": seed, "steps": steps, "wall_s": 30.0, "steps_per_s": 1.0,
                 "final_return": 500.0, "eval_returns": [500.0]}  # fmt: skip
 
-    monkeypatch.setattr(benchmark, "run_once", run_once)
-    monkeypatch.setattr(benchmark, "peer_once", peer_once)
-    monkeypatch.setattr(benchmark, "print_machine_costs", lambda: {"tf_call_ms": 0.2})
+    monkeypatch.setattr(runs, "run_once", run_once)
+    monkeypatch.setattr(peer_runs, "peer_once", peer_once)
+    monkeypatch.setattr(costs, "print_machine_costs", lambda: {"tf_call_ms": 0.2})
     return calls
 
 
 def test_a_baseline_runs_in_each_pair_taking_turns_with_this_checkout(monkeypatch, tmp_path):
     calls = _fake_runs(monkeypatch)
-    _, rows, (summary,) = benchmark.run_peer_table(
+    _, rows, (summary,) = tables.run_peer_table(
         ["ppo_cartpole"], 3, None, [], str(tmp_path), baseline="/elsewhere/rl-base"
     )
     assert calls == [
@@ -293,7 +295,7 @@ def test_a_baseline_that_trains_another_budget_is_one_line_and_exit_2(
 ):
     _fake_runs(monkeypatch, base_steps=512)
     with pytest.raises(SystemExit) as ended:
-        benchmark.run_peer_table(["ppo_cartpole"], 1, None, [], str(tmp_path), "/elsewhere/b")
+        tables.run_peer_table(["ppo_cartpole"], 1, None, [], str(tmp_path), "/elsewhere/b")
     assert ended.value.code == 2
     assert capsys.readouterr().err == (
         "benchmark.py: error: --baseline /elsewhere/b trained ppo_cartpole for 512 env steps "
@@ -309,7 +311,7 @@ def test_a_baseline_whose_results_cannot_be_read_is_one_line_and_exit_2(tmp_path
     (base / "rl" / "__init__.py").write_text("")
     (base / "train.py").write_text("print('{\"step\": 400}')\n")
     with pytest.raises(SystemExit) as ended:
-        benchmark.run_once("ppo_cartpole", 0, None, str(tmp_path / "run"), [], str(base))
+        runs.run_once("ppo_cartpole", 0, None, str(tmp_path / "run"), [], str(base))
     assert ended.value.code == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith(
@@ -323,12 +325,12 @@ def test_a_baseline_whose_results_cannot_be_read_is_one_line_and_exit_2(tmp_path
 
 def test_a_baselines_failure_names_its_train_py_by_its_path():
     assert (
-        benchmark.describe_command(
+        children.describe_command(
             [sys.executable, "/elsewhere/rl-base/train.py", "--hparams", "ppo_cartpole"]
         )
         == "/elsewhere/rl-base/train.py --hparams ppo_cartpole"
     )
-    assert benchmark.describe_command([sys.executable, benchmark.TRAIN, "--seed", "0"]) == (
+    assert children.describe_command([sys.executable, children.TRAIN, "--seed", "0"]) == (
         "train.py --seed 0"
     )
 
@@ -358,7 +360,7 @@ def test_the_rl_table_with_a_baseline_runs_both_in_turns_and_prints_their_ratio(
     monkeypatch, tmp_path, capsys
 ):
     calls = _fake_runs(monkeypatch)
-    rows = benchmark.run_table(
+    rows = tables.run_table(
         ["ppo_cartpole"], [4, 5], None, 475.0, [], baseline="/elsewhere/rl-base"
     )
     assert [(side, seed) for side, seed, _ in calls] == [
@@ -398,7 +400,7 @@ def test_without_peer_the_rl_table_stays(tmp_path):
 
 
 def test_the_classic_suite_takes_every_classic_set_but_bases_and_fixtures():
-    sets = benchmark.classic_sets()
+    sets = suite.classic_sets()
     names = [name for name, _, _, _ in sets]
     assert {"ppo_cartpole", "a2c_cartpole", "vpg_cartpole", "dqn_acrobot", "ppo_pendulum"} <= set(
         names
@@ -406,7 +408,7 @@ def test_the_classic_suite_takes_every_classic_set_but_bases_and_fixtures():
     assert not [n for n in names if n.endswith(("_base", "_tiny"))]
     assert "ppo_atari" not in names
     envs = [env for _, _, env, _ in sets]
-    assert envs == sorted(envs, key=benchmark.CLASSIC_ENVS.index)  # grouped by env, in order
+    assert envs == sorted(envs, key=suite.CLASSIC_ENVS.index)  # grouped by env, in order
 
 
 def test_the_suite_table_puts_rl_zoo_beside_each_set():
@@ -416,7 +418,7 @@ def test_the_suite_table_puts_rl_zoo_beside_each_set():
         "wall_s": 24.4,
     }  # fmt: skip
     other = dict(row, set="vpg_cartpole", rl_zoo=None, rl_zoo_steps=None)
-    lines = benchmark.suite_markdown([row, other]).splitlines()
+    lines = suite.suite_markdown([row, other]).splitlines()
     assert lines[2] == (
         "| `a2c_cartpole` | CartPole-v1 | 200,000 | 3 | 498.2 [490.0, 500.0] | 500 (500,000) | 24 |"
     )
@@ -435,8 +437,8 @@ def test_second_half_rate_is_steps_over_the_seconds_of_the_second_half_records(t
     os.makedirs(tmp_path / "tb")
     write_event_file(str(tmp_path / "tb" / "events.out.tfevents.000000000006000.1.0.rl.v2"), events)
     # Records at steps >= 3,000: 3,000 steps in 1.5 s.
-    assert benchmark.second_half_rate(str(tmp_path)) == pytest.approx(2000.0)
-    assert benchmark.second_half_rate(str(tmp_path / "missing")) is None
+    assert workers.second_half_rate(str(tmp_path)) == pytest.approx(2000.0)
+    assert workers.second_half_rate(str(tmp_path / "missing")) is None
 
 
 # --- bad input: one line, exit code 2, before any slow work --------------------------
@@ -447,14 +449,19 @@ def no_slow_work(monkeypatch):
     def started(*args, **kwargs):
         raise AssertionError("slow work started before the inputs were checked")
 
-    for name in ("print_machine_costs", "timed_run", "run_with_peak_memory", "peer_run"):
-        monkeypatch.setattr(benchmark, name, started)
+    for module, name in (
+        (costs, "print_machine_costs"),
+        (children, "timed_run"),
+        (children, "run_with_peak_memory"),
+        (peer_runs, "peer_run"),
+    ):
+        monkeypatch.setattr(module, name, started)
 
 
 def one_line_error(capsys, *args):
-    """benchmark.main(args) ends with exit code 2 and one line on stderr; returns its text."""
+    """cli.main(args) ends with exit code 2 and one line on stderr; returns its text."""
     with pytest.raises(SystemExit) as ended:
-        benchmark.main(list(args))
+        cli.main(list(args))
     assert ended.value.code == 2
     out, err = capsys.readouterr()
     assert out == ""
@@ -582,9 +589,9 @@ def test_a_suite_run_of_one_set_keeps_the_rows_of_the_others(monkeypatch, capsys
         write_copies(tmp_path / os.path.basename(output_dir), [100.0, 200.0, 300.0])
         return 1.0, ""
 
-    monkeypatch.setattr(benchmark, "print_machine_costs", lambda: None)
-    monkeypatch.setattr(benchmark, "timed_run", train_copies)
-    code = benchmark.main(
+    monkeypatch.setattr(costs, "print_machine_costs", lambda: None)
+    monkeypatch.setattr(children, "timed_run", train_copies)
+    code = cli.main(
         ["--suite", "classic", "--only", "ppo_cartpole", "--suite_seeds", "3",
          "--suite_parallel", "1", "--output_dir", str(tmp_path)]
     )  # fmt: skip
@@ -601,7 +608,7 @@ def test_a_suite_run_of_one_set_keeps_the_rows_of_the_others(monkeypatch, capsys
 def test_a_childs_bad_input_error_stays_one_line_and_exit_2(capsys):
     # train.py refuses --tracking_uri without --tracking mlflow, before TensorFlow loads.
     with pytest.raises(SystemExit) as ended:
-        benchmark.main(["--hparams", "ppo_tiny", "--tracking_uri", "x"])
+        cli.main(["--hparams", "ppo_tiny", "--tracking_uri", "x"])
     assert ended.value.code == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1
@@ -612,12 +619,12 @@ def test_a_childs_bad_input_error_stays_one_line_and_exit_2(capsys):
 
 
 def test_a_child_crash_names_the_command_and_exits_1(capsys):
-    crash = benchmark.ChildFailed(
-        [sys.executable, benchmark.TRAIN, "--hparams", "ppo_tiny"],
+    crash = children.ChildFailed(
+        [sys.executable, children.TRAIN, "--hparams", "ppo_tiny"],
         1,
         "Traceback (most recent call last):\n  ...\nMemoryError\n",
     )
-    assert benchmark.report_child_failure(crash) == 1
+    assert cli.report_child_failure(crash) == 1
     err = capsys.readouterr().err.splitlines()
     assert err[-2] == "MemoryError"
     assert err[-1].startswith("benchmark.py: train.py --hparams ppo_tiny failed with exit code 1")
@@ -632,27 +639,27 @@ DDPG_SAVE = {  # what SB3 stored of the DDPG peer's run of 300k steps, seed 0
 
 
 def test_a_save_is_matched_against_the_set_seed_steps_and_settings_of_its_peer():
-    peer = benchmark.PEERS["ddpg_lunar_lander_continuous"]
+    peer = peer_settings.PEERS["ddpg_lunar_lander_continuous"]
     run = {"set": "ddpg_lunar_lander_continuous", "seed": 0, "steps": 300_000}
     td3 = "stable_baselines3.td3.policies"
-    assert benchmark.save_differences(DDPG_SAVE, peer, run, td3) == []
-    assert benchmark.save_differences(DDPG_SAVE, peer, dict(run, seed=1, steps=16), td3) == [
+    assert peer_checkpoints.save_differences(DDPG_SAVE, peer, run, td3) == []
+    assert peer_checkpoints.save_differences(DDPG_SAVE, peer, dict(run, seed=1, steps=16), td3) == [
         "seed 0, not 1",
         "steps 300000, not 16",
     ]
     # A save of SB3's batch of 256 (before the peer took 2021's 100) is another run.
-    assert benchmark.save_differences(dict(DDPG_SAVE, batch_size=256), peer, run, td3) == [
+    assert peer_checkpoints.save_differences(dict(DDPG_SAVE, batch_size=256), peer, run, td3) == [
         "batch_size 256, not 100"
     ]
-    sac = benchmark.PEERS["sac_pendulum"]
-    assert benchmark.save_differences(DDPG_SAVE, sac, run, "stable_baselines3.sac.policies") == [
-        "policy of stable_baselines3.td3.policies, not stable_baselines3.sac.policies"
-    ]
+    sac = peer_settings.PEERS["sac_pendulum"]
+    assert peer_checkpoints.save_differences(
+        DDPG_SAVE, sac, run, "stable_baselines3.sac.policies"
+    ) == ["policy of stable_baselines3.td3.policies, not stable_baselines3.sac.policies"]
 
 
 def test_settings_sb3_stores_as_objects_are_not_compared():
     # SB3 turns DQN's train_freq=256 into a TrainFreq, stored as a pickled object.
-    peer = benchmark.PEERS["dqn_cartpole"]
+    peer = peer_settings.PEERS["dqn_cartpole"]
     assert peer.settings["train_freq"] == 256
     run = {"set": "dqn_cartpole", "seed": 0, "steps": 100_000}
     save = {
@@ -661,7 +668,9 @@ def test_settings_sb3_stores_as_objects_are_not_compared():
         **{k: v for k, v in peer.settings.items() if isinstance(v, (int, float, str))},
         "train_freq": {":type:": "<class 'TrainFreq'>", ":serialized:": "gAS..."},
     }  # fmt: skip
-    assert benchmark.save_differences(save, peer, run, "stable_baselines3.dqn.policies") == []
+    assert (
+        peer_checkpoints.save_differences(save, peer, run, "stable_baselines3.dqn.policies") == []
+    )
 
 
 def files_of(folder):
@@ -719,13 +728,13 @@ def test_a_recorded_folders_saves_of_other_peer_settings_are_not_resumed(tmp_pat
         archive.writestr("data", json.dumps(dict(DDPG_SAVE, batch_size=256)))
     before = files_of(folder)
     with pytest.raises(SystemExit) as ended:
-        benchmark.claim_peer_folder(str(folder), run)
+        peer_checkpoints.claim_peer_folder(str(folder), run)
     assert ended.value.code == 2
     assert "(batch_size 256, not 100); give another folder" in capsys.readouterr().err
     assert files_of(folder) == before
     with zipfile.ZipFile(folder / "peer_50000_steps.zip", "w") as archive:
         archive.writestr("data", json.dumps(DDPG_SAVE))
-    benchmark.claim_peer_folder(str(folder), run)  # the newest save is the run's: resumed
+    peer_checkpoints.claim_peer_folder(str(folder), run)  # the newest save is the run's: resumed
 
 
 @needs_bench

@@ -53,8 +53,9 @@ def declared_requirements():
     return names
 
 
-# The package, train.py, and the modules beside the tests (conftest, shared helpers).
-LOCAL = {"rl", "train"} | {
+# The package, train.py, scripts/ (its benchmark's package), and the modules beside the
+# tests (conftest, shared helpers).
+LOCAL = {"rl", "train", "scripts"} | {
     name[: -len(".py")] for name in os.listdir(os.path.dirname(__file__)) if name.endswith(".py")
 }
 
