@@ -461,7 +461,6 @@ class Experiment:
                 policy=policy,
                 hparams=hp,
                 spaces=spaces,
-                act_select=hp.act_select,
                 extras=tuple(self.learner.actor_extras),
                 exploration=schedule,
                 round_steps=round_steps,

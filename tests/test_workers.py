@@ -170,7 +170,6 @@ def test_each_round_acts_with_the_weights_its_grant_carried():
         policy=learner.model.host_network(),
         hparams=hp,
         spaces=(env.observation_space, env.action_space),
-        act_select=hp.act_select,
         extras=(),
         exploration=learner.exploration_schedule(hp),
         round_steps=3,
@@ -199,7 +198,7 @@ def spec_for(env, index=0):
 
     return WorkerSpec(
         index=index, env=env, env_ids=(0, 1), vectorization="sync", seed=0, policy=None,
-        hparams=None, spaces=(None, None), act_select="greedy", extras=(), exploration=None,
+        hparams=None, spaces=(None, None), extras=(), exploration=None,
         round_steps=1, start_step=0, total_envs=1, first_round=0,
         snapshot=PolicySnapshot(0, ()), restart=0, parent_pid=0,
     )  # fmt: skip
