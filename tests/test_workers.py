@@ -130,7 +130,7 @@ def test_actor_processes_import_no_tensorflow():
 
 
 def test_a_round_is_every_workers_chunk_side_by_side_in_worker_order():
-    from rl.experiment import MergedRound
+    from rl.workers.experience import MergedRound
 
     merged = MergedRound([chunk(0, 1, False, 0.0), chunk(1, 2, True, 100.0)])
     assert merged.fresh_envs == [1, 2]  # worker 1's envs are the run's env copies 1 and 2
@@ -877,15 +877,15 @@ def test_with_workers_the_learner_traces_its_update_before_the_first_round(tmp_p
             traces_at_first_round.append(update.experimental_get_tracing_count())
         return take_round(snapshot)
 
-    start = exp._start_workers
+    start = exp.experience.start
 
     def start_and_watch():
         nonlocal take_round
         start()
-        take_round = exp.pool.take_round
-        exp.pool.take_round = watch_take_round
+        take_round = exp.experience.pool.take_round
+        exp.experience.pool.take_round = watch_take_round
 
-    exp._start_workers = start_and_watch
+    exp.experience.start = start_and_watch
     try:
         exp.train(exp.learner.rollout_size())
     finally:
