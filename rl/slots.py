@@ -7,8 +7,8 @@ In a session of its own (``own_session``), Ctrl-C at a terminal reaches only us,
 
 ``Slots`` keeps up to N jobs running, each started as a slot frees. A stop signal
 (those in ``catch``) is passed on as one SIGTERM to each running job, and no more start;
-a second one kills them. Jobs asked to stop are waited for, and killed once they take
-longer than ``grace_seconds``. ``run_in_slots`` is the plain case: run commands, stop
+with ``second_signal_kills`` a second one kills them. Jobs asked to stop are waited for,
+and killed once they take longer than ``grace_seconds``. ``run_in_slots`` is the plain case: run commands, stop
 all on the first killed by a signal.
 """
 
@@ -109,19 +109,25 @@ class Slots:
         catch: Sequence[int] = (signal.SIGTERM,),
         grace_seconds: Optional[float] = None,
         on_signal: Callable[[int], None] = lambda signum: None,
+        second_signal_kills: bool = False,
     ):
         """Args:
         count: jobs running at once.
-        catch: the signals that stop the jobs (SIGTERM to each, then a kill on a
-            second one). A signal not caught keeps its handler: Ctrl-C in a terminal
-            reaches children of our session directly, and ``run`` waits for them.
+        catch: the signals that stop the jobs (one SIGTERM to each). A signal not
+            caught keeps its handler: Ctrl-C in a terminal reaches children of our
+            session directly, and ``run`` waits for them.
         grace_seconds: a job asked to stop is killed after this long; None: waited for.
         on_signal: told the first caught signal (to say what happens now).
+        second_signal_kills: a second caught signal kills the jobs at once. Off where a
+            second SIGTERM can come from our own death (a child of ours that runs jobs
+            gets SIGTERM when we die, rl.die_with_parent_hook): the jobs then still
+            checkpoint.
         """
         self.count = count
         self.catch = tuple(catch)
         self.grace_seconds = grace_seconds
         self.on_signal = on_signal
+        self.second_signal_kills = second_signal_kills
         self.running: List[Job] = []
         self.stop_signal: Optional[int] = None
         self.stopping = False
@@ -207,8 +213,8 @@ class Slots:
 
     def _on_signal(self, signum, frame) -> None:
         del frame
-        if self.stop_signal is not None:  # a second signal: stop now
-            self.hurry = True
+        if self.stop_signal is not None:  # a second signal
+            self.hurry = self.second_signal_kills
             return
         self.stop_signal = signum
         self.stopping = True

@@ -407,6 +407,7 @@ class Search:
             catch=(signal.SIGINT, signal.SIGTERM),
             grace_seconds=STOP_GRACE_SECONDS,
             on_signal=self._on_signal,
+            second_signal_kills=True,
         )
         self.launch = RayTrialProcess if config.system == "ray" else TrialProcess
         self.state = import_optuna().trial.TrialState
