@@ -9,14 +9,13 @@ import json
 import os
 import re
 import sys
-import time
 from typing import Any, Dict, List, NoReturn, Optional, Tuple
 
 from absl import flags
 from absl import logging as absl_logging
 
 import rl
-from rl import seeding
+from rl import seeding, slots
 
 FLAGS = flags.FLAGS
 PROG = "train.py"
@@ -668,9 +667,6 @@ def run_copies(run_dirs: List[str], seeds: List[int]) -> int:
     return 0
 
 
-COPY_POLL_SECONDS = 0.5
-
-
 def killed_by(signum: int) -> NoReturn:
     """Ends this process with the signal that killed one of its copies, so whatever
     started it (a search, a scheduler) sees the kill, not an ordinary failure."""
@@ -727,56 +723,6 @@ def run_copies_in_processes(run_dirs: List[str], seeds: List[int]) -> int:
          f"--seed={seed}"]
         for run_dir, seed in zip(run_dirs, seeds)
     ]  # fmt: skip
-    return run_in_slots(commands, FLAGS.copies_parallel, copy_environment(FLAGS.copies_parallel))
-
-
-def run_in_slots(commands: List[List[str]], slots: int, environ: Dict[str, str]) -> int:
-    """Runs the commands, ``slots`` at a time, each as the previous one ends. Each gets
-    SIGTERM (saves a checkpoint and stops) if this process dies, even by kill -9.
-
-    SIGTERM to this process is passed on to the running commands, which are waited for.
-    A command killed by a signal (the OOM killer) stops the others the same way and no
-    more start: the set's copies are incomplete, and a rerun resumes every one of them.
-
-    Returns:
-      the first nonzero exit code, else 0; 130 after Ctrl-C (which each command gets too);
-      143 after SIGTERM; -N when a command was killed by signal N.
-    """
-    import signal
-    import subprocess
-
-    waiting = list(commands)
-    running: List[subprocess.Popen] = []
-    code = 0
-    stop_signals: List[int] = []
-    old_handler = signal.signal(signal.SIGTERM, lambda signum, frame: stop_signals.append(signum))
-    try:
-        while waiting or running:
-            if stop_signals or code < 0:
-                for proc in running:
-                    proc.send_signal(signal.SIGTERM)
-                for proc in running:
-                    proc.wait()
-                break
-            while waiting and len(running) < slots:
-                running.append(
-                    subprocess.Popen(
-                        waiting.pop(0), env=environ, preexec_fn=rl.die_with_parent_hook()
-                    )
-                )
-            # The first to end frees its slot (copies of one set can differ by hours).
-            ended = [proc for proc in running if proc.poll() is not None]
-            if not ended:
-                time.sleep(COPY_POLL_SECONDS)
-            for proc in ended:
-                running.remove(proc)
-                if code >= 0 and proc.returncode < 0:
-                    code = proc.returncode  # killed: it outranks an earlier failure
-                code = code or proc.returncode
-    except KeyboardInterrupt:
-        for proc in running:  # they got the same Ctrl-C and checkpoint
-            proc.wait()
-        return 130
-    finally:
-        signal.signal(signal.SIGTERM, old_handler)
-    return 128 + signal.SIGTERM if stop_signals else code
+    return slots.run_in_slots(
+        commands, FLAGS.copies_parallel, copy_environment(FLAGS.copies_parallel)
+    )

@@ -31,7 +31,8 @@ import numpy as np
 
 from rl import catalog, registry, seeding, video  # noqa: F401  (catalog fills the registries)
 from rl._tf import tf
-from rl.agents.base import Agent, NonFiniteError, act_and_observe
+from rl.agents.base import Agent, NonFiniteError
+from rl.agents.experience import ExperienceSource, OwnActor
 from rl.counters import Counters
 from rl.envs import make_vec_env
 from rl.errors import CheckpointError, RunConflictError  # noqa: F401  (re-exported)
@@ -58,8 +59,8 @@ from rl.run_folder import (  # noqa: F401  (re-exported: older callers import th
     write_checkpoint_index,
 )
 from rl.tracking import FAILED, FINISHED, KILLED, NoTracking, Tracker
-from rl.workers.messages import WorkerSpec
-from rl.workers.pool import ActorPool, WorkerFailure, check_workers
+from rl.workers.experience import WorkerPool
+from rl.workers.pool import WorkerFailure, check_workers
 
 
 def build_envs_and_agent(hp: HParams, num_envs: Optional[int] = None):
@@ -174,8 +175,6 @@ class Experiment:
         self.num_workers = num_workers
         self.worker_restarts = worker_restarts
         self.worker_restart_window = worker_restart_window
-        self.pool: Optional[ActorPool] = None
-        self._round: Optional[MergedRound] = None
         if read_only and (output_dir is None or existing is None):
             raise CheckpointError(f"{output_dir} holds no run to load ({HPARAMS_FILE} missing)")
         self.hp = hp
@@ -202,6 +201,7 @@ class Experiment:
         self.restored_from, unreadable = self.folder.restore(has_records=bool(eval_records))
         self.agent.refresh_after_restore()
         self.actor, self.learner = self.agent.actor, self.agent.learner
+        self.experience = self._experience_source()
         if read_only and self.restored_from is None:
             raise CheckpointError(f"no checkpoint in {self.folder.checkpoint_dir}")
         # Evaluation acts with an actor of its own (evaluation act_select),
@@ -232,7 +232,6 @@ class Experiment:
         # eval.jsonl was read (and checked) above; records past the restored step are redone.
         self._last_eval: Optional[Dict[str, Any]] = last_eval_record(eval_records, self.step)
         self._next_video = 0
-        self._obs: Optional[np.ndarray] = None
         self._stop_signal: Optional[int] = None
         self.failure: Optional[str] = None  # why training stopped early (non-finite update)
         self.failure_kind: Optional[str] = None  # "non_finite" or "workers"
@@ -356,18 +355,11 @@ class Experiment:
             )
         self._install_signal_handlers()
         try:
-            if self.num_workers:
-                try:
-                    self._start_workers()
-                except WorkerFailure as e:
-                    self.failure, self.failure_kind = f"{e}; nothing was trained", "workers"
-                    return self._result(0.0)
-            elif self._obs is None:
-                self._obs, _ = self.envs.reset(
-                    seed=seeding.derived_seed(hp.seed, seeding.TRAIN_ENV_RESET, self.step)
-                )
-                # A resumed learner's replay holds episodes these fresh envs do not continue.
-                self.learner.break_streams(range(hp.num_envs))
+            try:
+                self.experience.start()
+            except WorkerFailure as e:
+                self.failure, self.failure_kind = f"{e}; nothing was trained", "workers"
+                return self._result(0.0)
             progress = Progress(self, target, enabled=self.verbose)
             next_eval = next_multiple(self.step, hp.eval_interval)
             next_checkpoint = next_multiple(self.step, hp.checkpoint_interval)
@@ -377,7 +369,9 @@ class Experiment:
                 self.step < target and self._stop_signal is None
             ):
                 try:
-                    self._worker_step() if self.num_workers else self._env_step()
+                    ended = self.experience.step()
+                    if ended is not None:
+                        self._episodes_ended(*ended)
                     step = self.step
                     metrics = self.learner.update()
                 except (NonFiniteError, WorkerFailure) as e:
@@ -389,7 +383,7 @@ class Experiment:
                     )
                     break
                 if metrics is not None:
-                    self.actor.load(self.learner.publish())
+                    self.experience.policy_updated()
                     self._last_metrics = metrics
                     self._warn_once(self.learner.warnings(metrics))
                     for name, value in metrics.items():
@@ -418,18 +412,12 @@ class Experiment:
                 self.save()
             progress.finish()
         finally:
-            self._stop_workers()
+            self.experience.stop()
             self._restore_signal_handlers()
         # Tracking: the run's files and how training ended.
         self.tracker.finish(FAILED if self.failure else KILLED if self._stop_signal else FINISHED)
         elapsed = max(time.time() - start_time, 1e-9)
         return self._result((self.step - start_step) / elapsed)
-
-    def _env_step(self) -> None:
-        self._obs, info = act_and_observe(self.actor, self.learner, self.envs, self._obs, self.step)
-        if "_episode" in info and info["_episode"].any():
-            done = info["_episode"]
-            self._episodes_ended(info["episode"]["r"][done], info["episode"]["l"][done])
 
     def _episodes_ended(self, returns: np.ndarray, lengths: np.ndarray) -> None:
         """Counts and logs the episodes that ended at the step just observed."""
@@ -439,86 +427,24 @@ class Experiment:
         self.logbook.scalar("train/episode_return", float(np.mean(returns)), step)
         self.logbook.scalar("train/episode_length", float(np.mean(lengths)), step)
 
-    # --- actor processes (--num_workers) ----------------------------------------------
-    def _start_workers(self) -> None:
-        if self.pool is not None:
-            return
-        hp, agent = self.hp, self.agent
-        policy = agent.model.host_network() if hp.host_acting else None
-        share = hp.num_envs // self.num_workers
-        round_steps = self.learner.round_steps()
-        start_step = self.step
-        schedule = agent.learner_class.exploration_schedule(hp)
-        spaces = (self.envs.single_observation_space, self.envs.single_action_space)
-
-        def make_spec(index: int, first_round: int, snapshot, restart: int) -> WorkerSpec:
-            return WorkerSpec(
-                index=index,
-                env=hp.env,
-                env_ids=(index * share, (index + 1) * share),
-                vectorization=hp.vectorization,
-                seed=hp.seed,
-                policy=policy,
-                hparams=hp,
-                spaces=spaces,
-                act_select=hp.act_select,
-                extras=tuple(self.learner.actor_extras),
-                exploration=schedule,
-                round_steps=round_steps,
-                start_step=start_step,
-                total_envs=hp.num_envs,
-                first_round=first_round,
-                snapshot=snapshot,
-                restart=restart,
-                parent_pid=os.getpid(),
-            )
-
-        self.pool = ActorPool(
-            make_spec,
-            self.num_workers,
-            ahead=1 if self.learner.on_policy else OFF_POLICY_ROUNDS_AHEAD,
+    def _experience_source(self) -> ExperienceSource:
+        """The training actor stepping this process's envs, or --num_workers actor processes."""
+        if not self.num_workers:
+            return OwnActor(self.actor, self.learner, self.envs, self.hp.seed)
+        hp, model = self.hp, self.agent.model
+        return WorkerPool(
+            hp,
+            self.learner,
+            host_network=model.host_network() if hp.host_acting else None,
+            spaces=(self.envs.single_observation_space, self.envs.single_action_space),
+            num_workers=self.num_workers,
             max_restarts=self.worker_restarts,
             restart_window=self.worker_restart_window,
+            system=self.system,
+            log_dir=self.folder.file("workers"),
             say=self._say,
-            launcher=self.system.actor_launcher(self.folder.file("workers")),
+            log_scalar=self.folder.logbook.scalar,
         )
-        self.pool.start(self.learner.publish())
-        self.learner.warm_up()  # traced while the workers start and play their first rounds
-
-    def _stop_workers(self) -> None:
-        if self.pool is not None:
-            self.pool.close()
-            self.pool = None
-            self._round = None
-
-    def _worker_step(self) -> None:
-        """One vectorised step of all env copies, from the workers' current round."""
-        if self._round is None or self._round.exhausted:
-            chunks = self.pool.take_round(self.learner.publish())
-            self._round = MergedRound(chunks)
-            self._log_workers(chunks)
-            # Envs that were just (re)started do not continue their episodes.
-            if self._round.fresh_envs:
-                self.learner.break_streams(self._round.fresh_envs)
-        step, (returns, lengths) = self._round.next_step()
-        self.learner.observe(**step)
-        if len(returns):
-            self._episodes_ended(returns, lengths)
-
-    def _log_workers(self, chunks) -> None:
-        step, version = self.step, self.learner.publish().version
-        for chunk in chunks:
-            steps = chunk.episode_done.size
-            self.logbook.scalar(
-                f"workers/steps_per_second/worker_{chunk.worker}",
-                steps / max(chunk.seconds, 1e-9),
-                step,
-            )
-        self.logbook.scalar(
-            "workers/policy_lag", float(np.mean([version - c.version for c in chunks])), step
-        )
-        self.logbook.scalar("workers/queued_rounds", float(self.pool.queued()), step)
-        self.logbook.scalar("workers/restarts", float(self.pool.total_restarts), step)
 
     def _finished_result(self) -> Dict[str, Any]:
         """The result of a run that was already finished, from its records.
@@ -608,7 +534,7 @@ class Experiment:
     def close(self) -> None:
         """Closes the environments and stops the workers and what the system started."""
         try:
-            self._stop_workers()
+            self.experience.stop()
             self.envs.close()
             self.evaluator.close()
             self.system.close()
@@ -619,45 +545,6 @@ class Experiment:
             os.environ.pop(RUN_DIR_VARIABLE, None)
         else:
             os.environ[RUN_DIR_VARIABLE] = self._outer_run_dir
-
-
-# Rounds an off-policy learner's actors may play beyond the one it is learning from:
-# enough that a worker a little slower than the others does not hold the rest up.
-OFF_POLICY_ROUNDS_AHEAD = 3
-
-
-class MergedRound:
-    """One round of every worker as [round_steps, num_envs] steps, read one step at a time."""
-
-    def __init__(self, chunks):
-        self.steps = {
-            name: np.concatenate([c.steps[name] for c in chunks], axis=1)
-            for name in chunks[0].steps
-        }
-        self.done = np.concatenate([c.episode_done for c in chunks], axis=1)
-        self.returns = np.concatenate([c.episode_return for c in chunks], axis=1)
-        self.lengths = np.concatenate([c.episode_length for c in chunks], axis=1)
-        self.fresh_envs: List[int] = []
-        first = 0
-        for chunk in chunks:
-            n = chunk.episode_done.shape[1]
-            if chunk.fresh_start:
-                self.fresh_envs.extend(range(first, first + n))
-            first += n
-        self.t = 0
-
-    @property
-    def exhausted(self) -> bool:
-        return self.t == len(self.done)
-
-    def next_step(self):
-        """The next vectorised step's fields, and the returns and lengths of episodes it ended."""
-        t, self.t = self.t, self.t + 1
-        done = self.done[t]
-        return {name: array[t] for name, array in self.steps.items()}, (
-            self.returns[t][done],
-            self.lengths[t][done],
-        )
 
 
 def last_eval_record(records: List[Dict[str, Any]], step: int) -> Optional[Dict[str, Any]]:

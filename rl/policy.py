@@ -150,8 +150,7 @@ def load_policy(path: str, explore: bool = False, seed: Optional[int] = None):
         An rl.agents.actor.Actor; ``actor.to_env(actor.act(obs)[0])`` gives env actions.
     """
     from rl import registry, seeding
-    from rl.agents.actor import Actor, PolicySnapshot, evaluation_rule
-    from rl.algos.noise import action_noise_for
+    from rl.agents.actor import PolicySnapshot, build_actor
     from rl.algos.schedules import constant_schedule
     from rl.envs import make_env
     from rl.hparams.base import from_dict
@@ -161,39 +160,20 @@ def load_policy(path: str, explore: bool = False, seed: Optional[int] = None):
     values = meta["hparams"]
     hp = from_dict(hparams_class(values.get("agent", "")), values)
     env = make_env(hp.env)
-    try:
-        model = registry.models.get(hp.model)(
-            hp, env.observation_space, env.action_space, seed=hp.seed
-        )
-    finally:
-        env.close()
-    noise = None
+    spaces = (env.observation_space, env.action_space)
+    env.close()
+    exploration = None
     if explore:
-        select = registry.act_select.get(hp.act_select)
         # Held at the artefact's step: a caller's own step count (from 0) would
         # restart a decaying epsilon at its first value.
         epsilon = registry.agents.get(hp.agent).exploration_schedule(hp)(int(meta["step"]))
         exploration = functools.partial(constant_schedule, epsilon)
-        noise = action_noise_for(hp)
-    else:
-        select, exploration = evaluation_rule(hp)
     rng = seeding.stream(hp.seed if seed is None else seed, seeding.API)
-    actor = Actor(
-        model,
-        select,
-        rng,
-        exploration=exploration,
-        on_host=hp.host_acting,
-        action_noise=noise,
-    )
-    expected = [tuple(v.shape) for v in model.acting_variables()]
-    found = [tuple(a.shape) for a in meta["arrays"]]
-    if expected != found:
-        raise PolicyArtefactError(
-            f"{path}: weights of shapes {found} do not fit the model {expected}"
-        )
-    actor.load(PolicySnapshot(int(meta.get("version", 0)), meta["arrays"]))
-    return actor
+    snapshot = PolicySnapshot(int(meta.get("version", 0)), meta["arrays"])
+    try:
+        return build_actor(hp, spaces, snapshot, rng, explore, exploration=exploration)
+    except ValueError as e:  # weights of other shapes than the run's model
+        raise PolicyArtefactError(f"{path}: {e}") from None
 
 
 def load_host_policy(path: str, observation_space, action_space):

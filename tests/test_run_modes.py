@@ -223,7 +223,7 @@ def waits_for_file(path) -> str:
 def test_copies_take_a_free_slot_as_soon_as_any_copy_ends(tmp_path):
     # Copy 0 ends only once copy 2 has started: with two slots, copy 2 must take the slot
     # copy 1 frees, not wait for copy 0 (whose wait then gives up after 60 s and fails).
-    from rl import cli
+    from rl import slots
 
     started = tmp_path / "copy_2_started"
     commands = [
@@ -231,15 +231,15 @@ def test_copies_take_a_free_slot_as_soon_as_any_copy_ends(tmp_path):
         [sys.executable, "-c", "pass"],
         [sys.executable, "-c", f"open({str(started)!r}, 'w').close()"],
     ]
-    assert cli.run_in_slots(commands, 2, dict(os.environ)) == 0
+    assert slots.run_in_slots(commands, 2, dict(os.environ)) == 0
     failing = [[sys.executable, "-c", "pass"], [sys.executable, "-c", "raise SystemExit(3)"]]
-    assert cli.run_in_slots(failing, 2, dict(os.environ)) == 3
+    assert slots.run_in_slots(failing, 2, dict(os.environ)) == 3
 
 
 def test_a_copy_killed_by_a_signal_stops_the_others_and_starts_no_more(tmp_path):
     # The OOM killer picks a copy, not the light parent: the set's copies are then
     # incomplete, so the others checkpoint (SIGTERM) and the kill reaches the caller.
-    from rl import cli
+    from rl import slots
 
     stopped, started = tmp_path / "stopped", tmp_path / "third_started"
     ready = tmp_path / "first_ready"
@@ -257,7 +257,7 @@ def test_a_copy_killed_by_a_signal_stops_the_others_and_starts_no_more(tmp_path)
         [sys.executable, "-c", dies_once_the_first_is_ready],
         [sys.executable, "-c", f"open({str(started)!r}, 'w').close()"],
     ]
-    assert cli.run_in_slots(commands, 2, dict(os.environ)) == -9
+    assert slots.run_in_slots(commands, 2, dict(os.environ)) == -9
     assert stopped.exists() and not started.exists()
 
 
@@ -280,9 +280,9 @@ def test_sigterm_to_copies_side_by_side_reaches_each_copy_before_train_py_ends(t
     parent = tmp_path / "parent.py"
     parent.write_text(
         "import os, sys\n"
-        "from rl import cli\n"
+        "from rl import slots\n"
         f"commands = [[sys.executable, {str(child)!r}, m] for m in {[str(m) for m in marks]!r}]\n"
-        "sys.exit(cli.run_in_slots(commands, 2, dict(os.environ)))\n"
+        "sys.exit(slots.run_in_slots(commands, 2, dict(os.environ)))\n"
     )
     environ = {**os.environ, "PYTHONPATH": os.path.dirname(os.path.dirname(rl.__file__))}
     proc = subprocess.Popen(

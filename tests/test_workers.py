@@ -130,7 +130,7 @@ def test_actor_processes_import_no_tensorflow():
 
 
 def test_a_round_is_every_workers_chunk_side_by_side_in_worker_order():
-    from rl.experiment import MergedRound
+    from rl.workers.experience import MergedRound
 
     merged = MergedRound([chunk(0, 1, False, 0.0), chunk(1, 2, True, 100.0)])
     assert merged.fresh_envs == [1, 2]  # worker 1's envs are the run's env copies 1 and 2
@@ -170,7 +170,6 @@ def test_each_round_acts_with_the_weights_its_grant_carried():
         policy=learner.model.host_network(),
         hparams=hp,
         spaces=(env.observation_space, env.action_space),
-        act_select=hp.act_select,
         extras=(),
         exploration=learner.exploration_schedule(hp),
         round_steps=3,
@@ -199,7 +198,7 @@ def spec_for(env, index=0):
 
     return WorkerSpec(
         index=index, env=env, env_ids=(0, 1), vectorization="sync", seed=0, policy=None,
-        hparams=None, spaces=(None, None), act_select="greedy", extras=(), exploration=None,
+        hparams=None, spaces=(None, None), extras=(), exploration=None,
         round_steps=1, start_step=0, total_envs=1, first_round=0,
         snapshot=PolicySnapshot(0, ()), restart=0, parent_pid=0,
     )  # fmt: skip
@@ -878,15 +877,15 @@ def test_with_workers_the_learner_traces_its_update_before_the_first_round(tmp_p
             traces_at_first_round.append(update.experimental_get_tracing_count())
         return take_round(snapshot)
 
-    start = exp._start_workers
+    start = exp.experience.start
 
     def start_and_watch():
         nonlocal take_round
         start()
-        take_round = exp.pool.take_round
-        exp.pool.take_round = watch_take_round
+        take_round = exp.experience.pool.take_round
+        exp.experience.pool.take_round = watch_take_round
 
-    exp._start_workers = start_and_watch
+    exp.experience.start = start_and_watch
     try:
         exp.train(exp.learner.rollout_size())
     finally:

@@ -16,13 +16,15 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from typing import Callable, Dict, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Optional, Sequence, Tuple
 
 import numpy as np
 
+from rl import registry
 from rl._tf import tf
 from rl.algos.act_select.base import ActSelect
-from rl.algos.noise import OrnsteinUhlenbeckNoise
+from rl.algos.noise import OrnsteinUhlenbeckNoise, action_noise_for
+from rl.algos.schedules import constant_schedule
 from rl.envs import true_next_obs
 from rl.envs.atari import LIFE_LOST
 
@@ -39,9 +41,6 @@ def evaluation_rule(hp) -> Tuple[ActSelect, Callable[[int], float]]:
     Returns:
         (the act_select, epsilon as a picklable function of the env step).
     """
-    from rl import registry
-    from rl.algos.schedules import constant_schedule
-
     return registry.act_select.get(hp.eval_act_select), functools.partial(
         constant_schedule, hp.eval_epsilon
     )
@@ -196,6 +195,69 @@ class Actor:
         if "log_prob" in self.extras:
             return actions, self.head.log_prob(policy, actions)
         return actions, tf.zeros([tf.shape(obs)[0]])
+
+
+def build_actor(
+    hp,
+    spaces: Tuple[Any, Any],
+    snapshot: PolicySnapshot,
+    rng: np.random.Generator,
+    explore: bool,
+    *,
+    host_network=None,
+    extras: Sequence[str] = (),
+    exploration: Optional[Callable[[int], float]] = None,
+    env_ids: Optional[Tuple[int, int]] = None,
+) -> Actor:
+    """An actor acting with ``snapshot``: the one way the agent, the actor processes and
+    the policy artefacts build theirs.
+
+    Args:
+        hp: the run's resolved hparams (rl/hparams); ``hp.host_acting`` says where it acts.
+        spaces: (observation space, action space) of one env copy.
+        snapshot: the weights it acts with until it loads others.
+        rng: its random stream (rl/seeding.py names one per purpose).
+        explore: True: act as training does (``hp.act_select``, the exploration schedule,
+            the action noise); False: as evaluation does (``evaluation_rule``).
+        host_network: acting on the host, the network's structure when the caller has it
+            (the learner's model's, a HostPolicy sent to an actor process); None: a fresh
+            model of ``hp.model`` (which also acts in TensorFlow, with variables of its own).
+        extras: what to record with each action for the learner (training actors).
+        exploration: epsilon per env step in place of the learner's schedule (exploring
+            only): an actor process receives it pickled, since looking it up would import
+            the learner and TensorFlow; an artefact holds it at its step.
+        env_ids: (first, end): the run's env copies it acts for (actor processes).
+
+    Raises:
+        ValueError: the snapshot does not fit the model, or the act_select the model.
+    """
+    if explore:
+        select = registry.act_select.get(hp.act_select)
+        if exploration is None:
+            exploration = registry.agents.get(hp.agent).exploration_schedule(hp)
+        noise = action_noise_for(hp)
+    else:
+        select, exploration = evaluation_rule(hp)
+        noise = None
+    network = host_network if hp.host_acting else None
+    if network is None:
+        network = registry.models.get(hp.model)(hp, *spaces, seed=hp.seed)
+        expected = [tuple(v.shape) for v in network.acting_variables()]
+        found = [tuple(np.shape(a)) for a in snapshot.arrays]
+        if expected != found:
+            raise ValueError(f"weights of shapes {found} do not fit the model {expected}")
+    actor = Actor(
+        network,
+        select,
+        rng,
+        extras=extras,
+        exploration=exploration,
+        on_host=hp.host_acting,
+        env_ids=env_ids,
+        action_noise=noise,
+    )
+    actor.load(snapshot)
+    return actor
 
 
 def act_and_observe(actor: Actor, learner, envs, obs: np.ndarray, step: int):

@@ -27,10 +27,9 @@ from rl.agents.actor import (  # noqa: F401  (act_and_observe re-exported)
     PolicySnapshot,
     RandomStream,
     act_and_observe,
-    evaluation_rule,
+    build_actor,
 )
 from rl.agents.learner import Learner, NonFiniteError  # noqa: F401  (re-exported)
-from rl.algos.noise import action_noise_for
 from rl.hparams.base import HParams
 
 
@@ -69,26 +68,18 @@ class Agent:
             explore: True: the training act_select, recording the learner's
                 extras, with its exploration schedule; False: the evaluation one.
         """
-        hp = self.hp
-        if explore:
-            select = registry.act_select.get(hp.act_select)
-            exploration = self.learner_class.exploration_schedule(hp)
-        else:
-            select, exploration = evaluation_rule(hp)
-        # On the host an actor reads only the network's structure; in TF it
-        # needs variables of its own to load snapshots into.
-        model = self.model if hp.host_acting else self.learner.build_model()
-        actor = Actor(
-            model,
-            select,
+        learner = self.learner
+        return build_actor(
+            self.hp,
+            (learner.observation_space, learner.action_space),
+            learner.publish(),
             rng,
-            extras=self.learner.actor_extras if explore else (),
-            exploration=exploration,
-            on_host=hp.host_acting,
-            action_noise=action_noise_for(hp) if explore else None,
+            explore,
+            # On the host an actor reads only the network's structure; in TF it
+            # needs variables of its own to load snapshots into (a fresh model).
+            host_network=self.model.host_network() if self.hp.host_acting else None,
+            extras=learner.actor_extras if explore else (),
         )
-        actor.load(self.learner.publish())
-        return actor
 
     # --- the learner's state, for the loop and checkpoints -------------------------
     @property

@@ -24,7 +24,6 @@ import re
 import signal
 import socket
 import sys
-import time
 import warnings
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
@@ -37,6 +36,7 @@ from rl.registry import UnknownNameError
 from rl.run_folder import check_output_dir, foreign_names
 from rl.search.space import SearchSpace, overrides_text, space_to_json
 from rl.search.trials import ROOT, RayTrialProcess, TrialProcess, train_command
+from rl.slots import Slots
 
 STUDY_FILE = "study.db"
 LOCK_FILE = "search.lock"
@@ -61,7 +61,6 @@ FAILURE = "failure"
 RETRY_OF = "retry_of"
 STOPPED = "stopped"  # why a trial that is not a result stopped, when not with the search
 
-POLL_SECONDS = 0.5
 STOP_GRACE_SECONDS = 120.0  # a stopped train.py's time to checkpoint before SIGKILL
 PRUNED, INTERRUPTED = "pruned", "interrupted"
 
@@ -371,11 +370,15 @@ class Running:
     last_step: int = -1
     last_value: Optional[float] = None
     stop: Optional[str] = None  # PRUNED or INTERRUPTED once asked to stop
-    stop_time: float = 0.0
+    unreadable: Optional[str] = None  # why its evaluations cannot be read
 
-    def ask_to_stop(self, why: str) -> None:
-        self.stop, self.stop_time = why, time.monotonic()
+    def terminate(self) -> None:
+        """Asks train.py to stop; unless it was pruned, it stops with the search."""
+        self.stop = self.stop or INTERRUPTED
         self.process.terminate()
+
+    def kill(self) -> None:
+        self.process.kill()
 
 
 class Search:
@@ -397,57 +400,42 @@ class Search:
         self.config = config
         self.study = study
         self.say = say
-        self.running: Dict[int, Running] = {}
-        self.stop_signal: Optional[int] = None
-        self.hurry = False  # a second signal: kill the trials instead of waiting
+        # Ctrl-C reaches the search alone (each trial has its own session); the trials
+        # get one SIGTERM each, and a second signal kills them.
+        self.slots = Slots(
+            config.parallel,
+            catch=(signal.SIGINT, signal.SIGTERM),
+            grace_seconds=STOP_GRACE_SECONDS,
+            on_signal=self._on_signal,
+            second_signal_kills=True,
+        )
         self.launch = RayTrialProcess if config.system == "ray" else TrialProcess
         self.state = import_optuna().trial.TrialState
         self.on_finish = on_finish
 
     def run(self) -> Optional[int]:
         """Runs the loop; returns the signal that stopped it, or None."""
-        old = {s: signal.signal(s, self._on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
         try:
-            while True:
-                if self.stop_signal is None:
-                    self._start_trials()
-                else:
-                    for running in self.running.values():
-                        if running.stop is None:
-                            running.ask_to_stop(INTERRUPTED)
-                if not self.running:
-                    break
-                time.sleep(POLL_SECONDS)
-                for number in list(self.running):
-                    self._poll(number)
+            return self.slots.run(self._next_trial, self._check, self._ended)
         finally:
-            for running in self.running.values():
+            for running in self.slots.running:
                 running.process.close()
-            for signum, handler in old.items():
-                signal.signal(signum, handler)
-        return self.stop_signal
 
-    def _on_signal(self, signum, frame) -> None:
-        del frame
-        if self.stop_signal is not None:
-            self.hurry = True
-            return
-        self.stop_signal = signum
+    def _on_signal(self, signum: int) -> None:
         self.say(
             f"got signal {signum}: stopping the running trials (each saves a checkpoint); "
             "rerun the same command to continue the search"
         )
 
-    def _start_trials(self) -> None:
+    def _next_trial(self) -> Optional[Running]:
+        """Starts the next trial, if the study needs more than are done and running."""
         done = done_count(self.study)
-        while len(self.running) < self.config.parallel and done + len(self.running) < (
-            self.config.trials
-        ):
+        while done + len(self.slots.running) < self.config.trials:
             running = self._start_trial()
-            if running is None:  # refused before it started: done already
-                done += 1
-            else:
-                self.running[running.trial.number] = running
+            if running is not None:
+                return running
+            done += 1  # refused before it started: done already
+        return None
 
     def _start_trial(self) -> Optional[Running]:
         config = self.config
@@ -489,16 +477,15 @@ class Search:
         self.say(f"trial {trial.number} started{again}: {sampled}")
         return Running(trial, process, final_step=hp.train_steps)
 
-    def _poll(self, number: int) -> None:
-        running = self.running[number]
+    def _check(self, running: Running) -> Optional[int]:
+        """Reports a trial's new evaluations (pruning it if Optuna says so); its exit
+        code, or None while it runs."""
         try:
             evaluations, code = running.process.poll(running.last_step)
         except JsonLinesError as e:  # damaged from outside: train.py only appends whole lines
-            del self.running[number]
+            running.unreadable = f"its evaluations cannot be read: {e}"
             running.process.close()
-            self._fail(running.trial, f"its evaluations cannot be read: {e}")
-            self.on_finish()
-            return
+            return 1
         # The final evaluation is in: the run has finished, whatever the earlier ones that
         # came with it say (evaluations arrive with the checkpoint that covers them).
         finished = bool(evaluations) and evaluations[-1][0] >= running.final_step
@@ -514,15 +501,15 @@ class Search:
                 and code is None
                 and running.trial.should_prune()
             ):
-                running.ask_to_stop(PRUNED)
-        if code is None:
-            if running.stop is not None and (
-                self.hurry or time.monotonic() - running.stop_time > STOP_GRACE_SECONDS
-            ):
-                running.process.kill()
-            return
-        del self.running[number]
-        self._finish(running, code)
+                running.stop = PRUNED
+                self.slots.terminate(running)
+        return code
+
+    def _ended(self, running: Running, code: int) -> None:
+        if running.unreadable is not None:
+            self._fail(running.trial, running.unreadable)
+        else:
+            self._finish(running, code)
         running.process.close()
         self.on_finish()
 

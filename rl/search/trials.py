@@ -11,12 +11,11 @@ with kill -9 leaves no training behind.
 """
 
 import os
-import signal
-import subprocess
 import sys
 from typing import Dict, List, Optional, Sequence, Tuple
 
 import rl
+from rl.slots import Child
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(rl.__file__)))
 TRAIN_PY = os.path.join(ROOT, "train.py")
@@ -113,17 +112,7 @@ class TrialProcess:
         os.makedirs(os.path.dirname(log_path), exist_ok=True)
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [ROOT, env.get("PYTHONPATH")]))
-        with open(log_path, "ab") as log:
-            self.process = subprocess.Popen(
-                command,
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                env=env,
-                cwd=workdir,
-                start_new_session=True,
-                preexec_fn=rl.die_with_parent_hook(),
-            )
+        self.process = Child(command, env, cwd=workdir, output=log_path, own_session=True)
 
     def poll(self, after_step: int) -> Tuple[List[Evaluation], Optional[int]]:
         """The new evaluations and the exit code (None while it runs).
@@ -138,19 +127,11 @@ class TrialProcess:
 
     def terminate(self) -> None:
         """Asks train.py to stop (SIGTERM: it saves a checkpoint and exits)."""
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
+        self.process.terminate()
 
     def kill(self) -> None:
         """Stops it and every process it started (a trial's copies) at once (SIGKILL)."""
-        # Its own session: its process group holds the copies too. Only while it is not
-        # reaped, when its pid (the group's id) cannot yet belong to another process.
-        if self.process.returncode is None:
-            try:
-                os.killpg(self.process.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        self.process.wait()
+        self.process.kill()  # its own session: its process group holds the copies too
 
     def last_line(self) -> str:
         """The last line of its output, e.g. train.py's reason for stopping."""

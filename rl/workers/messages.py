@@ -56,9 +56,8 @@ class WorkerSpec:
         seed: the run's seed.
         policy: a HostPolicy (acting in NumPy), or None: act in TensorFlow
             with a model built from ``hparams`` on ``spaces``.
-        hparams: the run's hparams (for a TensorFlow model).
+        hparams: the run's hparams (the act_select, the action noise, a TensorFlow model).
         spaces: (observation space, action space) of one env copy.
-        act_select: the registered act_select name.
         extras: what the learner needs recorded with each action.
         exploration: epsilon as a function of the global env step (picklable).
         round_steps: vectorised steps per round.
@@ -78,7 +77,6 @@ class WorkerSpec:
     policy: Any
     hparams: Any
     spaces: Tuple[Any, Any]
-    act_select: str
     extras: Tuple[str, ...]
     exploration: Callable[[int], float]
     round_steps: int

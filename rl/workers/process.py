@@ -23,9 +23,8 @@ from typing import Deque, Dict, Optional, Tuple
 
 import numpy as np
 
-from rl import PR_SET_PDEATHSIG, plugins, registry, seeding
-from rl.agents.actor import Actor, act_and_observe
-from rl.algos.noise import action_noise_for
+from rl import PR_SET_PDEATHSIG, plugins, seeding
+from rl.agents.actor import Actor, act_and_observe, build_actor
 from rl.envs import make_vec_env
 from rl.workers.messages import (
     RL_VARIABLE_PREFIX,
@@ -100,26 +99,20 @@ def take_setup(setup: ProcessSetup) -> None:
         output_to(setup.output)
 
 
-def build_actor(spec: WorkerSpec) -> Actor:
-    """The worker's actor: NumPy acting, or a TensorFlow model of the run's kind."""
-    rng = seeding.stream(spec.seed, seeding.ACTOR_PROCESS, spec.index, spec.restart)
-    select = registry.act_select.get(spec.act_select)
-    model = spec.policy
-    if model is None:
-        model_class = registry.models.get(spec.hparams.model)
-        model = model_class(spec.hparams, *spec.spaces, seed=spec.hparams.seed)
-    actor = Actor(
-        model,
-        select,
-        rng,
+def spec_actor(spec: WorkerSpec) -> Actor:
+    """The worker's actor: NumPy acting on the HostPolicy sent, or a TensorFlow model of
+    the run's kind, with the stream of this worker and restart."""
+    return build_actor(
+        spec.hparams,
+        spec.spaces,
+        spec.snapshot,
+        seeding.stream(spec.seed, seeding.ACTOR_PROCESS, spec.index, spec.restart),
+        explore=True,
+        host_network=spec.policy,
         extras=spec.extras,
         exploration=spec.exploration,
-        on_host=spec.policy is not None,
         env_ids=spec.env_ids,
-        action_noise=action_noise_for(spec.hparams),
     )
-    actor.load(spec.snapshot)
-    return actor
 
 
 def play(spec: WorkerSpec, conn: Connection) -> None:
@@ -127,7 +120,7 @@ def play(spec: WorkerSpec, conn: Connection) -> None:
     first, end = spec.env_ids
     envs = make_vec_env(spec.env, end - first, spec.vectorization)
     try:
-        actor = build_actor(spec)
+        actor = spec_actor(spec)
         start = spec.global_step(spec.first_round, 0)
         # Env copy i of the run gets the seed a single process would give it.
         obs, _ = envs.reset(

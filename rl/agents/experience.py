@@ -1,0 +1,88 @@
+"""Where a learner's experience comes from: one interface, two implementations.
+
+``OwnActor`` (here) is this process's training actor stepping the run's env copies;
+``WorkerPool`` (rl/workers/experience.py) is actor processes, local or Ray actors,
+stepping them in rounds. The training loop (rl/experiment.py) sees only the interface:
+
+    source.start()                    # reset the envs, or start the workers
+    ended = source.step()             # one vectorised step, observed by the learner
+    if learner.update() is not None:
+        source.policy_updated()       # act with the new weights from now on
+    source.stop()                     # end what start began
+
+Both feed the learner the same [num_envs] transitions in the same order, so a seed
+gives the same run with 0 or N workers.
+"""
+
+from __future__ import annotations
+
+from typing import Optional, Protocol, Tuple
+
+import numpy as np
+
+from rl import seeding
+from rl.agents.actor import Actor, act_and_observe
+
+# (returns, lengths) of the episodes that ended at a step, one entry per episode.
+EndedEpisodes = Tuple[np.ndarray, np.ndarray]
+
+
+class ExperienceSource(Protocol):
+    """Steps the run's env copies for a learner and hands it each step's transitions."""
+
+    def start(self) -> None:
+        """Readies the env copies for ``step`` (a second call after ``stop`` continues)."""
+
+    def step(self) -> Optional[EndedEpisodes]:
+        """One vectorised step of every env copy, given to the learner's ``observe``.
+
+        Returns:
+            The returns and lengths of the episodes that ended at this step; None if none did.
+        """
+
+    def policy_updated(self) -> None:
+        """The learner published new weights: acting uses them from now on."""
+
+    def stop(self) -> None:
+        """Ends what ``start`` began; nothing runs afterwards."""
+
+
+class OwnActor:
+    """This process's training actor stepping the env copies itself."""
+
+    def __init__(self, actor: Actor, learner, envs, seed: int):
+        """Args:
+        actor: the agent's training actor.
+        learner: what observes the steps (rl/agents/learner.py).
+        envs: the run's ``num_envs`` env copies (rl.envs.make_vec_env).
+        seed: the run's seed (the envs' resets derive from it).
+        """
+        self.actor = actor
+        self.learner = learner
+        self.envs = envs
+        self.seed = seed
+        self.obs: Optional[np.ndarray] = None
+
+    def start(self) -> None:
+        if self.obs is not None:  # a later train() call continues the episodes under way
+            return
+        self.obs, _ = self.envs.reset(
+            seed=seeding.derived_seed(self.seed, seeding.TRAIN_ENV_RESET, self.learner.env_steps)
+        )
+        # A resumed learner's replay holds episodes these fresh envs do not continue.
+        self.learner.break_streams(range(self.envs.num_envs))
+
+    def step(self) -> Optional[EndedEpisodes]:
+        self.obs, info = act_and_observe(
+            self.actor, self.learner, self.envs, self.obs, self.learner.env_steps
+        )
+        if "_episode" in info and info["_episode"].any():
+            done = info["_episode"]
+            return info["episode"]["r"][done], info["episode"]["l"][done]
+        return None
+
+    def policy_updated(self) -> None:
+        self.actor.load(self.learner.publish())
+
+    def stop(self) -> None:
+        """Nothing to stop: the envs stay as they are for the next ``start``."""

@@ -1,0 +1,202 @@
+"""Experience from actor processes (--num_workers): the pool side of rl/agents/experience.py.
+
+``WorkerPool`` starts the workers through the run's System (local processes or Ray
+actors), takes one round from every worker at a time and gives the learner that round
+one vectorised step at a time (``MergedRound``), in worker order: the learner sees the
+[num_envs] steps it would see from its own actor.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Callable, List, Optional
+
+import numpy as np
+
+from rl.agents.experience import EndedEpisodes
+from rl.hparams.base import HParams
+from rl.workers.messages import Chunk, WorkerSpec
+from rl.workers.pool import ActorPool
+
+# Rounds an off-policy learner's actors may play beyond the one it is learning from:
+# enough that a worker a little slower than the others does not hold the rest up.
+OFF_POLICY_ROUNDS_AHEAD = 3
+
+
+class MergedRound:
+    """One round of every worker as [round_steps, num_envs] steps, read one step at a time."""
+
+    def __init__(self, chunks: List[Chunk]):
+        self.steps = {
+            name: np.concatenate([c.steps[name] for c in chunks], axis=1)
+            for name in chunks[0].steps
+        }
+        self.done = np.concatenate([c.episode_done for c in chunks], axis=1)
+        self.returns = np.concatenate([c.episode_return for c in chunks], axis=1)
+        self.lengths = np.concatenate([c.episode_length for c in chunks], axis=1)
+        self.fresh_envs: List[int] = []
+        first = 0
+        for chunk in chunks:
+            n = chunk.episode_done.shape[1]
+            if chunk.fresh_start:
+                self.fresh_envs.extend(range(first, first + n))
+            first += n
+        self.t = 0
+
+    @property
+    def exhausted(self) -> bool:
+        return self.t == len(self.done)
+
+    def next_step(self):
+        """The next vectorised step's fields, and the returns and lengths of episodes it ended."""
+        t, self.t = self.t, self.t + 1
+        done = self.done[t]
+        return {name: array[t] for name, array in self.steps.items()}, (
+            self.returns[t][done],
+            self.lengths[t][done],
+        )
+
+
+class WorkerPool:
+    """Actor processes stepping the run's env copies in rounds, for one learner."""
+
+    def __init__(
+        self,
+        hp: HParams,
+        learner,
+        host_network,
+        spaces,
+        num_workers: int,
+        max_restarts: int,
+        restart_window: float,
+        system,
+        log_dir: Optional[str],
+        say: Callable[[str], None],
+        log_scalar: Callable[[str, float, int], None],
+    ):
+        """Starts nothing yet (see ``start``).
+
+        Args:
+            hp: the run's hparams.
+            learner: what observes the rounds (rl/agents/learner.py).
+            host_network: the HostPolicy the workers act with in NumPy; None: each
+                builds a TensorFlow model.
+            spaces: (observation space, action space) of one env copy.
+            num_workers: actor processes; each steps an equal share of ``hp.num_envs``.
+            max_restarts: failed workers restarted within ``restart_window`` seconds
+                before the run stops (WorkerFailure).
+            restart_window: seconds.
+            system: the run's System: its ``actor_launcher`` starts the workers.
+            log_dir: where each worker's output goes; None: this process's.
+            say: prints one line for the user (restarts).
+            log_scalar: records (tag, value, step) for TensorBoard (rl/logbook.py).
+        """
+        self.hp = hp
+        self.learner = learner
+        self.host_network = host_network
+        self.spaces = spaces
+        self.num_workers = num_workers
+        self.max_restarts = max_restarts
+        self.restart_window = restart_window
+        self.system = system
+        self.log_dir = log_dir
+        self.say = say
+        self.log_scalar = log_scalar
+        # A picklable function the workers evaluate without importing the learner.
+        self.exploration = learner.exploration_schedule(hp)
+        self.pool: Optional[ActorPool] = None
+        self.round: Optional[MergedRound] = None
+
+    def start(self) -> None:
+        """Starts the workers, which play their first rounds while the learner traces
+        its update (``Learner.warm_up``).
+
+        Raises:
+            WorkerFailure: they failed more often than allowed before the first round.
+        """
+        if self.pool is not None:
+            return
+        learner = self.learner
+        self.pool = ActorPool(
+            self._spec_maker(),
+            self.num_workers,
+            ahead=1 if learner.on_policy else OFF_POLICY_ROUNDS_AHEAD,
+            max_restarts=self.max_restarts,
+            restart_window=self.restart_window,
+            say=self.say,
+            launcher=self.system.actor_launcher(self.log_dir),
+        )
+        self.pool.start(learner.publish())
+        learner.warm_up()  # traced while the workers start and play their first rounds
+
+    def _spec_maker(self) -> Callable[[int, int, object, int], WorkerSpec]:
+        """(worker index, first round, snapshot, restart count) -> its spec, for rounds
+        counted from the learner's env steps of now."""
+        hp = self.hp
+        share = hp.num_envs // self.num_workers
+        round_steps = self.learner.round_steps()
+        start_step = self.learner.env_steps
+        extras = tuple(self.learner.actor_extras)
+
+        def make_spec(index: int, first_round: int, snapshot, restart: int) -> WorkerSpec:
+            return WorkerSpec(
+                index=index,
+                env=hp.env,
+                env_ids=(index * share, (index + 1) * share),
+                vectorization=hp.vectorization,
+                seed=hp.seed,
+                policy=self.host_network,
+                hparams=hp,
+                spaces=self.spaces,
+                extras=extras,
+                exploration=self.exploration,
+                round_steps=round_steps,
+                start_step=start_step,
+                total_envs=hp.num_envs,
+                first_round=first_round,
+                snapshot=snapshot,
+                restart=restart,
+                parent_pid=os.getpid(),
+            )
+
+        return make_spec
+
+    def step(self) -> Optional[EndedEpisodes]:
+        """One vectorised step of all env copies, from the workers' current round.
+
+        Raises:
+            WorkerFailure: workers failed more often than allowed.
+        """
+        if self.round is None or self.round.exhausted:
+            chunks = self.pool.take_round(self.learner.publish())
+            self.round = MergedRound(chunks)
+            self._log(chunks)
+            # Envs that were just (re)started do not continue their episodes.
+            if self.round.fresh_envs:
+                self.learner.break_streams(self.round.fresh_envs)
+        step, (returns, lengths) = self.round.next_step()
+        self.learner.observe(**step)
+        return (returns, lengths) if len(returns) else None
+
+    def policy_updated(self) -> None:
+        """Nothing to do now: the next round's grants carry the learner's newest weights."""
+
+    def stop(self) -> None:
+        """Stops every worker (none outlives this); a later ``start`` starts new ones."""
+        if self.pool is not None:
+            self.pool.close()
+            self.pool = None
+            self.round = None
+
+    def _log(self, chunks: List[Chunk]) -> None:
+        step, version = self.learner.env_steps, self.learner.publish().version
+        for chunk in chunks:
+            self.log_scalar(
+                f"workers/steps_per_second/worker_{chunk.worker}",
+                chunk.episode_done.size / max(chunk.seconds, 1e-9),
+                step,
+            )
+        lag = float(np.mean([version - c.version for c in chunks]))
+        self.log_scalar("workers/policy_lag", lag, step)
+        self.log_scalar("workers/queued_rounds", float(self.pool.queued()), step)
+        self.log_scalar("workers/restarts", float(self.pool.total_restarts), step)
