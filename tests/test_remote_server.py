@@ -863,9 +863,11 @@ def test_concurrent_makes_stay_within_the_session_limit():
         assert gate.entered.wait(TIMEOUT)
         second = server.stub.Make.future(request, timeout=TIMEOUT)
         # The second is refused at once, or (wrongly) starts making its env too.
-        deadline = time.monotonic() + 5.0
-        while not second.done() and len(entered) < 2 and time.monotonic() < deadline:
-            time.sleep(0.01)
+        wait_for(
+            lambda: second.done() or len(entered) >= 2,
+            "answer to the second Make, or a second env being made",
+            timeout=TIMEOUT,
+        )
         gate.released.set()
         first.result()
         try:
@@ -897,15 +899,30 @@ def test_idle_sessions_expire_and_their_envs_close():
 
 
 def test_a_session_in_a_long_call_is_not_idle():
-    server = ProbeServer(limits=serve.Limits(idle_timeout=0.3))
+    idle_timeout = 0.3
+    server = ProbeServer(limits=serve.Limits(idle_timeout=idle_timeout))
     try:
         gate = server.gate("long")
         session = server.session(gate="long", block_at=1)
+        sweeps = []  # when each of the server's expiry sweeps started
+        plain_expire = server.service.sessions.expire_idle
+
+        def timed_expire():
+            started = time.monotonic()
+            plain_expire()
+            sweeps.append(started)
+
+        server.service.sessions.expire_idle = timed_expire
         call = server.stub.Step.future(step_request(session, np.array([1]), 1), timeout=TIMEOUT)
         assert gate.entered.wait(TIMEOUT)
-        deadline = time.monotonic() + 2.0  # many idle timeouts, all spent inside one call
-        while len(server.service.sessions) and time.monotonic() < deadline:
-            time.sleep(0.05)
+        in_call_since = time.monotonic()
+        # Wait for a finished sweep that found the session idle for longer than the timeout,
+        # had it not been in a call.
+        wait_for(
+            lambda: any(started > in_call_since + idle_timeout for started in sweeps),
+            f"expiry sweep {idle_timeout} s into the call",
+            timeout=TIMEOUT,
+        )
         expired_mid_call = len(server.service.sessions) == 0
         gate.released.set()
         assert probe_obs(call.result()) == [1.0]
@@ -1274,17 +1291,19 @@ def test_open_streams_waiting_for_steps_do_not_starve_other_clients():
         answer = health.Check(health_pb2.HealthCheckRequest(), timeout=3.0)
         assert answer.status == health_pb2.HealthCheckResponse.SERVING
         streams[0][0].put(None)  # a stream that ends gives its place back
-        deadline = time.monotonic() + TIMEOUT
-        while True:
+
+        def a_new_stream_is_served():
             requests, responses = queued_stream(server.stub)
             streams.append((requests, responses))  # a dropped call is cancelled
             requests.put(step_request(session, np.array([1])))
             try:
                 next(responses)
-                break
             except grpc.RpcError as e:
-                assert e.code() == Code.RESOURCE_EXHAUSTED and time.monotonic() < deadline
-                time.sleep(0.05)
+                assert e.code() == Code.RESOURCE_EXHAUSTED, f"{e.code()}: {e.details()}"
+                return False
+            return True
+
+        wait_for(a_new_stream_is_served, "stream served after one ended", timeout=TIMEOUT)
     finally:
         for requests, _ in streams:
             requests.put(None)
