@@ -5,9 +5,9 @@ import os
 import shutil
 import subprocess
 import sys
-import time
 
 import pytest
+from polling import wait_for
 from tensorboard.backend.event_processing import event_accumulator
 from tensorboard.util import tensor_util
 
@@ -404,14 +404,18 @@ def test_copies_stop_with_a_checkpoint_when_their_parent_is_killed(tmp_path):
     try:
         # Both copies are training once each has saved a checkpoint.
         indexes = [out / f"run_{i}" / "checkpoints" / "checkpoint" for i in range(2)]
-        assert wait_until(lambda: all(p.exists() for p in indexes), timeout=180)
+        wait_for(
+            lambda: all(p.exists() for p in indexes), "checkpoints of both copies", 180, parent
+        )
         children = child_pids(parent.pid)
         assert len(children) == 2
     finally:
         parent.kill()
         parent.wait()
     # Linux sent each copy SIGTERM: it saves a checkpoint and ends (128 + 15 = 143).
-    assert wait_until(lambda: not any(os.path.exists(f"/proc/{pid}") for pid in children), 120)
+    wait_for(
+        lambda: not any(os.path.exists(f"/proc/{pid}") for pid in children), "end of the copies"
+    )
     # Rerun with a budget already reached: each copy resumes, is finished, and the summary
     # is written (a copy still writing would have made this fail or conflict).
     proc = run("--hparams", "ppo_tiny", "--train_steps", "128", "--copies", "2",
@@ -424,15 +428,6 @@ def test_copies_stop_with_a_checkpoint_when_their_parent_is_killed(tmp_path):
 def child_pids(pid):
     with open(f"/proc/{pid}/task/{pid}/children") as f:
         return [int(p) for p in f.read().split()]
-
-
-def wait_until(condition, timeout):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.2)
-    return condition()
 
 
 # --- 11: a run never shares its folder with --copies runs or foreign files ------------
