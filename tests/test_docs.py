@@ -3,7 +3,11 @@
 import os
 import re
 
+import pytest
+
 from rl import catalog, registry  # noqa: F401  (fills the registries)
+
+pytestmark = pytest.mark.unit
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

@@ -18,6 +18,8 @@ from rl.games.versus import VersusEnv  # noqa: E402
 from rl.hparams.ppo import PPOHParams  # noqa: E402
 from rl.models.host import ILLEGAL_SCORE  # noqa: E402
 
+pytestmark = pytest.mark.unit
+
 TICTACTOE = GAMES["tictactoe"]
 OBS_SIZE = TICTACTOE.num_features + TICTACTOE.num_actions
 

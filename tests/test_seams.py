@@ -21,6 +21,8 @@ from rl.hparams.a2c import a2c_base
 from rl.hparams.ppo import ppo_base
 from rl.policy import PolicyArtefactError, load_policy, policy_steps, read_artefact
 
+pytestmark = pytest.mark.unit
+
 
 def build(name, **changes):
     hp = registry.hparams.get(name)().replace(**changes)
