@@ -41,7 +41,7 @@ def weights(module):
     return [v.numpy().copy() for v in module.variables]
 
 
-@pytest.mark.unit
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "hparams",
     [
@@ -102,7 +102,7 @@ def test_checkpoint_round_trip_restores_everything(tmp_path, hparams):
     second.close()
 
 
-@pytest.mark.unit
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "hparams", ["ppo_tiny", "dqn_tiny", "rainbow_tiny", "vpg_tiny", "sac_tiny", "td3_tiny"]
 )
@@ -149,7 +149,7 @@ def test_policy_export_matches_agent(tmp_path):
     exp.close()
 
 
-@pytest.mark.unit
+@pytest.mark.slow
 @pytest.mark.parametrize("hparams", ["ppo_tiny", "dqn_tiny"])
 def test_same_seed_gives_identical_runs(tmp_path, hparams):
     results = []
@@ -223,7 +223,7 @@ def test_load_is_read_only(tmp_path):
     assert before == after
 
 
-@pytest.mark.unit
+@pytest.mark.slow
 def test_unreadable_latest_checkpoint_falls_back_to_the_previous(tmp_path, capsys):
     out = tmp_path / "run"
     exp = Experiment("ppo_tiny", str(out), overrides="checkpoint_interval=64", verbose=False)
@@ -254,7 +254,7 @@ def test_no_readable_checkpoint_is_an_error_naming_the_folder(tmp_path):
         Experiment("ppo_tiny", str(out), overrides="keep_checkpoints=1", verbose=False)
 
 
-@pytest.mark.unit
+@pytest.mark.slow
 @pytest.mark.parametrize("interval, synced", [(4, True), (5, False)])
 def test_dqn_target_syncs_every_target_update_interval_gradient_steps(interval, synced):
     hp = registry.hparams.get("dqn_tiny")().replace(
@@ -273,7 +273,7 @@ def test_dqn_target_syncs_every_target_update_interval_gradient_steps(interval, 
     envs.close()
 
 
-@pytest.mark.unit
+@pytest.mark.slow
 @pytest.mark.parametrize("hparams", ["ppo_tiny", "dqn_tiny"])
 def test_evaluation_and_logging_settings_leave_training_bit_identical(tmp_path, hparams):
     # Evaluation, acting and the update draw from separate streams (rl/seeding.py):

@@ -397,7 +397,7 @@ def test_a_run_another_process_trains_is_refused_and_left_alone(run_dir):
     )
 
 
-@pytest.mark.unit
+@pytest.mark.slow
 def test_a_second_experiment_on_a_run_in_this_process_is_refused(tmp_path):
     out = str(tmp_path / "run")
     first = Experiment(hparams="ppo_tiny", output_dir=out, verbose=False)

@@ -209,7 +209,7 @@ def test_train_py_refuses_a_c51_half_switch_with_one_line_and_exit_2(tmp_path):
     assert not out.exists()
 
 
-@pytest.mark.unit
+@pytest.mark.slow
 def test_prioritised_updates_weight_the_loss_and_rewrite_the_sampled_priorities():
     hp = registry.hparams.get("rainbow_tiny")().replace(
         learning_starts=0, train_interval=2, gradient_steps=3, batch_size=8

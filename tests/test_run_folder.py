@@ -67,7 +67,7 @@ def trained_run(tmp_path):
     return out
 
 
-@pytest.mark.unit
+@pytest.mark.slow
 def test_state_files_are_saved_with_each_checkpoint_and_rotated_with_it(tmp_path, stamps):
     out = trained_run(tmp_path)
     ckpts = out / "checkpoints"
@@ -84,7 +84,7 @@ def test_state_files_are_saved_with_each_checkpoint_and_rotated_with_it(tmp_path
     again.close()
 
 
-@pytest.mark.unit
+@pytest.mark.slow
 @pytest.mark.parametrize("damage", ["missing", "garbled"])
 def test_a_checkpoint_without_its_readable_state_file_falls_back(tmp_path, stamps, capsys, damage):
     out = trained_run(tmp_path)
@@ -150,7 +150,7 @@ def test_a_kill_after_the_state_file_before_its_checkpoint_loses_nothing(tmp_pat
     again.close()
 
 
-@pytest.mark.unit
+@pytest.mark.slow
 def test_leftover_temporary_state_files_are_removed_when_resuming(tmp_path, stamps):
     out = trained_run(tmp_path)
     ckpts = out / "checkpoints"
@@ -165,7 +165,7 @@ def test_leftover_temporary_state_files_are_removed_when_resuming(tmp_path, stam
     again.close()
 
 
-@pytest.mark.unit
+@pytest.mark.slow
 def test_read_only_loading_writes_no_state_file(tmp_path, stamps):
     out = trained_run(tmp_path)
     before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
