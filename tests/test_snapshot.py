@@ -422,7 +422,7 @@ def test_packages_never_pin_the_project(tmp_path: Path, monkeypatch) -> None:
     assert any(line.startswith("pytest==") for line in lines)
 
 
-@pytest.mark.unit
+@pytest.mark.process
 def test_reproduce_leaves_out_a_recorded_project_pin(
     dirty_repo: Path, tmp_path: Path, capsys
 ) -> None:
