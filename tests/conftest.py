@@ -84,13 +84,21 @@ def tier_problems(items) -> list:
     return problems
 
 
-@pytest.hookimpl(tryfirst=True)  # before -m deselects: an unmarked test fails every tier's run
-def pytest_collection_modifyitems(config, items):
-    """Refuses the session when a test does not have exactly one of the tiers."""
-    problems = tier_problems(items)
-    if problems:
-        raise pytest.UsageError(
-            f"each test needs exactly one tier marker of {', '.join(TIERS)} (pytestmark = "
-            "pytest.mark.unit at a module's top, or @pytest.mark.unit on a test):\n  "
-            + "\n  ".join(problems)
-        )
+@pytest.hookimpl(hookwrapper=True)
+def pytest_make_collect_report(collector):
+    """A module in which a test has no tier, or several, fails to collect, naming the test.
+
+    A collection error stops the session before -m deselects anything, in pytest-xdist's
+    workers too, so an unmarked test fails every tier's run.
+    """
+    outcome = yield
+    report = outcome.get_result()
+    if report.passed:
+        problems = tier_problems(item for item in report.result if isinstance(item, pytest.Item))
+        if problems:
+            report.outcome = "failed"
+            report.longrepr = (
+                f"each test needs exactly one tier marker of {', '.join(TIERS)} (pytestmark = "
+                "pytest.mark.unit at a module's top, or @pytest.mark.unit on a test):\n  "
+                + "\n  ".join(problems)
+            )
