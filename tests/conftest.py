@@ -68,3 +68,37 @@ def copies_runs(tmp_path_factory):
 def _no_run_dir_from_an_earlier_test(monkeypatch):
     """Each test starts without RL_RUN_DIR (self-play envs look for a run's policies there)."""
     monkeypatch.delenv("RL_RUN_DIR", raising=False)
+
+
+TIERS = ("unit", "process", "slow")  # the markers pytest.ini declares for the tiers
+
+
+def tier_problems(items) -> list:
+    """One line per test that has no tier or more than one, naming the test."""
+    problems = []
+    for item in items:
+        tiers = sorted({mark.name for mark in item.iter_markers() if mark.name in TIERS})
+        if len(tiers) != 1:
+            found = " and ".join(tiers) if tiers else "none"
+            problems.append(f"{item.nodeid}: tier {found}")
+    return problems
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_make_collect_report(collector):
+    """A module in which a test has no tier, or several, fails to collect, naming the test.
+
+    A collection error stops the session before -m deselects anything, in pytest-xdist's
+    workers too, so an unmarked test fails every tier's run.
+    """
+    outcome = yield
+    report = outcome.get_result()
+    if report.passed:
+        problems = tier_problems(item for item in report.result if isinstance(item, pytest.Item))
+        if problems:
+            report.outcome = "failed"
+            report.longrepr = (
+                f"each test needs exactly one tier marker of {', '.join(TIERS)} (pytestmark = "
+                "pytest.mark.unit at a module's top, or @pytest.mark.unit on a test):\n  "
+                + "\n  ".join(problems)
+            )

@@ -10,6 +10,8 @@ from rl.algos.act_select.base import DISTRIBUTION, Q_VALUES
 from rl.algos.act_select.rules import epsilon_greedy, greedy, sample
 from rl.models.distributions import action_head
 
+pytestmark = pytest.mark.unit
+
 Q = np.array([[0.0, 3.0, 1.0], [2.0, -1.0, 0.0]], np.float32)
 SEED = tf.constant([1, 2], tf.int32)
 

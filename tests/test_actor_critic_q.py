@@ -16,6 +16,8 @@ from rl.algos.grad_comp.actor_critic_q import (
     sac_temperature_loss,
 )
 
+pytestmark = pytest.mark.unit
+
 MODES = {"eager": lambda f: f, "tf.function": tf.function}
 REWARDS = tf.constant([1.0, -1.0])
 DISCOUNTS = tf.constant([0.9, 0.0])  # the second episode terminated

@@ -22,6 +22,7 @@ def step_once(agent, envs, obs):
     return act_and_observe(agent.actor, agent.learner, envs, obs, agent.env_steps)[0]
 
 
+@pytest.mark.process
 @pytest.mark.parametrize("name", registry.hparams.names())
 def test_every_hparam_set_builds_its_agent_and_acts(name):
     hp = registry.hparams.get(name)()
@@ -40,6 +41,7 @@ def weights(module):
     return [v.numpy().copy() for v in module.variables]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "hparams",
     [
@@ -100,6 +102,7 @@ def test_checkpoint_round_trip_restores_everything(tmp_path, hparams):
     second.close()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "hparams", ["ppo_tiny", "dqn_tiny", "rainbow_tiny", "vpg_tiny", "sac_tiny", "td3_tiny"]
 )
@@ -123,6 +126,7 @@ def test_tiny_runs_write_every_output(tmp_path, hparams):
     assert os.listdir(out / "tb")
 
 
+@pytest.mark.unit
 def test_experiment_train_steps_argument_adds_steps(tmp_path):
     exp = Experiment("ppo_tiny", str(tmp_path / "run"), verbose=False)
     assert exp.train(steps=64)["step"] == 64
@@ -130,6 +134,7 @@ def test_experiment_train_steps_argument_adds_steps(tmp_path):
     exp.close()
 
 
+@pytest.mark.unit
 def test_policy_export_matches_agent(tmp_path):
     exp = Experiment("ppo_tiny", str(tmp_path / "run"), verbose=False)
     exp.train(steps=64)
@@ -144,6 +149,7 @@ def test_policy_export_matches_agent(tmp_path):
     exp.close()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("hparams", ["ppo_tiny", "dqn_tiny"])
 def test_same_seed_gives_identical_runs(tmp_path, hparams):
     results = []
@@ -173,6 +179,7 @@ def test_same_seed_gives_identical_runs(tmp_path, hparams):
     other.close()
 
 
+@pytest.mark.unit
 def test_python_api_result_and_compute_action(tmp_path):
     exp = Experiment("ppo_tiny", str(tmp_path / "run"), overrides={"num_envs": 4}, verbose=False)
     result = exp.train(steps=128)
@@ -199,6 +206,7 @@ def test_python_api_result_and_compute_action(tmp_path):
     exp.close()
 
 
+@pytest.mark.unit
 def test_load_is_read_only(tmp_path):
     out = tmp_path / "run"
     exp = Experiment("ppo_tiny", str(out), verbose=False)
@@ -215,6 +223,7 @@ def test_load_is_read_only(tmp_path):
     assert before == after
 
 
+@pytest.mark.slow
 def test_unreadable_latest_checkpoint_falls_back_to_the_previous(tmp_path, capsys):
     out = tmp_path / "run"
     exp = Experiment("ppo_tiny", str(out), overrides="checkpoint_interval=64", verbose=False)
@@ -231,6 +240,7 @@ def test_unreadable_latest_checkpoint_falls_back_to_the_previous(tmp_path, capsy
     again.close()
 
 
+@pytest.mark.unit
 def test_no_readable_checkpoint_is_an_error_naming_the_folder(tmp_path):
     from rl.experiment import CheckpointError
 
@@ -244,6 +254,7 @@ def test_no_readable_checkpoint_is_an_error_naming_the_folder(tmp_path):
         Experiment("ppo_tiny", str(out), overrides="keep_checkpoints=1", verbose=False)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("interval, synced", [(4, True), (5, False)])
 def test_dqn_target_syncs_every_target_update_interval_gradient_steps(interval, synced):
     hp = registry.hparams.get("dqn_tiny")().replace(
@@ -262,6 +273,7 @@ def test_dqn_target_syncs_every_target_update_interval_gradient_steps(interval, 
     envs.close()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("hparams", ["ppo_tiny", "dqn_tiny"])
 def test_evaluation_and_logging_settings_leave_training_bit_identical(tmp_path, hparams):
     # Evaluation, acting and the update draw from separate streams (rl/seeding.py):
@@ -294,6 +306,7 @@ def test_evaluation_and_logging_settings_leave_training_bit_identical(tmp_path, 
             np.testing.assert_array_equal(a, b)
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("hparams", ["ppo_tiny", "dqn_tiny"])
 def test_host_and_graph_acting_choose_alike(hparams):
     # The NumPy forward pass on the host matches TensorFlow's: greedy actions are
@@ -324,6 +337,7 @@ def test_host_and_graph_acting_choose_alike(hparams):
     envs.close()
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("eval_epsilon", [0.0, 0.25, 1.0])
 def test_evaluation_acts_uniformly_in_eval_epsilon_of_its_steps(eval_epsilon):
     # 4,000 observations whose greedy action is known: the evaluation actor departs from it
@@ -346,6 +360,7 @@ def test_evaluation_acts_uniformly_in_eval_epsilon_of_its_steps(eval_epsilon):
     envs.close()
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize(
     "activation", ["relu", "tanh", "sigmoid", "elu", "softplus", "silu", "linear"]
 )
@@ -360,6 +375,7 @@ def test_host_forward_pass_matches_tensorflow_for_every_activation(activation):
     )
 
 
+@pytest.mark.unit
 def test_acting_makes_no_tensorflow_call_per_step_on_the_host(monkeypatch):
     # One env step on the host must not cross into TensorFlow: that call costs
     # 0.2-0.9 ms on the project's machines, against 0.009 ms for the NumPy pass.
@@ -382,6 +398,7 @@ def test_acting_makes_no_tensorflow_call_per_step_on_the_host(monkeypatch):
     envs.close()
 
 
+@pytest.mark.unit
 def test_dqn_warns_when_q_values_leave_what_the_rewards_allow():
     hp = registry.hparams.get("dqn_tiny")().replace(gamma=0.99)
     envs = make_vec_env(hp.env, hp.num_envs)

@@ -14,6 +14,8 @@ from eval_logs import write_run as _write_run
 
 from rl import analysis
 
+pytestmark = pytest.mark.unit
+
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

@@ -28,6 +28,7 @@ def wrappers(env):
     return found, env
 
 
+@pytest.mark.unit
 def test_an_ale_id_gets_sticky_actions_skips_gray_84x84_and_a_stack_of_four():
     env = make_env("ALE/Pong-v5")
     assert env.observation_space.shape == (4, 84, 84)
@@ -44,6 +45,7 @@ def test_an_ale_id_gets_sticky_actions_skips_gray_84x84_and_a_stack_of_four():
     env.close()
 
 
+@pytest.mark.unit
 def test_each_lost_life_but_the_last_is_flagged_and_the_game_goes_on():
     env = make_env("ALE/Breakout-v5")
     _, info = env.reset(seed=0)
@@ -66,6 +68,7 @@ def test_each_lost_life_but_the_last_is_flagged_and_the_game_goes_on():
     envs.close()
 
 
+@pytest.mark.unit
 def test_life_loss_terminal_is_refused_for_an_env_without_lives():
     from rl.hparams.resolve import validate_hparams
 
@@ -75,12 +78,14 @@ def test_life_loss_terminal_is_refused_for_an_env_without_lives():
     validate_hparams(hp.replace(env="ALE/Breakout-v5"))
 
 
+@pytest.mark.unit
 def test_without_ale_py_an_atari_id_says_how_to_install_it(monkeypatch):
     monkeypatch.setattr(atari, "installed", lambda: False)
     with pytest.raises(HParamsError, match=r"ale-py is not installed: pip install -e '.\[atari\]'"):
         make_env("ALE/Pong-v5")
 
 
+@pytest.mark.unit
 def test_the_nature_cnn_reads_a_frame_stack_as_channels():
     import tensorflow as tf
 
@@ -97,6 +102,7 @@ def test_the_nature_cnn_reads_a_frame_stack_as_channels():
     )
 
 
+@pytest.mark.unit
 def test_dqn_stores_each_atari_frame_once():
     env = make_env("ALE/Pong-v5")
     hp = registry.hparams.get("dqn_atari")().replace(env="ALE/Pong-v5", buffer_size=1_000)
@@ -106,6 +112,7 @@ def test_dqn_stores_each_atari_frame_once():
     env.close()
 
 
+@pytest.mark.process
 def test_train_py_runs_dqn_and_ppo_on_an_atari_game(tmp_path):
     for hparams, override in (
         ("dqn_atari", "learning_starts=32,buffer_size=1000,eval_episodes=1,eval_interval=64"),

@@ -43,6 +43,7 @@ def run_script(*args, prelude=""):
     )
 
 
+@pytest.mark.unit
 def test_per_call_ms_is_the_median_of_the_timed_calls():
     ticks = iter([0.0, 1.0, 10.0, 13.0, 20.0, 22.0])  # calls of 1 s, 3 s and 2 s
     calls = []
@@ -51,6 +52,7 @@ def test_per_call_ms_is_the_median_of_the_timed_calls():
     assert len(calls) == 5  # two untimed warm-up calls, then three timed
 
 
+@pytest.mark.unit
 def test_summarise_pair_takes_medians_and_the_ratio_of_median_walls():
     rl_rows = [
         {"wall_s": 12.0, "final_return": 500.0},
@@ -73,12 +75,14 @@ def test_summarise_pair_takes_medians_and_the_ratio_of_median_walls():
     assert line.split()[-5:] == ["12.0", "35.0", "0.34", "200.0/480.0", "450.0/500.0"]
 
 
+@pytest.mark.unit
 def test_missing_modules_names_only_what_cannot_be_imported():
     assert peer_settings.missing_modules(["json", "no_such_module_rl_bench"]) == [
         "no_such_module_rl_bench"
     ]
 
 
+@pytest.mark.unit
 def test_peer_error_names_the_sets_that_have_a_peer():
     error = checks.peer_error(["ppo_cartpole", "ppo_acrobot"], 3)
     assert error == (
@@ -88,6 +92,7 @@ def test_peer_error_names_the_sets_that_have_a_peer():
     assert checks.peer_error(["dqn_cartpole"], 0) == "--pairs must be >= 1, got 0"
 
 
+@pytest.mark.process
 def test_peer_without_the_bench_extra_is_one_line_and_exit_2(tmp_path):
     report = tmp_path / "report.json"
     # As on a machine without the extra: the import system finds no stable_baselines3.
@@ -105,6 +110,7 @@ def test_peer_without_the_bench_extra_is_one_line_and_exit_2(tmp_path):
     assert not report.exists()
 
 
+@pytest.mark.process
 @needs_bench
 @pytest.mark.parametrize("hparams", ["ppo_cartpole", "dqn_cartpole"])
 def test_a_peer_run_learns_the_steps_and_plays_20_greedy_episodes(hparams):
@@ -117,6 +123,7 @@ def test_a_peer_run_learns_the_steps_and_plays_20_greedy_episodes(hparams):
     assert all(r >= 8 for r in result["returns"])
 
 
+@pytest.mark.process
 @needs_bench
 def test_a_peer_on_normalised_envs_is_evaluated_with_raw_returns():
     # a2c_mountain_car's peer trains on VecNormalize'd envs (scaled rewards); its
@@ -130,6 +137,7 @@ def test_a_peer_on_normalised_envs_is_evaluated_with_raw_returns():
     assert all(r == int(r) and -200 <= r <= -1 for r in result["returns"])
 
 
+@pytest.mark.process
 @needs_bench
 def test_a_peer_run_saves_and_resumes_from_its_last_loadable_save(tmp_path):
     saves = tmp_path / "peer"
@@ -151,6 +159,7 @@ def test_a_peer_run_saves_and_resumes_from_its_last_loadable_save(tmp_path):
     assert len(result["returns"]) == 20
 
 
+@pytest.mark.process
 @needs_bench
 def test_a_ddpg_peer_explores_with_gaussian_noise_of_the_action_size():
     # RL-Zoo's `noise_type: normal` becomes SB3's NormalActionNoise, one std per action
@@ -233,6 +242,7 @@ def test_a_baseline_checkout_runs_each_pair_too_with_its_own_rl(tmp_path):
     assert line == tables.format_summary(summary)
 
 
+@pytest.mark.unit
 def test_summary_with_a_baseline_adds_its_wall_its_ratios_and_its_worst_eval():
     rows = {
         "rl": [{"wall_s": 9.0, "final_return": 500.0}, {"wall_s": 11.0, "final_return": 500.0}],
@@ -275,6 +285,7 @@ def _fake_runs(monkeypatch, base_steps=400):
     return calls
 
 
+@pytest.mark.unit
 def test_a_baseline_runs_in_each_pair_taking_turns_with_this_checkout(monkeypatch, tmp_path):
     calls = _fake_runs(monkeypatch)
     _, rows, (summary,) = tables.run_peer_table(
@@ -290,6 +301,7 @@ def test_a_baseline_runs_in_each_pair_taking_turns_with_this_checkout(monkeypatc
     assert summary["rl_per_base"] == pytest.approx(11.0 / 13.0)
 
 
+@pytest.mark.unit
 def test_a_baseline_that_trains_another_budget_is_one_line_and_exit_2(
     monkeypatch, tmp_path, capsys
 ):
@@ -304,6 +316,7 @@ def test_a_baseline_that_trains_another_budget_is_one_line_and_exit_2(
     )
 
 
+@pytest.mark.process
 def test_a_baseline_whose_results_cannot_be_read_is_one_line_and_exit_2(tmp_path, capsys):
     # As an old checkout whose train.py reported in another form: no eval.jsonl, other keys.
     base = tmp_path / "base"
@@ -323,6 +336,7 @@ def test_a_baseline_whose_results_cannot_be_read_is_one_line_and_exit_2(tmp_path
     )
 
 
+@pytest.mark.unit
 def test_a_baselines_failure_names_its_train_py_by_its_path():
     assert (
         children.describe_command(
@@ -335,6 +349,7 @@ def test_a_baselines_failure_names_its_train_py_by_its_path():
     )
 
 
+@pytest.mark.process
 @pytest.mark.parametrize(
     "make, says",
     [
@@ -356,6 +371,7 @@ def test_a_baseline_that_is_not_another_checkout_is_one_line_and_exit_2(tmp_path
     assert not report.exists()
 
 
+@pytest.mark.unit
 def test_the_rl_table_with_a_baseline_runs_both_in_turns_and_prints_their_ratio(
     monkeypatch, tmp_path, capsys
 ):
@@ -380,6 +396,7 @@ def test_the_rl_table_with_a_baseline_runs_both_in_turns_and_prints_their_ratio(
     )
 
 
+@pytest.mark.process
 def test_a_baseline_is_refused_by_the_modes_that_do_not_read_it(tmp_path):
     proc = run_script("--remote", "--baseline", str(tmp_path))
     assert proc.returncode == 2
@@ -389,6 +406,7 @@ def test_a_baseline_is_refused_by_the_modes_that_do_not_read_it(tmp_path):
     )
 
 
+@pytest.mark.process
 def test_without_peer_the_rl_table_stays(tmp_path):
     report = tmp_path / "rows.json"
     proc = run_script("--hparams", "ppo_tiny", "--seeds", "3", "--json", str(report))
@@ -399,6 +417,7 @@ def test_without_peer_the_rl_table_stays(tmp_path):
     assert "per-call costs" not in proc.stdout
 
 
+@pytest.mark.unit
 def test_the_classic_suite_takes_every_classic_set_but_bases_and_fixtures():
     sets = suite.classic_sets()
     names = [name for name, _, _, _ in sets]
@@ -411,6 +430,7 @@ def test_the_classic_suite_takes_every_classic_set_but_bases_and_fixtures():
     assert envs == sorted(envs, key=suite.CLASSIC_ENVS.index)  # grouped by env, in order
 
 
+@pytest.mark.unit
 def test_the_suite_table_puts_rl_zoo_beside_each_set():
     row = {
         "set": "a2c_cartpole", "env": "CartPole-v1", "steps": 200_000, "runs": 3,
@@ -425,6 +445,7 @@ def test_the_suite_table_puts_rl_zoo_beside_each_set():
     assert lines[3].split(" | ")[5] == "-"
 
 
+@pytest.mark.unit
 def test_second_half_rate_is_steps_over_the_seconds_of_the_second_half_records(tmp_path):
     from rl.logbook import summary_event, write_event_file
 
@@ -469,6 +490,7 @@ def one_line_error(capsys, *args):
     return err[len("benchmark.py: error: ") : -1]
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize(
     "args, message",
     [
@@ -498,6 +520,7 @@ def test_bad_numbers_and_names_are_one_line_before_any_work(no_slow_work, capsys
     assert one_line_error(capsys, *args).startswith(message)
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize(
     "args, message",
     [
@@ -515,6 +538,7 @@ def test_a_flag_of_another_mode_is_refused_naming_its_mode(no_slow_work, capsys,
     assert one_line_error(capsys, *args).startswith(message)
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize(
     "args, message",
     [
@@ -528,12 +552,14 @@ def test_train_flags_are_checked_before_the_runs(no_slow_work, capsys, args, mes
     assert one_line_error(capsys, "--hparams", "ppo_tiny", *args).startswith(message)
 
 
+@pytest.mark.unit
 def test_an_unknown_set_is_refused_naming_the_registered_ones(no_slow_work, capsys):
     message = one_line_error(capsys, "--hparams", "ppo_tiny", "ppo_cartpol")
     assert message.startswith("unknown hparams 'ppo_cartpol': did you mean 'ppo_cartpole'")
     assert "valid: " in message
 
 
+@pytest.mark.unit
 def test_output_paths_are_checked_before_any_work(no_slow_work, capsys, tmp_path):
     a_file = tmp_path / "a_file"
     a_file.write_text("kept")
@@ -551,6 +577,7 @@ def test_output_paths_are_checked_before_any_work(no_slow_work, capsys, tmp_path
     assert a_file.read_text() == "kept"
 
 
+@pytest.mark.unit
 def test_an_unknown_suite_set_is_refused_and_suite_md_kept(no_slow_work, capsys, tmp_path):
     (tmp_path / "suite.md").write_text("earlier table\n")
     message = one_line_error(
@@ -579,6 +606,7 @@ def write_copies(set_dir, finals):
     analysis.write_summary(str(set_dir), run_dirs)
 
 
+@pytest.mark.unit
 def test_a_suite_run_of_one_set_keeps_the_rows_of_the_others(monkeypatch, capsys, tmp_path):
     write_copies(tmp_path / "dqn_cartpole", [500.0, 480.0, 490.0])  # an earlier --only run
     commands = []
@@ -605,6 +633,7 @@ def test_a_suite_run_of_one_set_keeps_the_rows_of_the_others(monkeypatch, capsys
     assert capsys.readouterr().out.splitlines()[-1].startswith("ppo_cartpole")
 
 
+@pytest.mark.process
 def test_a_childs_bad_input_error_stays_one_line_and_exit_2(capsys):
     # train.py refuses --tracking_uri without --tracking mlflow, before TensorFlow loads.
     with pytest.raises(SystemExit) as ended:
@@ -618,6 +647,7 @@ def test_a_childs_bad_input_error_stays_one_line_and_exit_2(capsys):
     )
 
 
+@pytest.mark.unit
 def test_a_child_crash_names_the_command_and_exits_1(capsys):
     crash = children.ChildFailed(
         [sys.executable, children.TRAIN, "--hparams", "ppo_tiny"],
@@ -638,6 +668,7 @@ DDPG_SAVE = {  # what SB3 stored of the DDPG peer's run of 300k steps, seed 0
 }  # fmt: skip
 
 
+@pytest.mark.unit
 def test_a_save_is_matched_against_the_set_seed_steps_and_settings_of_its_peer():
     peer = peer_settings.PEERS["ddpg_lunar_lander_continuous"]
     run = {"set": "ddpg_lunar_lander_continuous", "seed": 0, "steps": 300_000}
@@ -657,6 +688,7 @@ def test_a_save_is_matched_against_the_set_seed_steps_and_settings_of_its_peer()
     ) == ["policy of stable_baselines3.td3.policies, not stable_baselines3.sac.policies"]
 
 
+@pytest.mark.unit
 def test_settings_sb3_stores_as_objects_are_not_compared():
     # SB3 turns DQN's train_freq=256 into a TrainFreq, stored as a pickled object.
     peer = peer_settings.PEERS["dqn_cartpole"]
@@ -677,6 +709,7 @@ def files_of(folder):
     return {p.name: p.stat().st_mtime_ns for p in folder.iterdir()}
 
 
+@pytest.mark.process
 @needs_bench
 def test_a_peer_folder_is_tied_to_its_set_seed_and_steps(tmp_path):
     saves = tmp_path / "peer"
@@ -714,6 +747,7 @@ def test_a_peer_folder_is_tied_to_its_set_seed_and_steps(tmp_path):
     assert files_of(saves) == before
 
 
+@pytest.mark.unit
 @needs_bench
 def test_a_recorded_folders_saves_of_other_peer_settings_are_not_resumed(tmp_path, capsys):
     # Saves of the DDPG peer from before it took 2021's batch of 100: same set, seed and
@@ -737,6 +771,7 @@ def test_a_recorded_folders_saves_of_other_peer_settings_are_not_resumed(tmp_pat
     peer_checkpoints.claim_peer_folder(str(folder), run)  # the newest save is the run's: resumed
 
 
+@pytest.mark.unit
 @needs_bench
 def test_peer_saves_made_before_manifests_are_adopted_if_they_are_the_runs(tmp_path):
     # Like the long DDPG peer runs whose saves were made before peer_run.json existed.

@@ -10,6 +10,8 @@ from rl import catalog, registry  # noqa: F401  (fills the registries)
 from rl.envs import check_env_name
 from rl.envs.catch import LEFT, RIGHT, STAY, Catch, draw
 
+pytestmark = pytest.mark.unit
+
 SEED_BALL_IN_COLUMN_4 = 0  # seeds pinned from Gymnasium's np_random (PCG64)
 SEED_BALL_IN_COLUMN_0 = 11
 

@@ -52,6 +52,7 @@ def messages(proc):
     return [line for line in proc.stderr.splitlines() if not line.startswith("import time:")]
 
 
+@pytest.mark.process
 @pytest.mark.parametrize(
     "args, expected",
     [
@@ -86,6 +87,7 @@ def test_mistakes_are_reported_without_loading_tensorflow(tmp_path, args, expect
     assert not (tmp_path / "x").exists()
 
 
+@pytest.mark.process
 def test_an_output_dir_that_cannot_take_the_run_is_reported_without_loading_tensorflow(tmp_path):
     # So also before any actor process starts (--num_workers).
     from rl import catalog, registry  # noqa: F401  (catalog fills the registries)
@@ -115,6 +117,7 @@ def test_an_output_dir_that_cannot_take_the_run_is_reported_without_loading_tens
         assert {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()} == before
 
 
+@pytest.mark.process
 def test_list_shows_registered_names_and_gymnasium_ids_without_tensorflow():
     proc = run("--list")
     assert proc.returncode == 0, proc.stderr
@@ -125,6 +128,7 @@ def test_list_shows_registered_names_and_gymnasium_ids_without_tensorflow():
     assert "tensorflow" not in imported(proc)
 
 
+@pytest.mark.process
 def test_help_lists_train_flags_without_tensorflow():
     proc = run("--help")
     assert proc.returncode == 0
@@ -133,6 +137,7 @@ def test_help_lists_train_flags_without_tensorflow():
     assert "tensorflow" not in imported(proc)
 
 
+@pytest.mark.unit
 def test_an_env_that_needs_an_extra_names_the_install(monkeypatch):
     import importlib.util
 
@@ -154,6 +159,7 @@ def test_an_env_that_needs_an_extra_names_the_install(monkeypatch):
     check_env_name("CartPole-v1")
 
 
+@pytest.mark.process
 def test_only_rl_speaks_during_a_run(tmp_path):
     # TensorFlow's start-up lines (CUDA probing, oneDNN notices) and its C++
     # errors during training are hidden unless asked for.
@@ -180,6 +186,7 @@ def test_only_rl_speaks_during_a_run(tmp_path):
     assert loud.stderr != ""  # the lines exist; they are hidden, not absent
 
 
+@pytest.mark.process
 def test_gymnasiums_warnings_are_rl_lines_said_once(tmp_path):
     # Gymnasium warned in colour, with its own source line, once per env made (train and
     # evaluation envs): two warnings of two lines each for one outdated id.
@@ -198,6 +205,7 @@ def test_gymnasiums_warnings_are_rl_lines_said_once(tmp_path):
     ]
 
 
+@pytest.mark.process
 def test_mistakes_on_an_existing_run_are_reported_without_loading_tensorflow(tmp_path):
     out = tmp_path / "run"
     trained = train_tiny(out)
@@ -216,6 +224,7 @@ def test_mistakes_on_an_existing_run_are_reported_without_loading_tensorflow(tmp
     assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
 
 
+@pytest.mark.process
 def test_tensorflow_loads_without_keras_plotting_imports_which_still_load_later():
     # Keras 3 imports matplotlib.pyplot and cv2 while TensorFlow loads (~1 s); rl keeps
     # them out (rl.KERAS_UNUSED_OPTIONAL_IMPORTS) and rl's own plots and Atari
@@ -232,6 +241,7 @@ def test_tensorflow_loads_without_keras_plotting_imports_which_still_load_later(
     assert proc.stdout.split() == ["[]", "True"], proc.stdout
 
 
+@pytest.mark.process
 def test_captured_stderr_holds_what_native_code_wrote_and_restores_the_descriptor():
     # As C++ writes: straight to file descriptor 2, past sys.stderr. Run in a child so
     # the descriptor pytest captures is not the one redirected.

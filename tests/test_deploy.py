@@ -140,6 +140,7 @@ def pod_templates(doc):
         yield group["groupName"], group["template"]
 
 
+@pytest.mark.unit
 def test_there_are_ray_cluster_and_job_manifests_for_gpu_and_tpu():
     kinds = {(doc["kind"], name.split("-")[-1].split(".")[0]) for name, doc in MANIFESTS}
     for kind in ("RayCluster", "RayJob"):
@@ -147,6 +148,7 @@ def test_there_are_ray_cluster_and_job_manifests_for_gpu_and_tpu():
             assert (kind, accelerator) in kinds
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("name, doc", MANIFESTS, ids=ids(MANIFESTS))
 def test_each_manifest_passes_its_schema(name, doc):
     if doc["kind"] in RAY_SCHEMAS:
@@ -161,6 +163,7 @@ def test_each_manifest_passes_its_schema(name, doc):
         kubernetes_validate.validate(doc, KUBERNETES_VERSION, strict=True)
 
 
+@pytest.mark.unit
 def test_the_schemas_reject_what_kubernetes_and_kuberay_would():
     # The checks can fail: a misspelt Ray field, a misspelt container field, a bad count.
     name, doc = RAY_MANIFESTS[0]
@@ -189,6 +192,7 @@ def ray_version_in_setup():
     return low, high
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("name, doc", RAY_MANIFESTS, ids=ids(RAY_MANIFESTS))
 def test_manifests_agree_with_setup_the_dockerfiles_and_the_volume(name, doc):
     spec = cluster_spec(doc)
@@ -247,6 +251,7 @@ print(json.dumps({k: getattr(hp, k, None) for k in
 JOBS = [(name, doc) for name, doc in RAY_MANIFESTS if doc["kind"] == "RayJob"]
 
 
+@pytest.mark.process
 @pytest.mark.parametrize("name, doc", JOBS, ids=ids(JOBS))
 def test_each_job_runs_a_train_py_command_that_train_py_accepts(name, doc):
     args = train_args(doc["spec"]["entrypoint"])
@@ -286,6 +291,7 @@ def test_each_job_runs_a_train_py_command_that_train_py_accepts(name, doc):
         assert split % chips == 0
 
 
+@pytest.mark.process
 def test_a_bad_flag_in_an_entrypoint_would_be_caught():
     name, doc = JOBS[0]
     args = [*train_args(doc["spec"]["entrypoint"]), "--num_worker", "8"]
@@ -316,6 +322,7 @@ def ignored(path, patterns):
     return hit
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("dockerfile", DOCKERFILES)
 def test_each_dockerfile_copies_what_exists_and_installs_declared_extras(dockerfile):
     with open(os.path.join(DEPLOY, dockerfile), encoding="utf-8") as f:

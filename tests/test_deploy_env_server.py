@@ -140,6 +140,7 @@ def wiring_problems(docs, dockerfile):
     return problems
 
 
+@pytest.mark.unit
 def test_each_document_passes_kubernetes_schema():
     assert sorted(doc["kind"] for doc in DOCS) == ["Deployment", "Service"]
     for doc in DOCS:
@@ -151,6 +152,7 @@ def test_each_document_passes_kubernetes_schema():
         kubernetes_validate.validate(deployment, kubernetes_version(), strict=True)
 
 
+@pytest.mark.unit
 def test_the_service_reaches_the_served_probed_non_root_pods():
     assert wiring_problems(DOCS, DOCKERFILE) == []
 
@@ -175,6 +177,7 @@ def write_the_token_in(docs):
     server_container(docs)["env"] = [{"name": TOKEN_VARIABLE, "value": "secret"}]
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize(
     "mutate, problem",
     [
@@ -192,6 +195,7 @@ def test_a_mismatch_in_the_manifest_is_caught(mutate, problem):
     assert any(problem in p for p in wiring_problems(docs, DOCKERFILE))
 
 
+@pytest.mark.unit
 def test_a_mismatch_in_the_dockerfile_is_caught():
     exposed = [(i, "8080" if i == "EXPOSE" else a) for i, a in DOCKERFILE]
     assert any("EXPOSE" in p for p in wiring_problems(DOCS, exposed))
@@ -203,6 +207,7 @@ def test_a_mismatch_in_the_dockerfile_is_caught():
     assert any("--port 50052" in p for p in wiring_problems(DOCS, moved))
 
 
+@pytest.mark.unit
 def test_the_image_and_pod_arguments_pass_the_servers_own_parser_and_checks():
     # Needs grpcio (setup.py's remote extra): the serve module imports it.
     from rl.envs.remote import address, serve
@@ -277,6 +282,7 @@ def requirement_problems(requirements_text, setup_text):
     return problems
 
 
+@pytest.mark.unit
 def test_the_requirements_are_setups_ranges():
     assert requirement_problems(read(HERE, "requirements.txt"), read(ROOT, "setup.py")) == []
 
@@ -294,6 +300,7 @@ Gymnasium[Classic_Control]>=1.1,<2
 """
 
 
+@pytest.mark.unit
 def test_a_requirement_out_of_step_with_setup_is_caught():
     setup, requirements = AGREEING_SETUP, AGREEING_REQUIREMENTS
     assert requirement_problems(requirements, setup) == []
@@ -311,6 +318,7 @@ def test_a_requirement_out_of_step_with_setup_is_caught():
     )
 
 
+@pytest.mark.unit
 def test_the_image_installs_the_requirements_and_copies_what_the_build_context_holds():
     copies = [arg.split() for ins, arg in DOCKERFILE if ins == "COPY"]
     assert ["deploy/env-server/requirements.txt", "./requirements.txt"] in copies
@@ -370,6 +378,7 @@ def docs_problems(readme, manifest_text, docs, dockerfile):
     return problems
 
 
+@pytest.mark.unit
 def test_the_docs_agree_with_the_files():
     assert docs_problems(README, MANIFEST_TEXT, DOCS, DOCKERFILE) == []
     wrong = README.replace("-p 50051:50051", "-p 50051:8080", 1)
@@ -392,6 +401,7 @@ cli.check_early()
 """
 
 
+@pytest.mark.process
 def test_the_readmes_train_py_commands_parse():
     commands = re.findall(r"^python train\.py (.+)$", README, re.M)
     assert commands, "README.md shows no train.py command"

@@ -7,6 +7,8 @@ import tensorflow as tf
 
 from rl.models.distributions import TANH_LIMIT, action_head
 
+pytestmark = pytest.mark.unit
+
 RNG = np.random.default_rng(0)
 SPACES = {
     "discrete": gym.spaces.Discrete(4),

@@ -108,6 +108,7 @@ def run_module(*args: str) -> subprocess.CompletedProcess:
     )
 
 
+@pytest.mark.process
 def test_cartpole_passes_every_check_through_the_command_line():
     proc = run_module("CartPole-v1", "--episodes", "3")
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -120,10 +121,12 @@ def test_cartpole_passes_every_check_through_the_command_line():
     assert "3 episodes" in proc.stdout and proc.stdout.splitlines()[-1].endswith("0 FAIL")
 
 
+@pytest.mark.unit
 def test_a_well_behaved_env_passes_every_check():
     assert statuses(Countdown) == {name: check.PASS for name in CHECK_NAMES}
 
 
+@pytest.mark.unit
 def test_random_episodes_report_lengths_returns_and_rewards():
     results = {r.name: r for r in check.run_checks(Countdown, episodes=3)}
     assert "length 5/5/5" in results["random episodes"].detail
@@ -134,6 +137,7 @@ def test_random_episodes_report_lengths_returns_and_rewards():
     )
 
 
+@pytest.mark.unit
 def test_observations_outside_the_declared_box_fail():
     results = {r.name: r for r in check.run_checks(LeavesItsBox, episodes=3)}
     assert results["observations"].status == check.FAIL
@@ -146,6 +150,7 @@ def test_observations_outside_the_declared_box_fail():
     assert results["reset"].status == check.PASS  # the reset observation is inside
 
 
+@pytest.mark.unit
 def test_nan_observations_fail_the_finite_values_check():
     results = {r.name: r for r in check.run_checks(NaNObservations, episodes=3)}
     assert results["finite values"].status == check.FAIL
@@ -154,12 +159,14 @@ def test_nan_observations_fail_the_finite_values_check():
     assert results["observations"].status == check.FAIL  # NaN is in no Box either
 
 
+@pytest.mark.unit
 def test_episodes_that_never_end_warn_at_max_steps():
     results = check.check_random_episodes(NeverEnds, episodes=2, seed=0, max_steps=20)
     assert results[0].status == check.WARN
     assert "2 did not end within --max_steps 20" in results[0].detail
 
 
+@pytest.mark.unit
 def test_an_env_that_raises_in_step_fails_the_random_episodes_naming_where():
     results = check.check_random_episodes(StepRaises, episodes=3, seed=0, max_steps=100)
     assert results[0].status == check.FAIL
@@ -168,6 +175,7 @@ def test_an_env_that_raises_in_step_fails_the_random_episodes_naming_where():
     )
 
 
+@pytest.mark.unit
 def test_a_close_that_raises_fails_the_close_check():
     result = check.check_close(CloseRaises, seed=0)
     assert result.status == check.FAIL
@@ -175,6 +183,7 @@ def test_a_close_that_raises_fails_the_close_check():
     assert statuses(CloseRaises)["close"] == check.FAIL
 
 
+@pytest.mark.unit
 def test_an_env_stochastic_beyond_its_seed_warns_on_determinism_naming_the_step():
     result = check.check_determinism(IgnoresItsSeed, seed=0)
     assert result.status == check.WARN
@@ -184,6 +193,7 @@ def test_an_env_stochastic_beyond_its_seed_warns_on_determinism_naming_the_step(
     assert statuses(IgnoresItsSeed)["gymnasium checker"] == check.FAIL
 
 
+@pytest.mark.unit
 def test_an_env_that_cannot_be_made_fails_once_and_stops():
     def broken():
         raise OSError("no simulator licence")
@@ -193,12 +203,14 @@ def test_an_env_that_cannot_be_made_fails_once_and_stops():
     assert "OSError: no simulator licence" in results[0].detail
 
 
+@pytest.mark.unit
 def test_gymnasium_warnings_are_reported_one_note_each_without_colour_codes():
     result = check.check_gymnasium(lambda: make_env("Pendulum-v1"))
     assert result.status == check.WARN and result.detail == "1 warning"
     assert result.notes[0].startswith("For Box action spaces, we recommend")
 
 
+@pytest.mark.process
 @pytest.mark.skipif(importlib.util.find_spec("grpc") is None, reason="needs the remote extra")
 def test_an_env_served_over_grpc_is_checked_through_its_url():
     from rl.envs.remote.serve import launch
@@ -213,6 +225,7 @@ def test_an_env_served_over_grpc_is_checked_through_its_url():
     assert check.exit_code(results) == 0, check.format_report("served CartPole-v1", results)
 
 
+@pytest.mark.process
 def test_unknown_env_exits_2_with_one_line_naming_valid_choices():
     proc = run_module("CartPol-v1")
     assert proc.returncode == 2
@@ -223,6 +236,7 @@ def test_unknown_env_exits_2_with_one_line_naming_valid_choices():
     assert "valid: a registered env (" in lines[0] and "cartpole" in lines[0]
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize(
     "argv, message",
     [
@@ -242,6 +256,7 @@ def test_bad_flags_exit_2_with_one_line(argv, message, capsys):
     assert captured.err == f"{check.PROG}: error: {message}\n"
 
 
+@pytest.mark.unit
 def test_exit_code_is_1_only_when_a_check_fails():
     passed = check.CheckResult("a", check.PASS, "")
     warned = check.CheckResult("b", check.WARN, "")
@@ -252,6 +267,7 @@ def test_exit_code_is_1_only_when_a_check_fails():
         check.CheckResult("d", "OK", "")
 
 
+@pytest.mark.unit
 def test_episode_counts_below_one_are_refused():
     with pytest.raises(ValueError, match="at least 1"):
         check.run_checks(Countdown, episodes=0)

@@ -6,6 +6,8 @@ import pytest
 from rl.envs import make_vec_env
 from rl.evaluation import EvalEnvs, Evaluator
 
+pytestmark = pytest.mark.unit
+
 
 def random_act(obs, rng):
     """A policy that draws from the evaluation's stream: results depend on it."""

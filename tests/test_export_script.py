@@ -8,6 +8,8 @@ import pytest
 
 from rl import cli
 
+pytestmark = pytest.mark.process
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 

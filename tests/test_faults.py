@@ -5,9 +5,9 @@ import os
 import shutil
 import subprocess
 import sys
-import time
 
 import pytest
+from polling import wait_for
 from tensorboard.backend.event_processing import event_accumulator
 from tensorboard.util import tensor_util
 
@@ -75,6 +75,7 @@ def run_dir(trained, tmp_path):
 
 
 # --- 1: an unreadable newest checkpoint is replaced, its steps logged once ----
+@pytest.mark.process
 @pytest.mark.parametrize("damaged", ["ckpt-384.index", "ckpt-384.data-00000-of-00001"])
 def test_unreadable_final_checkpoint_is_redone_once(run_dir, damaged):
     path = run_dir / "checkpoints" / damaged
@@ -99,6 +100,7 @@ def test_unreadable_final_checkpoint_is_redone_once(run_dir, damaged):
 
 
 # --- 2: a lost or garbled index does not restart the run -----------------------
+@pytest.mark.process
 def test_checkpoints_are_found_without_their_index(run_dir):
     index = run_dir / "checkpoints" / CHECKPOINT_INDEX
     index.unlink()
@@ -109,6 +111,7 @@ def test_checkpoints_are_found_without_their_index(run_dir):
     assert eval_steps(run_dir) == [128, 256, 384]
 
 
+@pytest.mark.process
 def test_a_garbled_index_is_rebuilt_and_rotates(run_dir):
     index = run_dir / "checkpoints" / CHECKPOINT_INDEX
     index.write_bytes(b'model_checkpoint_path: "ckpt-3\x00\x01 garbage {{\n')
@@ -136,6 +139,7 @@ def test_a_garbled_index_is_rebuilt_and_rotates(run_dir):
 
 
 # --- 3: a folder left by a kill during a checkpoint write is removed -------------
+@pytest.mark.process
 def test_temp_folder_of_a_killed_save_is_removed(run_dir):
     temp = run_dir / "checkpoints" / "ckpt-512_temp"
     temp.mkdir()
@@ -147,6 +151,7 @@ def test_temp_folder_of_a_killed_save_is_removed(run_dir):
 
 
 # --- 4: every file gets the mode the umask gives -------------------------------
+@pytest.mark.unit
 def test_write_text_atomic_follows_the_umask(tmp_path):
     old = os.umask(0o027)
     try:
@@ -157,6 +162,7 @@ def test_write_text_atomic_follows_the_umask(tmp_path):
     assert [p.name for p in tmp_path.iterdir()] == ["a.json"]  # no temp file left
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize(
     "data, said",
     [
@@ -177,6 +183,7 @@ def test_the_json_object_reader_names_the_file_and_what_it_holds(tmp_path, data,
     assert "\n" not in str(raised.value)
 
 
+@pytest.mark.unit
 def test_the_json_object_reader_returns_the_object_and_reports_a_missing_file(tmp_path):
     path = tmp_path / "a.json"
     path.write_text('{"a": [1, 2.5, null], "b": {"c": "d"}}')
@@ -185,6 +192,7 @@ def test_the_json_object_reader_returns_the_object_and_reports_a_missing_file(tm
         read_json_object(str(tmp_path / "missing.json"))
 
 
+@pytest.mark.process
 def test_every_run_file_has_the_umask_mode(tmp_path):
     out = tmp_path / "run"
     proc = run("--hparams", "ppo_tiny", "--output_dir", str(out), umask=0o022)
@@ -195,6 +203,7 @@ def test_every_run_file_has_the_umask_mode(tmp_path):
 
 
 # --- 5: TensorBoard wall times are those of the records -------------------------
+@pytest.mark.process
 def test_tensorboard_wall_times_are_when_records_were_logged(tmp_path):
     out = tmp_path / "run"
     proc = run(
@@ -223,6 +232,7 @@ def test_tensorboard_wall_times_are_when_records_were_logged(tmp_path):
 
 
 # --- 7: hparams that change what a checkpoint holds cannot be resumed -------------
+@pytest.mark.process
 def test_structural_change_is_refused_even_when_allowed(run_dir):
     before = contents(run_dir)
     proc = run(
@@ -241,6 +251,7 @@ def test_structural_change_is_refused_even_when_allowed(run_dir):
     assert contents(run_dir) == before
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize(
     "changes, allowed",
     [
@@ -267,6 +278,7 @@ def test_check_resume_allows_only_changes_a_checkpoint_survives(tmp_path, change
 
 
 # --- 8: rerunning a finished run reports its results ------------------------------
+@pytest.mark.process
 def test_finished_rerun_reports_the_runs_results(run_dir):
     proc = run(*ARGS, "--output_dir", str(run_dir))
     assert proc.returncode == 0, proc.stderr
@@ -309,6 +321,7 @@ def text_step(out):
     (out / "eval.jsonl").write_bytes(lines[0] + b'{"step": "12x"}\n' + b"".join(lines[1:]))
 
 
+@pytest.mark.process
 @pytest.mark.parametrize(
     "damage, expected",
     [
@@ -331,6 +344,7 @@ def test_damaged_run_file_is_one_line_and_nothing_written(run_dir, damage, expec
     assert contents(run_dir) == before
 
 
+@pytest.mark.process
 def test_a_last_eval_line_cut_by_a_kill_is_tolerated(run_dir):
     with open(run_dir / "eval.jsonl", "ab") as f:
         f.write(b'{"step": 5')
@@ -340,6 +354,7 @@ def test_a_last_eval_line_cut_by_a_kill_is_tolerated(run_dir):
 
 
 # --- 10: an output_dir that is a file or cannot be written -------------------------
+@pytest.mark.process
 def test_output_dir_that_is_a_file(tmp_path):
     path = tmp_path / "notes.txt"
     path.write_text("mine\n")
@@ -351,6 +366,7 @@ def test_output_dir_that_is_a_file(tmp_path):
     assert path.read_text() == "mine\n"
 
 
+@pytest.mark.process
 def test_output_dir_that_cannot_be_written():
     # Not even root can create anything under /proc.
     proc = run("--hparams", "ppo_tiny", "--output_dir", "/proc/rl-faults-test/run")
@@ -360,6 +376,7 @@ def test_output_dir_that_cannot_be_written():
 
 
 # --- 10: one writer per run folder ------------------------------------------------
+@pytest.mark.process
 def test_a_run_another_process_trains_is_refused_and_left_alone(run_dir):
     # This test process holds the run's lock, as the process training it would.
     fd = lock_exclusively(str(run_dir / RUN_LOCK_FILE))
@@ -380,6 +397,7 @@ def test_a_run_another_process_trains_is_refused_and_left_alone(run_dir):
     )
 
 
+@pytest.mark.slow
 def test_a_second_experiment_on_a_run_in_this_process_is_refused(tmp_path):
     out = str(tmp_path / "run")
     first = Experiment(hparams="ppo_tiny", output_dir=out, verbose=False)
@@ -394,6 +412,7 @@ def test_a_second_experiment_on_a_run_in_this_process_is_refused(tmp_path):
     third.close()
 
 
+@pytest.mark.process
 def test_copies_stop_with_a_checkpoint_when_their_parent_is_killed(tmp_path):
     out = tmp_path / "copies"
     command = [sys.executable, TRAIN, "--hparams", "ppo_tiny", "--train_steps", "10000000",
@@ -404,14 +423,18 @@ def test_copies_stop_with_a_checkpoint_when_their_parent_is_killed(tmp_path):
     try:
         # Both copies are training once each has saved a checkpoint.
         indexes = [out / f"run_{i}" / "checkpoints" / "checkpoint" for i in range(2)]
-        assert wait_until(lambda: all(p.exists() for p in indexes), timeout=180)
+        wait_for(
+            lambda: all(p.exists() for p in indexes), "checkpoints of both copies", 180, parent
+        )
         children = child_pids(parent.pid)
         assert len(children) == 2
     finally:
         parent.kill()
         parent.wait()
     # Linux sent each copy SIGTERM: it saves a checkpoint and ends (128 + 15 = 143).
-    assert wait_until(lambda: not any(os.path.exists(f"/proc/{pid}") for pid in children), 120)
+    wait_for(
+        lambda: not any(os.path.exists(f"/proc/{pid}") for pid in children), "end of the copies"
+    )
     # Rerun with a budget already reached: each copy resumes, is finished, and the summary
     # is written (a copy still writing would have made this fail or conflict).
     proc = run("--hparams", "ppo_tiny", "--train_steps", "128", "--copies", "2",
@@ -426,16 +449,8 @@ def child_pids(pid):
         return [int(p) for p in f.read().split()]
 
 
-def wait_until(condition, timeout):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.2)
-    return condition()
-
-
 # --- 11: a run never shares its folder with --copies runs or foreign files ------------
+@pytest.mark.process
 def test_a_single_run_is_refused_in_a_copies_folder(copies_runs, tmp_path):
     out = tmp_path / "copies"
     shutil.copytree(copies_runs / "seq", out)
@@ -447,6 +462,7 @@ def test_a_single_run_is_refused_in_a_copies_folder(copies_runs, tmp_path):
     assert contents(out) == before
 
 
+@pytest.mark.process
 def test_copies_are_refused_in_a_single_runs_folder(run_dir):
     before = contents(run_dir)
     proc = run(*ARGS, "--copies", "2", "--output_dir", str(run_dir))
@@ -455,6 +471,7 @@ def test_copies_are_refused_in_a_single_runs_folder(run_dir):
     assert contents(run_dir) == before
 
 
+@pytest.mark.process
 def test_new_copies_are_refused_among_files_that_are_not_copies(tmp_path):
     # They were written beside a tournament's files (and a summary.json beside its own).
     out = tmp_path / "tournament"
@@ -490,6 +507,7 @@ def test_new_copies_are_refused_among_files_that_are_not_copies(tmp_path):
     assert f"{out / 'payoff.csv'} is a file, not a folder" in error_line(proc)
 
 
+@pytest.mark.process
 def test_a_new_run_is_refused_among_files_that_are_not_a_run(tmp_path):
     out = tmp_path / "notes"
     (out / "checkpoints").mkdir(parents=True)

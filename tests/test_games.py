@@ -36,6 +36,7 @@ def observations(rng, count, legal_share=0.5):
 
 
 # --- masks in the models ------------------------------------------------------------
+@pytest.mark.unit
 @pytest.mark.parametrize("model_name", ["actor_critic", "q_network"])
 def test_illegal_moves_get_the_illegal_score_in_tensorflow_and_numpy(model_name):
     import tensorflow as tf
@@ -62,6 +63,7 @@ def test_illegal_moves_get_the_illegal_score_in_tensorflow_and_numpy(model_name)
     assert legal[np.arange(32), scores.argmax(1)].all()
 
 
+@pytest.mark.unit
 def test_a_masked_policy_gives_illegal_moves_probability_zero_and_finite_entropy():
     import tensorflow as tf
 
@@ -79,6 +81,7 @@ def test_a_masked_policy_gives_illegal_moves_probability_zero_and_finite_entropy
     assert np.all(obs[np.arange(64), -9 + samples] == 1)
 
 
+@pytest.mark.unit
 def test_a_mask_needs_discrete_actions_and_flat_observations_ending_in_a_mask():
     from rl.hparams.dqn import DQNHParams
 
@@ -117,6 +120,7 @@ def first_legal(obs):
     return int(np.flatnonzero(obs[-9:])[0])
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("win_reward, loss_reward", [(1.0, -1.0), (0.1, -10.0)])
 def test_first_legal_against_first_legal_is_won_by_whoever_moves_first(win_reward, loss_reward):
     # Both fill the first free cell: X takes 0, 2, 4, 6 and wins on the anti-diagonal
@@ -145,6 +149,7 @@ def test_first_legal_against_first_legal_is_won_by_whoever_moves_first(win_rewar
         assert (total, moves) == ((win_reward, 4) if seat == 0 else (loss_reward, 3))
 
 
+@pytest.mark.unit
 def test_an_illegal_move_loses_at_once():
     env = VersusEnv("tictactoe", scripted("first_legal"))
     obs, info = env.reset(seed=3)
@@ -156,6 +161,7 @@ def test_an_illegal_move_loses_at_once():
     assert (reward, terminated, info) == (-1.0, True, {"illegal_move": True})
 
 
+@pytest.mark.unit
 def test_a_random_opponent_is_beaten_about_as_often_as_it_wins_by_random_play():
     env = VersusEnv("tictactoe", scripted("random"))
     rng = np.random.default_rng(0)
@@ -175,6 +181,7 @@ def test_a_random_opponent_is_beaten_about_as_often_as_it_wins_by_random_play():
     assert 0.36 < wins / 400 < 0.52 and 0.36 < losses / 400 < 0.52
 
 
+@pytest.mark.unit
 def test_game_envs_pass_gymnasiums_checker_and_name_their_game():
     from gymnasium.utils.env_checker import check_env
 
@@ -215,6 +222,7 @@ def write_artefact(run_dir, step, hp, seed):
     return model
 
 
+@pytest.mark.unit
 def test_an_empty_pool_plays_the_scripted_players_then_past_policies_join(tmp_path):
     opponent = PoolOpponent(TICTACTOE, strategy="latest", run_dir=str(tmp_path))
     rng = np.random.default_rng(0)
@@ -237,6 +245,7 @@ def test_an_empty_pool_plays_the_scripted_players_then_past_policies_join(tmp_pa
     assert opponent.current.step == 1000 and [s for s, _, _ in opponent.pool()] == [1000]
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("member_epsilon", [0.0, 0.2])
 def test_q_network_members_move_at_random_with_probability_member_epsilon(tmp_path, member_epsilon):
     from rl.hparams.dqn import DQNHParams
@@ -262,6 +271,7 @@ def test_q_network_members_move_at_random_with_probability_member_epsilon(tmp_pa
         make_env("tictactoe_selfplay?member_epsilon=2")
 
 
+@pytest.mark.unit
 def test_prioritised_draws_favour_the_members_that_beat_the_learner(tmp_path):
     hp = PPOHParams(env="tictactoe_selfplay", action_mask=True, hidden_sizes=(16,))
     for step in (1, 2):
@@ -286,6 +296,7 @@ def test_prioritised_draws_favour_the_members_that_beat_the_learner(tmp_path):
     assert share == pytest.approx(0.0025 / 0.905, abs=0.006)
 
 
+@pytest.mark.unit
 def test_a_pool_member_acts_as_its_artefact_player_and_only_legally(tmp_path):
     from rl.games.artefact import ArtefactPlayer
 
@@ -306,6 +317,7 @@ def test_a_pool_member_acts_as_its_artefact_player_and_only_legally(tmp_path):
 
 
 # --- tic-tac-toe solved (rl/games/exact.py) -------------------------------------------
+@pytest.mark.unit
 def test_exact_positions_and_features_are_pettingzoos():
     from rl.games import exact
     from rl.games.spec import features_and_mask, make_game
@@ -338,6 +350,7 @@ def test_exact_positions_and_features_are_pettingzoos():
         assert exact.is_over(position)
 
 
+@pytest.mark.unit
 def test_exact_values_and_the_perfect_player():
     from rl.games import exact
 
@@ -371,6 +384,7 @@ def perfect_first_best():
     return FirstBest()
 
 
+@pytest.mark.unit
 def test_exact_results_by_hand_and_move_probabilities():
     from rl.games import exact
 
@@ -398,6 +412,7 @@ def test_exact_results_by_hand_and_move_probabilities():
     assert result.sum() == pytest.approx(1.0) and result[0] > 6 / 8 * 5 / 6
 
 
+@pytest.mark.slow
 def test_exact_loss_rates_match_sampled_games_of_an_artefact(tmp_path):
     from rl.games import exact
     from rl.games.artefact import ArtefactPlayer
@@ -421,6 +436,7 @@ def test_exact_loss_rates_match_sampled_games_of_an_artefact(tmp_path):
     assert np.all(np.abs(sampled - expected) <= 4 * np.sqrt(expected * (1 - expected) / 4000))
 
 
+@pytest.mark.unit
 def test_exact_command_prints_a_row_per_checkpoint_and_refuses_an_empty_run(tmp_path, capsys):
     from rl.games import exact
 

@@ -9,6 +9,8 @@ from rl.algos.grad_comp.gae import gae_advantages
 from rl.algos.grad_comp.policy_gradient import policy_gradient_loss
 from rl.algos.grad_comp.ppo import ppo_clip_loss
 
+pytestmark = pytest.mark.unit
+
 MODES = {"eager": lambda f: f, "tf.function": tf.function}
 
 

@@ -18,6 +18,8 @@ from rl.experiment import resolve_hparams
 from rl.hparams.base import HParamsError, apply_overrides, format_value
 from rl.registry import UnknownNameError
 
+pytestmark = pytest.mark.unit
+
 SETS = registry.hparams.names()
 FIELDS = sorted({f.name for name in SETS for f in dataclasses.fields(registry.hparams.get(name)())})
 # Characters that matter to the parser, so hypothesis hits its branches often.

@@ -55,6 +55,7 @@ def stale_rollout(learner, rng):
     )
 
 
+@pytest.mark.unit
 def test_update_weighs_a_lagging_behaviour_policy_by_pi_over_mu():
     # The rollout's log_prob is the behaviour's mu; pi comes from the weights
     # before the update. The update's metrics must equal vtrace_loss computed
@@ -97,6 +98,7 @@ def test_update_weighs_a_lagging_behaviour_policy_by_pi_over_mu():
     assert learner.publish().version == 1
 
 
+@pytest.mark.unit
 def test_no_update_until_the_rollout_is_full():
     hp = registry.hparams.get("impala_tiny")()
     envs = make_vec_env(hp.env, hp.num_envs)
@@ -128,6 +130,7 @@ def eval_steps(out):
     return [json.loads(l)["step"] for l in (out / "eval.jsonl").read_text().splitlines()]
 
 
+@pytest.mark.process
 def test_train_py_runs_impala_tiny_then_resumes_without_doubling(tmp_path):
     out = tmp_path / "run"
     first = run("--hparams", "impala_tiny", "--output_dir", str(out))

@@ -10,6 +10,8 @@ from tensorboard.backend.event_processing import event_accumulator
 
 from rl.logbook import JsonLinesError, Logbook, read_eval_records
 
+pytestmark = pytest.mark.unit
+
 
 def steps_in_tb(out):
     acc = event_accumulator.EventAccumulator(str(out / "tb"), size_guidance={"tensors": 0})

@@ -8,6 +8,8 @@ from rl.memory.replay import Replay, ReplayFileError, SumTree
 from rl.memory.rollout import RolloutBuffer
 from rl.memory.spec import FieldSpec, transition_specs
 
+pytestmark = pytest.mark.unit
+
 SPECS = transition_specs(gym.spaces.Box(-1e9, 1e9, (1,), np.float32), gym.spaces.Discrete(2))
 
 

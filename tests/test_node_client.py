@@ -27,10 +27,13 @@ TOKEN = "secret"
 CARTPOLE_X_LIMIT = 2.4  # CartPole-v1 terminates beyond these
 CARTPOLE_ANGLE_LIMIT = 12 * 2 * math.pi / 360
 
-pytestmark = pytest.mark.skipif(
-    shutil.which("node") is None or shutil.which("npm") is None,
-    reason="the Node.js client needs node and npm on PATH",
-)
+pytestmark = [
+    pytest.mark.process,
+    pytest.mark.skipif(
+        shutil.which("node") is None or shutil.which("npm") is None,
+        reason="the Node.js client needs node and npm on PATH",
+    ),
+]
 
 
 def environment(token=None):

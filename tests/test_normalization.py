@@ -22,6 +22,7 @@ from rl.policy import load_policy, policy_steps, read_artefact
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
+@pytest.mark.unit
 def test_running_moments_of_batches_are_the_moments_of_all_samples():
     stats = RunningMeanStd((1,))
     assert stats.mean.tolist() == [0.0] and stats.var.tolist() == [1.0]  # identity at first
@@ -37,6 +38,7 @@ def test_running_moments_of_batches_are_the_moments_of_all_samples():
         RunningMeanStd((2,)).load_state(stats.state())
 
 
+@pytest.mark.unit
 def test_rewards_are_divided_by_the_running_std_of_discounted_returns():
     scaler = ReturnScaler(num_envs=2, gamma=0.5, clip=10.0)
     # Returns {1, 3}: variance 1, so rewards pass unchanged.
@@ -56,6 +58,7 @@ def test_rewards_are_divided_by_the_running_std_of_discounted_returns():
     assert scaler.returns[1] == 0.0
 
 
+@pytest.mark.unit
 def test_host_and_tensorflow_normalise_alike_and_clip():
     rng = np.random.default_rng(0)
     mean = rng.normal(size=3).astype(np.float32)
@@ -88,6 +91,7 @@ def _policy_outputs(policy, head):
     return policy.mode()
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("name", MODEL_SETS)
 def test_every_model_kind_acts_alike_on_the_host_and_in_tensorflow_with_statistics(name):
     hp = registry.hparams.get(name)().replace(normalize_observations=True, hidden_sizes=(16,))
@@ -111,6 +115,7 @@ def test_every_model_kind_acts_alike_on_the_host_and_in_tensorflow_with_statisti
     envs.close()
 
 
+@pytest.mark.unit
 def test_a_rollout_is_acted_and_learned_with_the_same_statistics_then_they_move_on():
     hp = registry.hparams.get("ppo_tiny")().replace(normalize_observations=True)
     envs = make_vec_env(hp.env, hp.num_envs)
@@ -147,6 +152,7 @@ def test_a_rollout_is_acted_and_learned_with_the_same_statistics_then_they_move_
     envs.close()
 
 
+@pytest.mark.unit
 def test_the_learner_stores_scaled_then_normalised_rewards():
     hp = registry.hparams.get("ppo_tiny")().replace(
         normalize_rewards=True, reward_scale=2.0, gamma=0.5
@@ -170,6 +176,7 @@ def test_the_learner_stores_scaled_then_normalised_rewards():
     envs.close()
 
 
+@pytest.mark.unit
 def test_the_learner_stores_the_signs_of_rewards_then_scales_them():
     hp = registry.hparams.get("ppo_tiny")().replace(sign_rewards=True, reward_scale=0.5)
     envs = make_vec_env(hp.env, hp.num_envs)
@@ -212,6 +219,7 @@ def _train(out, steps, *extra):
     )
 
 
+@pytest.mark.process
 @pytest.mark.parametrize(
     "first, then",
     [
@@ -246,6 +254,7 @@ def test_statistics_survive_a_resume_and_travel_in_policy_artefacts(tmp_path, fi
     assert "RL_RUN_DIR" not in os.environ  # a later run in this process starts clean
 
 
+@pytest.mark.process
 def test_normalising_image_observations_is_refused_in_one_line(tmp_path):
     done = subprocess.run(
         [

@@ -24,6 +24,7 @@ MODES = {"eager": lambda f: f, "tf.function": tf.function}
 SUPPORT = tf.constant([0.0, 1.0, 2.0])
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("mode", MODES)
 def test_categorical_projection_splits_each_atom_between_its_neighbours(mode):
     landed = tf.constant([[0.5, 1.0, 3.0], [-1.0, 1.25, 1.75]])
@@ -38,6 +39,7 @@ def logits_of(*rows):
     return tf.math.log(tf.constant(rows, tf.float32))
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("mode", MODES)
 def test_c51_loss_is_the_cross_entropy_to_the_projected_target(mode):
     logits_tm1 = tf.zeros([1, 2, 3])  # uniform: Q(s, .) = 1
@@ -54,6 +56,7 @@ def test_c51_loss_is_the_cross_entropy_to_the_projected_target(mode):
     np.testing.assert_allclose(extras["td_error"], [0.35], rtol=1e-5)
 
 
+@pytest.mark.unit
 def test_c51_double_q_takes_the_selectors_action():
     logits_t = logits_of([[1 / 3, 1 / 3, 1 / 3], [0.1, 0.1, 0.8]])
     _, extras = categorical_td_loss(
@@ -69,6 +72,7 @@ def test_c51_double_q_takes_the_selectors_action():
     np.testing.assert_allclose(extras["target"], [1.0], rtol=1e-6)
 
 
+@pytest.mark.unit
 def test_c51_gradient_flows_only_through_the_predicted_logits():
     logits_tm1 = tf.Variable(tf.zeros([1, 2, 3]))
     logits_t = tf.Variable(tf.zeros([1, 2, 3]))
@@ -81,6 +85,7 @@ def test_c51_gradient_flows_only_through_the_predicted_logits():
     assert np.all(grad[0, 0] == 0) and np.any(grad[0, 1] != 0)  # only the action taken
 
 
+@pytest.mark.unit
 def test_importance_weights_by_hand():
     probabilities = np.array([[0.1, 0.2, 0.4]])
     np.testing.assert_allclose(importance_weights(probabilities, 10, 1.0), [[1, 0.5, 0.25]])
@@ -93,6 +98,7 @@ def test_importance_weights_by_hand():
     np.testing.assert_allclose(burst, [[1, 0.5], [1, 1]])
 
 
+@pytest.mark.unit
 def test_noisy_dense_is_factorised_gaussian_noise_around_its_means():
     layer = NoisyDense(3, 2, sigma0=0.5, seed=1, name="noisy")
     x = tf.constant([[1.0, -2.0, 0.5]])
@@ -125,6 +131,7 @@ def q_settings(**changes):
     return registry.hparams.get("dqn_tiny")().replace(**changes)
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize(
     "switches",
     [
@@ -143,6 +150,7 @@ def test_q_network_heads_act_the_same_on_the_host_and_in_the_graph(switches):
     assert graph.shape == (6, 3)
 
 
+@pytest.mark.unit
 def test_dueling_q_is_value_plus_advantage_minus_its_mean():
     net = QNetwork(
         q_settings(dueling=True), gym.spaces.Box(-1, 1, (4,), np.float32), gym.spaces.Discrete(3), 0
@@ -154,6 +162,7 @@ def test_dueling_q_is_value_plus_advantage_minus_its_mean():
     np.testing.assert_allclose(net(obs), expected, rtol=1e-6)
 
 
+@pytest.mark.unit
 def test_c51_q_values_are_the_means_of_the_atom_distributions():
     net = QNetwork(
         q_settings(num_atoms=3, grad_comp="categorical_td", v_min=0.0, v_max=2.0),
@@ -166,6 +175,7 @@ def test_c51_q_values_are_the_means_of_the_atom_distributions():
     np.testing.assert_allclose(net(obs), probs @ np.array([0.0, 1.0, 2.0]), rtol=1e-6)
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize(
     "changes, message",
     [
@@ -182,6 +192,7 @@ def test_switches_that_disagree_are_refused(changes, message):
         validate_hparams(q_settings(**changes))
 
 
+@pytest.mark.process
 def test_train_py_refuses_a_c51_half_switch_with_one_line_and_exit_2(tmp_path):
     out = tmp_path / "run"
     proc = subprocess.run(
@@ -198,6 +209,7 @@ def test_train_py_refuses_a_c51_half_switch_with_one_line_and_exit_2(tmp_path):
     assert not out.exists()
 
 
+@pytest.mark.slow
 def test_prioritised_updates_weight_the_loss_and_rewrite_the_sampled_priorities():
     hp = registry.hparams.get("rainbow_tiny")().replace(
         learning_starts=0, train_interval=2, gradient_steps=3, batch_size=8

@@ -18,6 +18,8 @@ from rl.hparams.base import (
 )
 from rl.registry import Registry, UnknownNameError, did_you_mean, snake_case
 
+pytestmark = pytest.mark.unit
+
 
 def test_snake_case_keys_and_explicit_names():
     reg = Registry("thing")

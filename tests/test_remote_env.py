@@ -169,6 +169,7 @@ def local_run(tmp_path_factory):
 
 
 # --- 0: the committed generated modules are those env.proto gives --------------------------
+@pytest.mark.process
 def test_generated_modules_match_env_proto():
     # In a process of its own: protoc's C++ crashes in a process that has loaded
     # TensorFlow's protobuf (as the test session has).
@@ -183,6 +184,7 @@ def test_generated_modules_match_env_proto():
 
 
 # --- 1: Gymnasium's env checker passes on served envs ---------------------------------------
+@pytest.mark.process
 @pytest.mark.parametrize("env_id", ["CartPole-v1", "Pendulum-v1"])  # Discrete and Box actions
 def test_gymnasium_env_checker_passes_on_a_served_env(server, env_id):
     env = RemoteEnv(server.url(env_id), render_mode="rgb_array")
@@ -239,6 +241,7 @@ def assert_same_vector_runs(local, remote, steps: int, seed: int) -> tuple:
     return terminated, truncated
 
 
+@pytest.mark.process
 @pytest.mark.parametrize("stream", [False, True], ids=["unary", "stream"])
 def test_served_cartpole_equals_local_step_for_step(server, stream):
     local = make_vec_env("CartPole-v1", 4)
@@ -315,6 +318,7 @@ def structured_server():
             del gym.envs.registry[env_id]
 
 
+@pytest.mark.unit
 @pytest.mark.filterwarnings("ignore:.*precision lowered by casting")  # local and served alike
 @pytest.mark.parametrize(
     "env_id",
@@ -373,6 +377,7 @@ RUNS = {
 }
 
 
+@pytest.mark.process
 @pytest.mark.parametrize("run", list(RUNS))
 def test_train_on_a_served_env_equals_the_local_run(server, local_run, tmp_path, run):
     args = RUNS[run]
@@ -393,6 +398,7 @@ def test_train_on_a_served_env_equals_the_local_run(server, local_run, tmp_path,
         assert sum(1 for copies, _ in sessions if copies == 1) >= 2
 
 
+@pytest.mark.process
 def test_record_video_frames_come_over_the_wire(server, local_run, tmp_path):
     args = ("--hparams", "ppo_tiny", "--train_steps", "128", "--record_video")
     local = local_run(*args) / "videos"
@@ -414,6 +420,7 @@ def test_record_video_frames_come_over_the_wire(server, local_run, tmp_path):
 
 
 # --- 4: faults: the server killed or restarted mid-run, no server at start-up ---------------
+@pytest.mark.process
 def test_server_killed_mid_run_exits_5_keeps_checkpoints_and_resumes(tmp_path):
     out = tmp_path / "run"
     with serving(tmp_path / "server") as first:
@@ -455,6 +462,7 @@ def test_server_killed_mid_run_exits_5_keeps_checkpoints_and_resumes(tmp_path):
     assert [e["step"] for e in evals(out)] == list(range(128, 2049, 128))
 
 
+@pytest.mark.process
 def test_server_restarted_within_the_retry_window_loses_the_session(tmp_path):
     out = tmp_path / "run"
     with serving(tmp_path / "server") as first:
@@ -482,6 +490,7 @@ def test_server_restarted_within_the_retry_window_loses_the_session(tmp_path):
     assert checkpoint_steps(out)
 
 
+@pytest.mark.process
 def test_no_server_at_start_up_is_one_line_exit_2_and_writes_nothing(tmp_path):
     # A bound socket that does not listen: connections to its port are refused.
     with socket.socket() as closed:
@@ -498,6 +507,7 @@ def test_no_server_at_start_up_is_one_line_exit_2_and_writes_nothing(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.process
 @pytest.mark.parametrize(
     "variables, said",
     [

@@ -335,6 +335,7 @@ def twins(stub):
 
 
 # === 1. the codec ======================================================================
+@pytest.mark.unit
 @FUZZ
 @given(
     array=hnp.arrays(
@@ -354,6 +355,7 @@ def test_tensors_round_trip_exactly(array, big_endian):
     assert decoded.flags.writeable
 
 
+@pytest.mark.unit
 def test_tensor_wire_format_is_little_endian_bytes():
     message = codec.encode_tensor(np.array([1, -2], np.int16))
     assert (message.dtype, list(message.shape), message.data) == ("int16", [2], b"\x01\x00\xfe\xff")
@@ -369,6 +371,7 @@ def test_tensor_wire_format_is_little_endian_bytes():
     assert_same_array(codec.decode_tensor(empty), np.zeros((3, 0, 2), np.uint8))
 
 
+@pytest.mark.unit
 def test_value_trees_round_trip_with_their_structure():
     tree = {
         "pos": np.arange(6, dtype=np.float32).reshape(3, 2),
@@ -383,6 +386,7 @@ def test_value_trees_round_trip_with_their_structure():
     assert_same_array(codec.decode_value(codec.encode_value([1, 2, 3])), np.array([1, 2, 3]))
 
 
+@pytest.mark.unit
 def test_an_empty_tuple_round_trips_as_a_tuple():
     # gym.spaces.Tuple(()) is a valid space; its samples are ().
     space = gym.spaces.Dict({"none": gym.spaces.Tuple(()), "x": gym.spaces.Discrete(2)})
@@ -425,6 +429,7 @@ SPACES = {
 }
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("name", sorted(SPACES))
 def test_spaces_round_trip_to_equal_spaces(name):
     space = SPACES[name]
@@ -436,6 +441,7 @@ def test_spaces_round_trip_to_equal_spaces(name):
     assert codec.mismatch(decoded, codec.decode_value(codec.encode_value(sample)), batch=2) == ""
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize(
     "space",
     [
@@ -450,6 +456,7 @@ def test_unsupported_spaces_are_refused_by_name(space):
         codec.encode_space(space)
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize(
     "tensor,phrase",
     [
@@ -481,6 +488,7 @@ def test_decode_refuses_tensors_that_are_not_what_they_claim(tensor, phrase):
         codec.decode_tensor(tensor)
 
 
+@pytest.mark.unit
 def test_decode_refuses_malformed_values():
     one = tensor_value(np.zeros(1, np.float32))
     with pytest.raises(codec.CodecError, match="as many values as keys"):
@@ -497,6 +505,7 @@ def test_decode_refuses_malformed_values():
         codec.decode_value(env_pb2.Value(tuple=env_pb2.ValueList(items=[one, env_pb2.Value()])))
 
 
+@pytest.mark.unit
 def test_nesting_is_limited_where_the_deepest_space_ends():
     deepest = gym.spaces.Discrete(2)
     for _ in range(codec.MAX_DEPTH):
@@ -511,6 +520,7 @@ def test_nesting_is_limited_where_the_deepest_space_ends():
         codec.encode_space(gym.spaces.Tuple((deepest,)))
 
 
+@pytest.mark.unit
 def test_decode_refuses_malformed_spaces():
     box = codec.encode_space(gym.spaces.Box(0.0, 1.0, (2,)))
     with pytest.raises(codec.CodecError, match="as many spaces as keys"):
@@ -521,6 +531,7 @@ def test_decode_refuses_malformed_spaces():
         codec.decode_space(env_pb2.Space())
 
 
+@pytest.mark.unit
 def test_infos_travel_as_json_with_arrays():
     text = codec.encode_info({"lives": np.int64(3), "pos": np.array([0.5, -1.0]), "name": "a"})
     info = codec.decode_info(text)
@@ -532,6 +543,7 @@ def test_infos_travel_as_json_with_arrays():
 
 
 # === 2. the protocol through a raw stub =================================================
+@pytest.mark.unit
 def test_steps_match_local_copies_with_same_step_autoreset(twins):
     twin = twins(num_envs=3, seed=7)
     assert twin.made.max_episode_steps == 500
@@ -545,6 +557,7 @@ def test_steps_match_local_copies_with_same_step_autoreset(twins):
     assert twin.endings >= 3 and twin.partial_endings >= 1, (twin.endings, twin.partial_endings)
 
 
+@pytest.mark.unit
 def test_without_autoreset_an_ended_copy_needs_reset(stub, twins):
     twin = twins(num_envs=3, seed=3, autoreset=False)
     right = np.ones(3, np.int64)
@@ -567,6 +580,7 @@ def test_without_autoreset_an_ended_copy_needs_reset(stub, twins):
     twin.step(np.array([0, 1, 0]))  # the refused seq is free again: nothing was stepped
 
 
+@pytest.mark.unit
 def test_step_before_reset_is_a_failed_precondition(stub):
     made = stub.Make(env_pb2.MakeRequest(env_id="CartPole-v1", num_envs=2), timeout=TIMEOUT)
     try:
@@ -580,6 +594,7 @@ def test_step_before_reset_is_a_failed_precondition(stub):
         stub.Close(env_pb2.CloseRequest(session_id=made.session_id), timeout=TIMEOUT)
 
 
+@pytest.mark.unit
 def test_a_resent_seq_gets_the_same_response_without_stepping(stub, twins):
     twin = twins(num_envs=2, seed=5)
     twin.step(np.array([1, 0]))
@@ -603,6 +618,7 @@ def test_a_resent_seq_gets_the_same_response_without_stepping(stub, twins):
     twin.step(np.array([0, 1]))  # the refusals took nothing
 
 
+@pytest.mark.unit
 def test_a_resent_seq_is_not_answered_with_a_later_unnumbered_step(stub, twins):
     twin = twins(num_envs=1, seed=2)
     numbered = twin.step(np.array([1]))
@@ -618,6 +634,7 @@ def test_a_resent_seq_is_not_answered_with_a_later_unnumbered_step(stub, twins):
 
 
 # === 3. statuses for bad requests ========================================================
+@pytest.mark.unit
 @pytest.mark.parametrize("method", ["Reset", "Step", "Render", "Close"])
 def test_an_unknown_session_is_not_found(stub, method):
     request = {
@@ -629,6 +646,7 @@ def test_an_unknown_session_is_not_found(stub, method):
     assert_refused(getattr(stub, method), request, Code.NOT_FOUND, "no session '7-feedface'")
 
 
+@pytest.mark.unit
 def test_an_env_not_served_is_not_found_naming_what_is(stub):
     assert_refused(
         stub.Make,
@@ -639,6 +657,7 @@ def test_an_env_not_served_is_not_found_naming_what_is(stub):
     )
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize(
     "request_fields,phrases",
     [
@@ -670,6 +689,7 @@ def test_bad_make_requests_are_invalid_arguments(served, request_fields, phrases
     assert len(service.sessions) == before
 
 
+@pytest.mark.unit
 def test_a_time_limit_beyond_the_protocol_leaves_no_session_behind(served):
     # MakeResponse.max_episode_steps is an int32; gymnasium.make accepts any positive int.
     stub, service, _ = served
@@ -735,6 +755,7 @@ DISCRETE_ACTIONS = {
 }
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("case", sorted(DISCRETE_ACTIONS))
 def test_bad_discrete_actions_are_invalid_arguments(stub, cartpole3, case):
     actions, *phrases = DISCRETE_ACTIONS[case]
@@ -751,12 +772,14 @@ BOX_ACTIONS = {
 }
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("case", sorted(BOX_ACTIONS))
 def test_bad_box_actions_are_invalid_arguments(stub, pendulum2, case):
     actions, phrase = BOX_ACTIONS[case]
     assert_refused(stub.Step, step_request(pendulum2, actions, 1), Code.INVALID_ARGUMENT, phrase)
 
 
+@pytest.mark.unit
 def test_a_refused_step_takes_nothing(stub, twins):
     twin = twins(num_envs=3, seed=21)
     twin.step(np.array([1, 0, 1]))
@@ -765,6 +788,7 @@ def test_a_refused_step_takes_nothing(stub, twins):
     twin.step(np.array([0, 0, 1]))  # same seq as the refused ones; copies where they were
 
 
+@pytest.mark.unit
 def test_a_negative_seed_is_an_invalid_argument(stub):
     made = stub.Make(env_pb2.MakeRequest(env_id="CartPole-v1", num_envs=2), timeout=TIMEOUT)
     try:
@@ -778,6 +802,7 @@ def test_a_negative_seed_is_an_invalid_argument(stub):
         stub.Close(env_pb2.CloseRequest(session_id=made.session_id), timeout=TIMEOUT)
 
 
+@pytest.mark.unit
 def test_oversized_messages_are_resource_exhausted(small):
     stub, service = small
     made = stub.Make(env_pb2.MakeRequest(env_id="CartPole-v1", num_envs=1), timeout=TIMEOUT)
@@ -800,6 +825,7 @@ def test_oversized_messages_are_resource_exhausted(small):
         stub.Close(env_pb2.CloseRequest(session_id=made.session_id), timeout=TIMEOUT)
 
 
+@pytest.mark.unit
 def test_session_and_env_limits_are_resource_exhausted(small):
     stub, service = small  # max_sessions 2, max_envs_per_session 4, max_total_envs 5
 
@@ -844,6 +870,7 @@ def test_session_and_env_limits_are_resource_exhausted(small):
     close(third)
 
 
+@pytest.mark.unit
 def test_concurrent_makes_stay_within_the_session_limit():
     server = ProbeServer(limits=serve.Limits(max_sessions=1))
     gate = server.gate("slow_make")
@@ -863,9 +890,11 @@ def test_concurrent_makes_stay_within_the_session_limit():
         assert gate.entered.wait(TIMEOUT)
         second = server.stub.Make.future(request, timeout=TIMEOUT)
         # The second is refused at once, or (wrongly) starts making its env too.
-        deadline = time.monotonic() + 5.0
-        while not second.done() and len(entered) < 2 and time.monotonic() < deadline:
-            time.sleep(0.01)
+        wait_for(
+            lambda: second.done() or len(entered) >= 2,
+            "answer to the second Make, or a second env being made",
+            timeout=TIMEOUT,
+        )
         gate.released.set()
         first.result()
         try:
@@ -878,6 +907,7 @@ def test_concurrent_makes_stay_within_the_session_limit():
         server.stop()
 
 
+@pytest.mark.unit
 def test_idle_sessions_expire_and_their_envs_close():
     server = ProbeServer(limits=serve.Limits(idle_timeout=0.3))
     try:
@@ -896,16 +926,32 @@ def test_idle_sessions_expire_and_their_envs_close():
         server.stop()
 
 
+@pytest.mark.unit
 def test_a_session_in_a_long_call_is_not_idle():
-    server = ProbeServer(limits=serve.Limits(idle_timeout=0.3))
+    idle_timeout = 0.3
+    server = ProbeServer(limits=serve.Limits(idle_timeout=idle_timeout))
     try:
         gate = server.gate("long")
         session = server.session(gate="long", block_at=1)
+        sweeps = []  # when each of the server's expiry sweeps started
+        plain_expire = server.service.sessions.expire_idle
+
+        def timed_expire():
+            started = time.monotonic()
+            plain_expire()
+            sweeps.append(started)
+
+        server.service.sessions.expire_idle = timed_expire
         call = server.stub.Step.future(step_request(session, np.array([1]), 1), timeout=TIMEOUT)
         assert gate.entered.wait(TIMEOUT)
-        deadline = time.monotonic() + 2.0  # many idle timeouts, all spent inside one call
-        while len(server.service.sessions) and time.monotonic() < deadline:
-            time.sleep(0.05)
+        in_call_since = time.monotonic()
+        # Wait for a finished sweep that found the session idle for longer than the timeout,
+        # had it not been in a call.
+        wait_for(
+            lambda: any(started > in_call_since + idle_timeout for started in sweeps),
+            f"expiry sweep {idle_timeout} s into the call",
+            timeout=TIMEOUT,
+        )
         expired_mid_call = len(server.service.sessions) == 0
         gate.released.set()
         assert probe_obs(call.result()) == [1.0]
@@ -916,6 +962,7 @@ def test_a_session_in_a_long_call_is_not_idle():
         server.stop()
 
 
+@pytest.mark.unit
 def test_render_needs_rgb_array_and_returns_the_env_frame(stub):
     plain = stub.Make(env_pb2.MakeRequest(env_id="CartPole-v1", num_envs=1), timeout=TIMEOUT)
     drawn = stub.Make(
@@ -954,6 +1001,7 @@ def test_render_needs_rgb_array_and_returns_the_env_frame(stub):
         stub.Close(env_pb2.CloseRequest(session_id=drawn.session_id), timeout=TIMEOUT)
 
 
+@pytest.mark.unit
 def test_a_token_server_refuses_calls_without_it_but_answers_health_checks():
     server, port, _ = serve.start_server(SERVED, token="s3cret")
     channel = grpc.insecure_channel(f"127.0.0.1:{port}")
@@ -984,6 +1032,7 @@ def test_a_token_server_refuses_calls_without_it_but_answers_health_checks():
 
 
 # === 4. an env that raises =============================================================
+@pytest.mark.unit
 def test_an_env_that_raises_is_reported_and_needs_reset(probes):
     stub = probes.stub
     broken = probes.session(num_envs=2, raise_at=3)
@@ -1008,6 +1057,7 @@ def test_an_env_that_raises_is_reported_and_needs_reset(probes):
     assert probes.session(num_envs=1)  # and the server still makes sessions
 
 
+@pytest.mark.unit
 def test_the_client_goes_on_after_reset_when_its_env_raised(probes, monkeypatch):
     from rl.envs.remote.client import RemoteEnv
 
@@ -1042,6 +1092,7 @@ def assert_not_a_server_fault(error: grpc.RpcError):
     assert not (error.details() or "").startswith("server error"), error.details()
 
 
+@pytest.mark.unit
 def test_random_bytes_to_every_method_get_a_status(served, twins):
     stub, _, channel = served
     sentinel = twins(num_envs=2, seed=100)
@@ -1120,6 +1171,7 @@ VALUES = st.recursive(
 )
 
 
+@pytest.mark.unit
 def test_wrong_step_requests_get_a_status_or_a_valid_step(served, twins):
     stub, _, _ = served
     sentinel = twins(num_envs=2, seed=200)
@@ -1162,6 +1214,7 @@ KWARGS = st.dictionaries(
 )
 
 
+@pytest.mark.unit
 def test_wrong_make_requests_get_a_status_or_a_session(served, twins):
     stub, service, _ = served
     sentinel = twins(num_envs=1, seed=400)
@@ -1203,6 +1256,7 @@ def test_wrong_make_requests_get_a_status_or_a_session(served, twins):
     sentinel.step(np.array([1]))
 
 
+@pytest.mark.unit
 def test_a_client_that_gives_up_mid_step_leaves_the_server_serving(probes):
     stub = probes.stub
     gate = probes.gate("deadline")
@@ -1227,6 +1281,7 @@ def queued_stream(stub):
     return requests, stub.StepStream(client.queued_requests(requests), timeout=60)
 
 
+@pytest.mark.unit
 def test_a_stream_cancelled_mid_step_leaves_the_server_serving(probes):
     stub = probes.stub
     gate = probes.gate("stream")
@@ -1247,6 +1302,7 @@ def test_a_stream_cancelled_mid_step_leaves_the_server_serving(probes):
     assert probe_obs(stub.Step(step_request(slow, np.array([0]), 3), timeout=TIMEOUT)) == [3.0]
 
 
+@pytest.mark.unit
 def test_open_streams_waiting_for_steps_do_not_starve_other_clients():
     # An open StepStream holds a server thread between steps (RemoteVectorEnv streams by
     # default): streams beyond the server's cap are refused, and unary calls still go.
@@ -1274,17 +1330,19 @@ def test_open_streams_waiting_for_steps_do_not_starve_other_clients():
         answer = health.Check(health_pb2.HealthCheckRequest(), timeout=3.0)
         assert answer.status == health_pb2.HealthCheckResponse.SERVING
         streams[0][0].put(None)  # a stream that ends gives its place back
-        deadline = time.monotonic() + TIMEOUT
-        while True:
+
+        def a_new_stream_is_served():
             requests, responses = queued_stream(server.stub)
             streams.append((requests, responses))  # a dropped call is cancelled
             requests.put(step_request(session, np.array([1])))
             try:
                 next(responses)
-                break
             except grpc.RpcError as e:
-                assert e.code() == Code.RESOURCE_EXHAUSTED and time.monotonic() < deadline
-                time.sleep(0.05)
+                assert e.code() == Code.RESOURCE_EXHAUSTED, f"{e.code()}: {e.details()}"
+                return False
+            return True
+
+        wait_for(a_new_stream_is_served, "stream served after one ended", timeout=TIMEOUT)
     finally:
         for requests, _ in streams:
             requests.put(None)
@@ -1312,6 +1370,7 @@ def run_without_token(command):
     )
 
 
+@pytest.mark.process
 def test_cli_refuses_an_open_host_without_a_token():
     done = run_without_token(serve_command("--env", "CartPole-v1", "--host", "0.0.0.0"))
     assert done.returncode == 2, done.stderr
@@ -1320,6 +1379,7 @@ def test_cli_refuses_an_open_host_without_a_token():
     assert done.stdout == ""
 
 
+@pytest.mark.process
 @pytest.mark.parametrize(
     "env_ids, expected",
     [
@@ -1336,6 +1396,7 @@ def test_cli_refuses_an_env_it_cannot_serve_in_one_line(env_ids, expected):
     assert all(text in lines[0] for text in expected), lines[0]
 
 
+@pytest.mark.process
 @pytest.mark.parametrize(
     "flags, expected",
     [
@@ -1356,6 +1417,7 @@ def test_cli_refuses_bad_flags_in_one_line(tmp_path, flags, expected):
     assert done.stdout == ""
 
 
+@pytest.mark.process
 def test_cli_refuses_a_taken_port_without_a_traceback():
     process, port = serve.launch("CartPole-v1", env=environment_without_token())
     try:
@@ -1386,6 +1448,7 @@ sys.exit(serve.main(["--env", "CartPole-v1", "--port", "0"]))
 """
 
 
+@pytest.mark.process
 def test_cli_stops_when_sigterm_is_delivered_to_a_thread_other_than_main():
     # A main thread blocked on a lock is not woken by a signal another thread received;
     # the server then ran on after SIGTERM (once in ~40 stops on a loaded machine).
@@ -1394,6 +1457,7 @@ def test_cli_stops_when_sigterm_is_delivered_to_a_thread_other_than_main():
     assert done.stdout.startswith("serving CartPole-v1 on grpc://127.0.0.1:"), done.stdout
 
 
+@pytest.mark.process
 def test_cli_serves_on_a_free_port_and_stops_on_sigterm():
     process = subprocess.Popen(
         serve_command("--env", "CartPole-v1", "--port", "0"),
@@ -1427,6 +1491,7 @@ def test_cli_serves_on_a_free_port_and_stops_on_sigterm():
             process.wait()
 
 
+@pytest.mark.process
 def test_cli_stops_on_sigterm_after_undecodable_stream_requests():
     # grpcio never finishes a server-side stream whose request does not parse, so a
     # shutdown that waits for every call would wait forever.

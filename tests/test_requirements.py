@@ -11,6 +11,10 @@ import os
 import re
 import sys
 
+import pytest
+
+pytestmark = pytest.mark.unit
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SOURCES = ["rl", "scripts", "tests", "train.py"]
 

@@ -67,6 +67,7 @@ def trained_run(tmp_path):
     return out
 
 
+@pytest.mark.slow
 def test_state_files_are_saved_with_each_checkpoint_and_rotated_with_it(tmp_path, stamps):
     out = trained_run(tmp_path)
     ckpts = out / "checkpoints"
@@ -83,6 +84,7 @@ def test_state_files_are_saved_with_each_checkpoint_and_rotated_with_it(tmp_path
     again.close()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("damage", ["missing", "garbled"])
 def test_a_checkpoint_without_its_readable_state_file_falls_back(tmp_path, stamps, capsys, damage):
     out = trained_run(tmp_path)
@@ -107,6 +109,7 @@ def test_a_checkpoint_without_its_readable_state_file_falls_back(tmp_path, stamp
     again.close()
 
 
+@pytest.mark.process
 def test_a_kill_after_the_state_file_before_its_checkpoint_loses_nothing(tmp_path, stamps):
     """The child kills itself (SIGKILL) right after writing stamp-192.npz: no timing involved."""
     out = tmp_path / "run"
@@ -147,6 +150,7 @@ def test_a_kill_after_the_state_file_before_its_checkpoint_loses_nothing(tmp_pat
     again.close()
 
 
+@pytest.mark.slow
 def test_leftover_temporary_state_files_are_removed_when_resuming(tmp_path, stamps):
     out = trained_run(tmp_path)
     ckpts = out / "checkpoints"
@@ -161,6 +165,7 @@ def test_leftover_temporary_state_files_are_removed_when_resuming(tmp_path, stam
     again.close()
 
 
+@pytest.mark.slow
 def test_read_only_loading_writes_no_state_file(tmp_path, stamps):
     out = trained_run(tmp_path)
     before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
@@ -170,6 +175,7 @@ def test_read_only_loading_writes_no_state_file(tmp_path, stamps):
     assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
 
 
+@pytest.mark.unit
 def test_the_local_system_uses_the_default_strategy_and_one_replica():
     system = LocalSystem()
     default = tf.distribute.get_strategy()  # outside any scope: the default strategy
@@ -182,6 +188,7 @@ def test_the_local_system_uses_the_default_strategy_and_one_replica():
     assert type(system.actor_launcher(None)).__name__ == "ProcessLauncher"
 
 
+@pytest.mark.unit
 def test_the_agent_is_built_inside_the_systems_scope(tmp_path, monkeypatch):
     events = []
     scope = LocalSystem.scope

@@ -41,6 +41,7 @@ def files(path):
     return {p: p.read_bytes() for p in path.rglob("*") if p.is_file()}
 
 
+@pytest.mark.process
 def test_training_writes_snapshot_and_eval_videos(trained):
     assert (trained / "snapshot" / "hparams.json").exists()
     assert "ppo_tiny" in (trained / "snapshot" / "command.txt").read_text()
@@ -62,6 +63,7 @@ def test_training_writes_snapshot_and_eval_videos(trained):
     ]
 
 
+@pytest.mark.process
 def test_test_mode_records_and_leaves_training_outputs_untouched(trained):
     before = files(trained)
     proc = run(
@@ -95,6 +97,7 @@ def test_test_mode_records_and_leaves_training_outputs_untouched(trained):
         assert sum(delays) == length * gif_delay_ms(50)
 
 
+@pytest.mark.process
 def test_a_second_test_keeps_the_first_ones_results(trained, tmp_path):
     out = tmp_path / "run"
     shutil.copytree(trained, out)
@@ -109,6 +112,7 @@ def test_a_second_test_keeps_the_first_ones_results(trained, tmp_path):
     assert len(kept) == 1 and kept.pop().read_bytes() == first_results
 
 
+@pytest.mark.process
 def test_test_mode_without_checkpoint_is_exit_2(tmp_path):
     proc = run("train.py", "--training=false", "--output_dir", str(tmp_path / "none"))
     assert proc.returncode == 2
@@ -116,6 +120,7 @@ def test_test_mode_without_checkpoint_is_exit_2(tmp_path):
     assert not (tmp_path / "none").exists()
 
 
+@pytest.mark.process
 def test_test_mode_tests_copies_that_have_no_evaluation_yet(trained, tmp_path):
     # A copy stopped before its first evaluation has checkpoints but no eval.jsonl;
     # test mode said the folder held "no trained copies".
@@ -129,6 +134,7 @@ def test_test_mode_tests_copies_that_have_no_evaluation_yet(trained, tmp_path):
     )
 
 
+@pytest.mark.process
 def test_copies_produce_runs_and_a_matching_summary(copies_runs, tmp_path):
     out = tmp_path / "copies"
     shutil.copytree(copies_runs / "seq", out)
@@ -167,6 +173,7 @@ assert "rl" not in sys.modules
 """
 
 
+@pytest.mark.process
 def test_exported_policy_runs_without_rl(trained, tmp_path):
     export_dir = tmp_path / "policy"
     proc = run("scripts/export.py", str(trained), "--export_dir", str(export_dir))
@@ -191,6 +198,7 @@ def test_exported_policy_runs_without_rl(trained, tmp_path):
     assert again.returncode == 2 and "exists already" in again.stderr
 
 
+@pytest.mark.process
 def test_copies_side_by_side_match_copies_one_after_another(copies_runs):
     for i in range(2):  # same derived seeds, same (deterministic) results
         a = (copies_runs / "seq" / f"run_{i}" / "eval.jsonl").read_text().splitlines()
@@ -220,6 +228,7 @@ def waits_for_file(path) -> str:
     )
 
 
+@pytest.mark.process
 def test_copies_take_a_free_slot_as_soon_as_any_copy_ends(tmp_path):
     # Copy 0 ends only once copy 2 has started: with two slots, copy 2 must take the slot
     # copy 1 frees, not wait for copy 0 (whose wait then gives up after 60 s and fails).
@@ -236,6 +245,7 @@ def test_copies_take_a_free_slot_as_soon_as_any_copy_ends(tmp_path):
     assert slots.run_in_slots(failing, 2, dict(os.environ)) == 3
 
 
+@pytest.mark.process
 def test_a_copy_killed_by_a_signal_stops_the_others_and_starts_no_more(tmp_path):
     # The OOM killer picks a copy, not the light parent: the set's copies are then
     # incomplete, so the others checkpoint (SIGTERM) and the kill reaches the caller.
@@ -261,6 +271,7 @@ def test_a_copy_killed_by_a_signal_stops_the_others_and_starts_no_more(tmp_path)
     assert stopped.exists() and not started.exists()
 
 
+@pytest.mark.process
 def test_sigterm_to_copies_side_by_side_reaches_each_copy_before_train_py_ends(tmp_path):
     # A search prunes a trial of copies with one SIGTERM to its train.py: each copy must
     # checkpoint and end before train.py does, so nothing trains on behind the search.
@@ -294,6 +305,7 @@ def test_sigterm_to_copies_side_by_side_reaches_each_copy_before_train_py_ends(t
     assert all(m.exists() for m in marks)  # written a second after each copy's SIGTERM
 
 
+@pytest.mark.process
 def test_train_py_ends_with_the_signal_that_killed_a_copy_and_the_other_saves(tmp_path):
     from polling import pids_naming, wait_for
 
@@ -321,6 +333,7 @@ def test_train_py_ends_with_the_signal_that_killed_a_copy_and_the_other_saves(tm
     assert finals[0]["step"] < 400_000 and not pids_naming(str(out))
 
 
+@pytest.mark.unit
 def test_a_users_thread_settings_are_kept_for_copies_side_by_side(monkeypatch):
     from rl import cli
 

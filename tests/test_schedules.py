@@ -7,6 +7,8 @@ import pytest
 
 from rl.algos.schedules import apex_epsilons, linear_schedule
 
+pytestmark = pytest.mark.unit
+
 
 @pytest.mark.parametrize(
     "step, expected",

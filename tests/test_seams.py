@@ -46,6 +46,7 @@ def fill_rollout(agent, envs, shift=0.0):
         obs = next_obs
 
 
+@pytest.mark.unit
 def test_ppo_learns_from_the_log_probs_its_actors_recorded():
     # With a learning rate too small to move the policy, the ratio is exactly
     # pi / recorded: recorded log-probs 1 nat too low make every ratio e > 1.2.
@@ -57,6 +58,7 @@ def test_ppo_learns_from_the_log_probs_its_actors_recorded():
         envs.close()
 
 
+@pytest.mark.unit
 def test_the_learner_publishes_versioned_weights_and_actors_act_on_what_they_loaded():
     agent, envs = build("ppo_tiny")
     first = agent.learner.publish()
@@ -79,6 +81,7 @@ def test_the_learner_publishes_versioned_weights_and_actors_act_on_what_they_loa
     envs.close()
 
 
+@pytest.mark.unit
 def test_an_actor_refuses_rules_that_do_not_act_on_its_model_and_unknown_extras():
     agent, envs = build("ppo_tiny")
     with pytest.raises(ValueError, match="acts on q_values, but the model gives distribution"):
@@ -88,6 +91,7 @@ def test_an_actor_refuses_rules_that_do_not_act_on_its_model_and_unknown_extras(
     envs.close()
 
 
+@pytest.mark.unit
 def test_exploration_is_a_function_of_the_step_the_actor_is_given():
     hp = registry.hparams.get("dqn_tiny")()
     assert DQNLearner.exploration(hp, 0) == hp.epsilon_start
@@ -103,6 +107,7 @@ def test_exploration_is_a_function_of_the_step_the_actor_is_given():
     envs.close()
 
 
+@pytest.mark.unit
 def test_run_gradient_steps_runs_each_step_once_and_averages():
     counter = tf.Variable(0)
 
@@ -118,6 +123,7 @@ def test_run_gradient_steps_runs_each_step_once_and_averages():
     assert int(counter.numpy()) == 5
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("gradient", [1e-7, 1e-5, 1e-3, 1e-1, 10.0])
 def test_rmsprop_steps_as_pytorchs_with_epsilon_added_to_the_root(gradient):
     # Stable-Baselines3's A2C: PyTorch's RMSprop, decay 0.99, epsilon 1e-5 added to the
@@ -142,6 +148,7 @@ def _adam_steps(optimizer, weights, gradients, compiled):
     return [w.numpy() for w in weights]
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("compiled", [False, True])
 def test_fused_adam_takes_keras_adams_steps(compiled):
     rng = np.random.default_rng(0)
@@ -167,6 +174,7 @@ def test_fused_adam_takes_keras_adams_steps(compiled):
         assert not np.allclose(fused, first)  # the steps moved the weights
 
 
+@pytest.mark.unit
 def test_fused_adam_resumes_keras_adams_checkpoint_and_skips_unreached_variables(tmp_path):
     # Runs saved before FusedAdam (Keras's Adam) resume with their moments.
     rng = np.random.default_rng(1)
@@ -194,6 +202,7 @@ def test_fused_adam_resumes_keras_adams_checkpoint_and_skips_unreached_variables
     assert untouched.numpy().tolist() == [1.0, 2.0]
 
 
+@pytest.mark.slow
 def test_gaussian_ppo_acts_stores_and_learns_float_actions_in_the_box():
     agent, envs = build("ppo_pendulum", num_envs=2, rollout_steps=8, num_minibatches=2)
     obs, _ = envs.reset(seed=0)
@@ -211,6 +220,7 @@ def test_gaussian_ppo_acts_stores_and_learns_float_actions_in_the_box():
     envs.close()
 
 
+@pytest.mark.slow
 def test_tanh_gaussian_head_is_chosen_for_a_bounded_box_and_learns_finitely():
     agent, envs = build(
         "ppo_pendulum",
@@ -225,6 +235,7 @@ def test_tanh_gaussian_head_is_chosen_for_a_bounded_box_and_learns_finitely():
     envs.close()
 
 
+@pytest.mark.slow
 def test_every_checkpoint_writes_a_policy_artefact_that_loads_alone(tmp_path):
     out = tmp_path / "run"
     exp = Experiment("ppo_tiny", str(out), verbose=False)
@@ -253,6 +264,7 @@ def test_every_checkpoint_writes_a_policy_artefact_that_loads_alone(tmp_path):
         load_policy(str(path))
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("keep", [0.5, 0.9])  # a cut zip directory, a cut array
 def test_a_torn_weights_file_is_a_policy_artefact_error(tmp_path, keep):
     (tmp_path / "policy.json").write_text('{"hparams": {}}')
@@ -263,6 +275,7 @@ def test_a_torn_weights_file_is_a_policy_artefact_error(tmp_path, keep):
         read_artefact(str(tmp_path))  # was zipfile.BadZipFile: a traceback in rl.tournament
 
 
+@pytest.mark.slow
 def test_an_exploring_artefact_acts_at_its_own_steps_epsilon(tmp_path):
     out = tmp_path / "run"
     # epsilon 1 -> 0 over 512 steps: 0.75 at the step-128 artefact, 0.5 at step 256.
@@ -283,6 +296,7 @@ def test_an_exploring_artefact_acts_at_its_own_steps_epsilon(tmp_path):
     assert 0.22 < changed < 0.28
 
 
+@pytest.mark.slow
 def test_an_exploring_ddpg_artefact_adds_its_runs_noise_process(tmp_path):
     out = tmp_path / "run"
     exp = Experiment(
@@ -295,6 +309,7 @@ def test_an_exploring_ddpg_artefact_adds_its_runs_noise_process(tmp_path):
     assert load_policy(path).action_noise is None
 
 
+@pytest.mark.slow
 def test_artefacts_of_redone_training_move_aside(tmp_path, capsys):
     out = tmp_path / "run"
     exp = Experiment("ppo_tiny", str(out), overrides="checkpoint_interval=64", verbose=False)
@@ -313,6 +328,7 @@ def test_artefacts_of_redone_training_move_aside(tmp_path, capsys):
     again.close()
 
 
+@pytest.mark.unit
 def test_observation_dtypes_follow_the_space():
     from rl.memory.spec import transition_specs
 
@@ -326,6 +342,7 @@ def test_observation_dtypes_follow_the_space():
     assert multi["actions"].dtype == np.int32 and multi["actions"].shape == (2,)
 
 
+@pytest.mark.slow
 def test_without_checkpoint_replay_a_run_resumes_and_refills_its_replay(tmp_path):
     out = tmp_path / "run"
     overrides = "checkpoint_replay=false,learning_starts=64"
@@ -344,6 +361,7 @@ def test_without_checkpoint_replay_a_run_resumes_and_refills_its_replay(tmp_path
     again.close()
 
 
+@pytest.mark.slow
 def test_with_checkpoint_replay_the_replay_file_sits_beside_each_checkpoint(tmp_path):
     out = tmp_path / "run"
     exp = Experiment("dqn_tiny", str(out), verbose=False)
@@ -353,6 +371,7 @@ def test_with_checkpoint_replay_the_replay_file_sits_beside_each_checkpoint(tmp_
     assert names == ["replay-128.npz", "replay-256.npz"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name, memory", [("ppo_tiny", "rollout"), ("dqn_tiny", "replay")])
 def test_a_nature_cnn_learns_from_uint8_images_kept_as_bytes(name, memory):
     changes = {"learning_starts": 0} if name == "dqn_tiny" else {}
@@ -374,6 +393,7 @@ def test_a_nature_cnn_learns_from_uint8_images_kept_as_bytes(name, memory):
     envs.close()
 
 
+@pytest.mark.unit
 def test_host_acting_with_a_cnn_is_refused_with_what_to_set():
     with pytest.raises(ValueError, match="with torso=nature_cnn set host_acting=false"):
         build("ppo_tiny", env="catch", torso="nature_cnn")
@@ -403,6 +423,7 @@ def _act_with_lost_lives(hparams, life_loss_terminal):
     return agent.learner
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("life_loss_terminal", [False, True])
 def test_a_lost_life_ends_an_episode_for_learning_only_when_asked(life_loss_terminal):
     stored = _act_with_lost_lives("ppo_tiny", life_loss_terminal).rollout.data()
@@ -411,6 +432,7 @@ def test_a_lost_life_ends_an_episode_for_learning_only_when_asked(life_loss_term
     np.testing.assert_array_equal(stored["terminated"][:3], expected)
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("life_loss_terminal", [False, True])
 def test_dqn_replays_a_lost_life_as_terminal_and_its_episode_as_going_on(life_loss_terminal):
     replay = _act_with_lost_lives("dqn_tiny", life_loss_terminal).replay
@@ -435,6 +457,7 @@ def _until_first_update(agent, envs):
             return metrics
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "name", ["ppo_tiny", "impala_tiny", "dqn_tiny", "rainbow_tiny", "sac_tiny"]
 )

@@ -39,6 +39,7 @@ def space(text, hparams="ppo_cartpole", fixed=()):
 
 
 # --- spaces ------------------------------------------------------------------------------
+@pytest.mark.unit
 @pytest.mark.parametrize(
     "name, hparams", [("ppo_basic", "ppo_cartpole"), ("dqn_basic", "dqn_cartpole")]
 )
@@ -48,6 +49,7 @@ def test_named_spaces_fit_their_sets(name, hparams):
     assert [d.name for d in dims] == list(NAMED_SPACES[name])
 
 
+@pytest.mark.unit
 def test_yaml_numbers_and_list_text_are_read_as_the_fields_types():
     # YAML reads 1e-5 as a string; the override parser reads it as the field's float.
     (lr, sizes, clip) = space(
@@ -61,6 +63,7 @@ def test_yaml_numbers_and_list_text_are_read_as_the_fields_types():
     assert clip.values == (None, 0.5)
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize(
     "text, expected",
     [
@@ -120,11 +123,13 @@ def test_a_bad_space_is_one_line_naming_the_field_and_the_problem(text, expected
         assert part in message
 
 
+@pytest.mark.unit
 def test_a_field_fixed_by_the_override_cannot_also_be_searched():
     with pytest.raises(SpaceError, match="'learning_rate' is also set by --hparam_override"):
         space("learning_rate: {log_uniform: [1e-5, 1e-2]}", fixed=["learning_rate"])
 
 
+@pytest.mark.unit
 def test_an_unknown_named_space_lists_the_named_ones(tmp_path):
     with pytest.raises(
         SpaceError, match="did you mean 'ppo_basic'.*named spaces: dqn_basic, ppo_basic"
@@ -137,6 +142,7 @@ def test_an_unknown_named_space_lists_the_named_ones(tmp_path):
         read_space(str(tmp_path / "broken.yaml"))
 
 
+@pytest.mark.process
 def test_help_names_every_named_space():
     proc = subprocess.run(
         [sys.executable, "-m", "rl.search", "--help"], capture_output=True, text=True, cwd=ROOT
@@ -145,6 +151,7 @@ def test_help_names_every_named_space():
     assert "named space (dqn_basic, ppo_basic)" in " ".join(proc.stdout.split())
 
 
+@pytest.mark.unit
 def test_a_json_space_file_is_read_like_a_yaml_one(tmp_path):
     path = tmp_path / "space.json"
     path.write_text(json.dumps({"num_epochs": {"int": [2, 10]}}))
@@ -153,6 +160,7 @@ def test_a_json_space_file_is_read_like_a_yaml_one(tmp_path):
     assert (dim.kind, dim.values) == ("int", (2, 10))
 
 
+@pytest.mark.unit
 def test_sampled_values_become_an_override_train_py_reads_back():
     optuna = needs_optuna()
     dims = space(
@@ -187,6 +195,7 @@ def config_for(tmp_path, **changes):
     return study.SearchConfig(**{**values, **changes})
 
 
+@pytest.mark.unit
 def test_a_trial_left_running_is_marked_failed_and_its_params_queued_again(tmp_path):
     optuna = needs_optuna()
     config = config_for(tmp_path)
@@ -212,6 +221,7 @@ def test_a_trial_left_running_is_marked_failed_and_its_params_queued_again(tmp_p
     ]
 
 
+@pytest.mark.unit
 def test_a_resumed_search_does_not_sample_its_first_trials_params_again(tmp_path):
     needs_optuna()
     config = config_for(tmp_path, space=space("learning_rate: {log_uniform: [1e-5, 1e-2]}"))
@@ -228,6 +238,7 @@ def test_a_resumed_search_does_not_sample_its_first_trials_params_again(tmp_path
     assert sample(study.open_study(config)) not in first
 
 
+@pytest.mark.unit
 def test_plots_are_skipped_with_a_reason_until_two_complete_trials_differ(tmp_path):
     optuna = needs_optuna()
     config = config_for(tmp_path)
@@ -257,6 +268,7 @@ def test_plots_are_skipped_with_a_reason_until_two_complete_trials_differ(tmp_pa
         assert os.path.getsize(os.path.join(config.output_dir, name)) > 1000
 
 
+@pytest.mark.process
 def test_a_trial_whose_eval_log_is_damaged_fails_and_the_search_goes_on(tmp_path):
     # train.py appends whole lines only, so a bad complete line is damage from outside (a
     # full disk, an editor). It used to raise out of the search, ending every trial.
@@ -290,6 +302,7 @@ def test_a_trial_whose_eval_log_is_damaged_fails_and_the_search_goes_on(tmp_path
     ), lines
 
 
+@pytest.mark.unit
 def test_a_trial_of_copies_is_scored_at_the_steps_every_copy_has_reached(tmp_path):
     write_run(tmp_path / "run_0", [1000, 2000, 3000], [0.0, 50.0, 90.0])
     write_run(tmp_path / "run_1", [1000, 2000], [10.0, 70.0])
@@ -306,12 +319,14 @@ def test_a_trial_of_copies_is_scored_at_the_steps_every_copy_has_reached(tmp_pat
     assert trials.read_evaluations(str(tmp_path / "run_0"), 1000) == [(2000, 50.0), (3000, 90.0)]
 
 
+@pytest.mark.unit
 def test_a_trial_of_copies_asks_train_py_for_them():
     command = trials.train_command("ppo_cartpole", "out", "", copies=3, copies_parallel=2)
     assert command[-2:] == ["--copies=3", "--copies_parallel=2"]
     assert not any("copies" in part for part in trials.train_command("ppo_cartpole", "out", ""))
 
 
+@pytest.mark.process
 def test_a_trial_whose_final_evaluation_is_nan_fails_with_the_reason(tmp_path):
     # Optuna turns a NaN value into a FAIL with no reason: neither done nor retried.
     optuna = needs_optuna()
@@ -334,6 +349,7 @@ def test_a_trial_whose_final_evaluation_is_nan_fails_with_the_reason(tmp_path):
     assert lines[-1] == "trial 0 failed: its final evaluation is nan"
 
 
+@pytest.mark.unit
 def test_the_pruners_are_built_from_the_flags(tmp_path):
     optuna = needs_optuna()
     median = study.make_pruner(config_for(tmp_path, pruner_startup_trials=1))
@@ -395,6 +411,7 @@ def two_trials(tmp_path_factory, lr_space):
     return output_dir, proc
 
 
+@pytest.mark.process
 def test_bad_input_exits_2_with_one_line_and_writes_nothing(tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text(
@@ -409,6 +426,7 @@ def test_bad_input_exits_2_with_one_line_and_writes_nothing(tmp_path):
     assert not output_dir.exists()
 
 
+@pytest.mark.process
 @pytest.mark.parametrize(
     "flags, expected",
     [
@@ -430,6 +448,7 @@ def test_bad_copies_flags_exit_2_with_one_line_and_write_nothing(
     assert not output_dir.exists()
 
 
+@pytest.mark.unit
 def test_a_storage_url_that_cannot_be_opened_says_what_storage_takes(tmp_path):
     needs_optuna()
     config = config_for(tmp_path, storage="foo://bar")
@@ -441,6 +460,7 @@ def test_a_storage_url_that_cannot_be_opened_says_what_storage_takes(tmp_path):
     assert not (tmp_path / "search").exists()
 
 
+@pytest.mark.process
 @pytest.mark.parametrize(
     "place, expected",
     [
@@ -464,6 +484,7 @@ def test_an_output_folder_that_is_a_file_or_another_runs_is_refused_untouched(
     assert sorted(str(p) for p in tmp_path.rglob("*")) == before
 
 
+@pytest.mark.process
 def test_a_search_finds_the_learning_rate_that_learns(two_trials):
     output_dir, proc = two_trials
     rows = read_trials(output_dir)
@@ -487,6 +508,7 @@ def test_a_search_finds_the_learning_rate_that_learns(two_trials):
         assert os.path.getsize(os.path.join(output_dir, name)) > 1000
 
 
+@pytest.mark.process
 def test_rerunning_with_more_trials_runs_only_the_new_ones(two_trials, tmp_path, lr_space):
     output_dir = str(tmp_path / "moved")
     shutil.copytree(two_trials[0], output_dir)  # a search folder may be moved
@@ -514,6 +536,7 @@ def test_rerunning_with_more_trials_runs_only_the_new_ones(two_trials, tmp_path,
     assert "started with other settings (train_steps: 4000 -> 5000)" in proc.stderr
 
 
+@pytest.mark.process
 def test_a_search_killed_mid_trial_resumes_with_a_new_trial_and_no_reused_folder(
     tmp_path, lr_space
 ):
@@ -554,6 +577,7 @@ def test_a_search_killed_mid_trial_resumes_with_a_new_trial_and_no_reused_folder
         assert json.load(f)["run_folder"] == "trial_1"
 
 
+@pytest.mark.process
 def test_a_trial_whose_train_py_is_killed_is_retried_once(tmp_path, lr_space):
     needs_optuna()
     output_dir = str(tmp_path / "search")
@@ -582,6 +606,7 @@ def test_a_trial_whose_train_py_is_killed_is_retried_once(tmp_path, lr_space):
     ]  # a failure of its params before: the search ended with no result
 
 
+@pytest.mark.process
 def test_the_median_pruner_stops_the_trial_that_does_not_learn(tmp_path, lr_space):
     needs_optuna()
     output_dir = str(tmp_path / "search")
@@ -601,6 +626,7 @@ def test_the_median_pruner_stops_the_trial_that_does_not_learn(tmp_path, lr_spac
     assert final["interrupted"] == signal.SIGTERM and final["step"] < 16000
 
 
+@pytest.mark.process
 def test_evaluations_that_come_with_the_final_one_do_not_prune_the_finished_trial(
     tmp_path, lr_space
 ):
@@ -616,6 +642,7 @@ def test_evaluations_that_come_with_the_final_one_do_not_prune_the_finished_tria
     assert [(r["state"], r["last_step"]) for r in rows] == [("COMPLETE", "4000")] * 2
 
 
+@pytest.mark.process
 def test_a_search_of_copies_scores_trials_as_the_benchmark_scores_sets(tmp_path, lr_space):
     # Seeds make single runs of a set differ by more than settings do (a2c_lunar_lander:
     # -18 to 203), so a trial can train copies and be scored on their interquartile mean,

@@ -102,6 +102,7 @@ def snap(output_dir: Path, source_dir: Path, **overrides) -> str:
     return snapshot.write_snapshot(str(output_dir), **kwargs)
 
 
+@pytest.mark.unit
 def test_snapshot_records_dirty_checkout(dirty_repo: Path, tmp_path: Path) -> None:
     out = tmp_path / "run"
     index_before = (dirty_repo / ".git" / "index").read_bytes()
@@ -143,6 +144,7 @@ def test_snapshot_records_dirty_checkout(dirty_repo: Path, tmp_path: Path) -> No
     assert not [p for p in snap_dir.iterdir() if p.name.startswith(".")]
 
 
+@pytest.mark.unit
 def test_patch_recreates_working_tree(dirty_repo: Path, tmp_path: Path) -> None:
     out = tmp_path / "run"
     data = snapshot.read_snapshot(os.path.dirname(snap(out, dirty_repo)))
@@ -154,6 +156,7 @@ def test_patch_recreates_working_tree(dirty_repo: Path, tmp_path: Path) -> None:
     assert (clone / "new_algo.py").read_text() == "LR = 0.5\n"
 
 
+@pytest.mark.unit
 def test_patch_has_a_change_made_in_the_second_of_the_commit(tmp_path: Path) -> None:
     # Same size, same second as the index entry: only git's racy-index check sees the
     # change, and it needs the index copy to keep the index's mtime.
@@ -175,6 +178,7 @@ def test_patch_has_a_change_made_in_the_second_of_the_commit(tmp_path: Path) -> 
     assert "+print('v2')" in patch
 
 
+@pytest.mark.unit
 def test_resume_appends_and_keeps_files(dirty_repo: Path, tmp_path: Path) -> None:
     out = tmp_path / "run"
     snap_dir = Path(snap(out, dirty_repo))
@@ -199,6 +203,7 @@ def test_resume_appends_and_keeps_files(dirty_repo: Path, tmp_path: Path) -> Non
     assert "T" in events[1]["time"]
 
 
+@pytest.mark.unit
 def test_output_dir_inside_checkout_is_left_out(tmp_path: Path) -> None:
     repo = tmp_path / "code"
     repo.mkdir()
@@ -219,6 +224,7 @@ def test_output_dir_inside_checkout_is_left_out(tmp_path: Path) -> None:
     assert [e["dirty"] for e in data["resumes"]] == [False, False]
 
 
+@pytest.mark.unit
 def test_big_untracked_file_is_listed_not_copied(
     dirty_repo: Path, tmp_path: Path, monkeypatch
 ) -> None:
@@ -230,6 +236,7 @@ def test_big_untracked_file_is_listed_not_copied(
     assert "+print('v2')" in data["git_diff"]
 
 
+@pytest.mark.unit
 def test_not_a_git_repo(tmp_path: Path) -> None:
     code = tmp_path / "plain"
     code.mkdir()
@@ -240,6 +247,7 @@ def test_not_a_git_repo(tmp_path: Path) -> None:
     assert data["resumes"][0]["git_commit"] is None
 
 
+@pytest.mark.unit
 def test_git_not_installed(dirty_repo: Path, tmp_path: Path, monkeypatch) -> None:
     empty = tmp_path / "empty_path"
     empty.mkdir()
@@ -252,6 +260,7 @@ def test_git_not_installed(dirty_repo: Path, tmp_path: Path, monkeypatch) -> Non
     }
 
 
+@pytest.mark.unit
 def test_failed_write_leaves_no_snapshot(dirty_repo: Path, tmp_path: Path, monkeypatch) -> None:
     out = tmp_path / "run"
 
@@ -264,6 +273,7 @@ def test_failed_write_leaves_no_snapshot(dirty_repo: Path, tmp_path: Path, monke
     assert os.listdir(out) == []
 
 
+@pytest.mark.unit
 def test_half_built_snapshot_is_replaced(dirty_repo: Path, tmp_path: Path) -> None:
     out = tmp_path / "run"
     stale = out / ".snapshot.build-123-dead"  # What a kill -9 mid-write leaves behind.
@@ -274,11 +284,13 @@ def test_half_built_snapshot_is_replaced(dirty_repo: Path, tmp_path: Path) -> No
     assert [e["event"] for e in snapshot.read_snapshot(str(out))["resumes"]] == ["start"]
 
 
+@pytest.mark.unit
 def test_read_snapshot_missing(tmp_path: Path) -> None:
     with pytest.raises(FileNotFoundError, match=str(tmp_path / "nope" / "snapshot")):
         snapshot.read_snapshot(str(tmp_path / "nope"))
 
 
+@pytest.mark.unit
 def test_tensorflow_info_with_fake_tf(monkeypatch) -> None:
     device = types.SimpleNamespace(name="/physical_device:GPU:0", device_type="GPU")
     config = types.SimpleNamespace(
@@ -304,11 +316,13 @@ def test_tensorflow_info_with_fake_tf(monkeypatch) -> None:
     assert info["build_info"] == {"error": "RuntimeError: no build info"}
 
 
+@pytest.mark.unit
 def test_tensorflow_info_when_import_fails(monkeypatch) -> None:
     monkeypatch.setitem(sys.modules, "tensorflow", None)  # Makes `import tensorflow` raise.
     assert "import of tensorflow halted" in snapshot.tensorflow_info()["error"]
 
 
+@pytest.mark.unit
 def test_reproduce_prints_checkout_and_new_command(
     dirty_repo: Path, tmp_path: Path, capsys
 ) -> None:
@@ -338,6 +352,7 @@ def test_reproduce_prints_checkout_and_new_command(
     assert "s3cret" not in "\n".join(lines)
 
 
+@pytest.mark.unit
 def test_reproduce_runs_from_the_recorded_subdirectory(
     dirty_repo: Path, tmp_path: Path, monkeypatch, capsys
 ) -> None:
@@ -352,6 +367,7 @@ def test_reproduce_runs_from_the_recorded_subdirectory(
     assert lines[-2:] == ["cd sub", f"python ../train.py --output_dir={tmp_path}/again"]
 
 
+@pytest.mark.unit
 def test_files_follow_umask(dirty_repo: Path, tmp_path: Path) -> None:
     old = os.umask(0o022)
     try:
@@ -362,6 +378,7 @@ def test_files_follow_umask(dirty_repo: Path, tmp_path: Path) -> None:
     assert (snap_dir / "flags.json").stat().st_mode & 0o777 == 0o644
 
 
+@pytest.mark.unit
 def test_set_flag_forms() -> None:
     argv = ["t.py", "--output_dir", "/a", "--x=1", "-output_dir=/c", "--output_dir_2=/d"]
     assert reproduce.set_flag(argv, "output_dir", "/b") == [
@@ -388,6 +405,7 @@ def names_the_project(line: str) -> bool:
     return re.match(r"^[#\s]*rl\s*(==|@|$)", line, re.IGNORECASE) is not None
 
 
+@pytest.mark.unit
 def test_packages_never_pin_the_project(tmp_path: Path, monkeypatch) -> None:
     # Run from a checkout's root, setup.py's rl.egg-info is the first `rl` metadata found.
     egg_info = tmp_path / "checkout" / "rl.egg-info"
@@ -404,6 +422,7 @@ def test_packages_never_pin_the_project(tmp_path: Path, monkeypatch) -> None:
     assert any(line.startswith("pytest==") for line in lines)
 
 
+@pytest.mark.process
 def test_reproduce_leaves_out_a_recorded_project_pin(
     dirty_repo: Path, tmp_path: Path, capsys
 ) -> None:
@@ -427,6 +446,7 @@ def test_reproduce_leaves_out_a_recorded_project_pin(
     assert kept == "rlax==0.1.6\nrl-zoo==2.0\npytest==8.0\n"
 
 
+@pytest.mark.unit
 def test_reproduce_retrains_one_copy_alone(dirty_repo: Path, tmp_path: Path, capsys) -> None:
     # A copy trained one after another by --copies recorded the --copies command line.
     copy = tmp_path / "x5" / "run_3"
@@ -443,6 +463,7 @@ def test_reproduce_retrains_one_copy_alone(dirty_repo: Path, tmp_path: Path, cap
     assert "one copy of a --copies run" in lines[1]
 
 
+@pytest.mark.unit
 def test_reproduce_missing_snapshot(tmp_path: Path, capsys) -> None:
     assert reproduce.main([str(tmp_path / "nothing")]) == 2
     captured = capsys.readouterr()
@@ -466,6 +487,7 @@ def refused_in_one_line(argv: list[str], capsys) -> str:
     return lines[0]
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize(
     "name, content, kind",
     [
@@ -485,6 +507,7 @@ def test_reproduce_names_a_snapshot_file_of_the_wrong_json_type(
     assert f"{out / 'snapshot' / name} holds {kind}; it must hold a JSON object" in line
 
 
+@pytest.mark.unit
 def test_reproduce_names_a_snapshot_file_that_is_not_json(
     dirty_repo: Path, tmp_path: Path, capsys
 ) -> None:
@@ -494,6 +517,7 @@ def test_reproduce_names_a_snapshot_file_that_is_not_json(
     assert f"{out / 'snapshot' / 'flags.json'} is not JSON (Unterminated string" in line
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("command", ["", "python\n", 'python "train.py\n'])
 def test_reproduce_refuses_a_command_txt_without_a_script(
     dirty_repo: Path, tmp_path: Path, capsys, command: str
@@ -505,6 +529,7 @@ def test_reproduce_refuses_a_command_txt_without_a_script(
     assert "it must hold the run's command, e.g. python train.py" in line
 
 
+@pytest.mark.unit
 def test_resumes_log_skips_a_line_a_kill_cut_short_as_a_resume_does(
     dirty_repo: Path, tmp_path: Path, capsys
 ) -> None:
@@ -527,6 +552,7 @@ def test_resumes_log_skips_a_line_a_kill_cut_short_as_a_resume_does(
     assert f"{resumes} line 3 is not a JSON object; each line must be a JSON object" in line
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("where", ["run", "run/again", "a_file"])
 def test_reproduce_refuses_a_new_output_dir_in_the_run_or_on_a_file(
     dirty_repo: Path, tmp_path: Path, capsys, where: str
@@ -551,6 +577,7 @@ def test_reproduce_refuses_a_new_output_dir_in_the_run_or_on_a_file(
     assert after == before
 
 
+@pytest.mark.unit
 def test_reproduce_refuses_a_src_dir_in_the_run(dirty_repo: Path, tmp_path: Path, capsys) -> None:
     out = tmp_path / "run"
     snap(out, dirty_repo)
@@ -603,6 +630,7 @@ def _returns(run_dir: Path) -> list:
     return [(r["step"], r["returns"]) for r in read_eval_records(str(run_dir / "eval.jsonl"))]
 
 
+@pytest.mark.process
 def test_real_copies_folder_reproduces_with_its_copies_command(
     copies_runs: Path, tmp_path: Path, capsys
 ) -> None:
@@ -622,6 +650,7 @@ def test_real_copies_folder_reproduces_with_its_copies_command(
     assert [line for line in packages.splitlines()[1:] if names_the_project(line)] == []
 
 
+@pytest.mark.process
 def test_real_copy_is_retrained_alone_with_its_seed(
     copies_runs: Path, tmp_path: Path, capsys
 ) -> None:
@@ -645,6 +674,7 @@ def test_real_copy_is_retrained_alone_with_its_seed(
     assert _returns(again) == _returns(copy)
 
 
+@pytest.mark.process
 def test_real_parallel_copies_folder_is_retrained_copy_by_copy(
     copies_runs: Path, tmp_path: Path, capsys
 ) -> None:

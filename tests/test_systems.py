@@ -84,6 +84,7 @@ def run_update_snippet(code: str, hparams: str) -> dict:
     return json.loads(proc.stdout.splitlines()[-1])
 
 
+@pytest.mark.process
 @pytest.mark.parametrize("hparams", UPDATE_SETS)
 def test_one_update_under_mirrored_matches_local(hparams):
     result = run_update_snippet(ONE_UPDATE, hparams)
@@ -99,6 +100,7 @@ def run(*args):
     )
 
 
+@pytest.mark.process
 def test_train_py_trains_under_mirrored_and_resumes_under_local_and_back(tmp_path):
     out = str(tmp_path / "run")
     mirrored = ["--sys", "mirrored", "--cpu_replicas", "2", "--output_dir", out]
@@ -115,6 +117,7 @@ def test_train_py_trains_under_mirrored_and_resumes_under_local_and_back(tmp_pat
     assert json.loads(third.stdout.splitlines()[-1])["step"] == 512
 
 
+@pytest.mark.process
 @pytest.mark.parametrize(
     "args, message",
     [
@@ -139,6 +142,7 @@ def test_a_system_that_cannot_run_is_one_line_and_writes_nothing(tmp_path, args,
     assert not out.exists()
 
 
+@pytest.mark.unit
 def test_failed_workers_point_to_where_each_system_keeps_their_output():
     from rl.systems import LocalSystem, RaySystem
 
@@ -148,6 +152,7 @@ def test_failed_workers_point_to_where_each_system_keeps_their_output():
     assert "/runs/x" not in said and "session_latest/logs/worker-*.err" in said
 
 
+@pytest.mark.process
 def test_a_tpu_address_where_nothing_listens_is_one_line_not_a_hang(tmp_path):
     # TensorFlow's connect_to_cluster waits without end for such an address.
     import socket
@@ -199,6 +204,7 @@ XLA_UPDATE = textwrap.dedent(
 )
 
 
+@pytest.mark.process
 @pytest.mark.parametrize("hparams", UPDATE_SETS)
 def test_every_update_compiles_with_xla(hparams):
     metrics = run_update_snippet(XLA_UPDATE, hparams)

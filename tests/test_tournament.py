@@ -65,6 +65,7 @@ def game_lines(folder):
 # --- ratings ---------------------------------------------------------------------------
 
 
+@pytest.mark.unit
 def test_bradley_terry_two_players_three_wins_to_one():
     # MLE: sigmoid(d) = 3/4, so d = ln 3 and the Elo gap is 400 log10(3) = 190.85.
     points = np.array([[0.0, 3.0], [1.0, 0.0]])
@@ -79,6 +80,7 @@ def test_bradley_terry_two_players_three_wins_to_one():
     )
 
 
+@pytest.mark.unit
 def test_bradley_terry_recovers_strengths_that_fit_a_table_exactly():
     # Strengths 0, ln 2, ln 4: P(B > A) = 2/3, P(C > B) = 2/3, P(C > A) = 4/5; a table
     # with exactly those frequencies is fitted by exactly those strengths.
@@ -94,6 +96,7 @@ def test_bradley_terry_recovers_strengths_that_fit_a_table_exactly():
     assert strengths == pytest.approx(expected - expected.mean(), abs=1e-9)
 
 
+@pytest.mark.unit
 def test_draws_count_half_a_win_each_way():
     wins = np.array([[0, 2], [0, 0]])
     draws = np.array([[0, 2], [2, 0]])  # 2 wins + 2 draws: 3 points of 4, as 3-1
@@ -102,6 +105,7 @@ def test_draws_count_half_a_win_each_way():
     )
 
 
+@pytest.mark.unit
 def test_a_player_who_wins_every_game_gets_a_finite_higher_rating():
     wins = np.array([[0, 10, 10], [0, 0, 5], [0, 5, 0]])
     elo = ratings.elo_ratings(wins, np.zeros((3, 3), int))
@@ -110,6 +114,7 @@ def test_a_player_who_wins_every_game_gets_a_finite_higher_rating():
     assert elo.mean() == pytest.approx(1000.0, abs=1e-6)
 
 
+@pytest.mark.unit
 def test_bootstrap_is_seeded_and_brackets_the_estimate():
     wins = np.array([[0, 14], [6, 0]])
     draws = np.zeros((2, 2), int)
@@ -121,6 +126,7 @@ def test_bootstrap_is_seeded_and_brackets_the_estimate():
     assert np.all(low < estimate) and np.all(estimate < high)
 
 
+@pytest.mark.unit
 def test_nash_of_rock_paper_scissors_is_uniform():
     rps = np.array([[0.0, -1.0, 1.0], [1.0, 0.0, -1.0], [-1.0, 1.0, 0.0]])
     row, column, value = ratings.zero_sum_nash(rps)
@@ -129,12 +135,14 @@ def test_nash_of_rock_paper_scissors_is_uniform():
     assert value == pytest.approx(0.0, abs=1e-9)
 
 
+@pytest.mark.unit
 def test_nash_with_a_dominant_strategy_is_pure():
     # Player 1 beats both others; 0 and 2 cycle with nobody else.
     scores = np.array([[np.nan, 0.2, 0.7], [0.8, np.nan, 0.9], [0.3, 0.1, np.nan]])
     assert ratings.meta_game_nash(scores) == pytest.approx([0.0, 1.0, 0.0], abs=1e-9)
 
 
+@pytest.mark.unit
 def test_nash_of_a_two_by_two_game_computed_by_hand():
     # Row mixes p: 3p - 2(1 - p) = -p + (1 - p)  =>  p = 3/7, value 1/7.
     # Column mixes q: 3q - (1 - q) = -2q + (1 - q)  =>  q = 2/7.
@@ -151,6 +159,7 @@ def record(a, b, index, winner):
     return {"pair": [a, b], "index": index, "winner": winner}
 
 
+@pytest.mark.unit
 def test_score_tables_and_mean_scores_from_game_records():
     games = [
         record("a", "b", 0, "a"),
@@ -169,6 +178,7 @@ def test_score_tables_and_mean_scores_from_game_records():
     assert np.isnan(scores[0, 2]) and np.isnan(scores[1, 1])
 
 
+@pytest.mark.unit
 def test_seats_alternate_and_an_odd_count_gives_one_player_one_more_first_move():
     for count in (4, 5):
         firsts = [schedule.first_mover(7, GameKey("a", "b", k)) for k in range(count)]
@@ -176,6 +186,7 @@ def test_seats_alternate_and_an_odd_count_gives_one_player_one_more_first_move()
         assert all(x != y for x, y in zip(firsts, firsts[1:]))
 
 
+@pytest.mark.unit
 def test_a_game_seed_depends_on_its_identity_only():
     key = GameKey("a", "b", 3)
     assert schedule.game_seed(0, key) == schedule.game_seed(0, GameKey("a", "b", 3))
@@ -184,6 +195,7 @@ def test_a_game_seed_depends_on_its_identity_only():
     assert schedule.game_seed(0, key) != schedule.game_seed(1, key)
 
 
+@pytest.mark.unit
 def test_artefact_selection_every_kth_from_the_oldest_or_the_latest():
     steps = [100, 200, 300, 400, 500]
     assert schedule.select_steps(steps, None, False) == steps
@@ -192,6 +204,7 @@ def test_artefact_selection_every_kth_from_the_oldest_or_the_latest():
     assert schedule.select_steps(steps, None, True) == [500]
 
 
+@pytest.mark.unit
 def test_a_tournament_folder_may_only_grow():
     old = {"game": "rps", "seed": 0, "games_per_pair": 4, "players": {"a": {}, "b": {}}}
     grown = {"game": "rps", "seed": 0, "games_per_pair": 6, "players": {"a": {}, "b": {}, "c": {}}}
@@ -205,6 +218,7 @@ def test_a_tournament_folder_may_only_grow():
     assert "shrink to 2" in schedule.config_conflict(old, {**old, "games_per_pair": 2})
 
 
+@pytest.mark.unit
 def test_games_file_drops_a_cut_line_and_refuses_a_damaged_one(tmp_path):
     path = str(tmp_path / "games.jsonl")
     with open(path, "w") as f:
@@ -220,6 +234,7 @@ def test_games_file_drops_a_cut_line_and_refuses_a_damaged_one(tmp_path):
         records.read_games(path)
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize(
     "text, said",
     [
@@ -249,6 +264,7 @@ def tictactoe_features(own, opponent):
     return planes.reshape(-1)
 
 
+@pytest.mark.unit
 def test_lookahead_wins_at_once_else_blocks_else_plays_legally():
     player = registry.players.get("one_step_lookahead")(GAMES["tictactoe"])
     rng = np.random.default_rng(0)
@@ -266,6 +282,7 @@ def test_lookahead_wins_at_once_else_blocks_else_plays_legally():
         assert act(own=[4], opponent=[0]) not in (0, 4)
 
 
+@pytest.mark.unit
 def test_connect_four_lookahead_reads_where_a_stone_lands():
     grid = GRIDS["connect_four"]
     planes = np.zeros((6, 7, 2), np.float32)
@@ -285,6 +302,7 @@ def test_connect_four_lookahead_reads_where_a_stone_lands():
     assert player.act(planes.reshape(-1), np.ones(7, bool), np.random.default_rng(0)) == 3
 
 
+@pytest.mark.unit
 def test_the_catalog_lists_the_scripted_players():
     from rl import catalog
 
@@ -294,6 +312,7 @@ def test_the_catalog_lists_the_scripted_players():
         assert f"  {name}\n" in listing + "\n"
 
 
+@pytest.mark.unit
 def test_scripted_players_refuse_games_they_cannot_play():
     with pytest.raises(ValueError, match="plays rps, not 'tictactoe'"):
         registry.players.get("always_rock")(GAMES["tictactoe"])
@@ -301,6 +320,7 @@ def test_scripted_players_refuse_games_they_cannot_play():
         registry.players.get("one_step_lookahead")(GAMES["rps"])
 
 
+@pytest.mark.unit
 def test_rps_moves_are_rock_paper_scissors_in_that_order():
     # Paper covers rock, rock blunts scissors: 15 throws of each, every one won.
     env, spec = make_game("rps"), GAMES["rps"]
@@ -315,6 +335,7 @@ def test_rps_moves_are_rock_paper_scissors_in_that_order():
     )
 
 
+@pytest.mark.unit
 def test_an_illegal_move_forfeits_the_game():
     class Stubborn:
         name = "stubborn"
@@ -333,6 +354,7 @@ def test_an_illegal_move_forfeits_the_game():
 # --- python -m rl.tournament -----------------------------------------------------------
 
 
+@pytest.mark.process
 def test_rock_paper_scissors_gives_the_cycle_equal_ratings_and_the_uniform_nash(tmp_path):
     out = tmp_path / "t"
     proc = tournament("--game", "rps", "--players", *RPS, "--games", 6, "--output_dir", out)
@@ -367,6 +389,7 @@ def test_rock_paper_scissors_gives_the_cycle_equal_ratings_and_the_uniform_nash(
     assert values == [(18, "tournament/payoff", "images")]
 
 
+@pytest.mark.process
 def test_the_one_step_lookahead_is_rated_above_random_beyond_the_bootstrap(tmp_path):
     out = tmp_path / "t"
     proc = tournament(
@@ -383,6 +406,7 @@ def test_the_one_step_lookahead_is_rated_above_random_beyond_the_bootstrap(tmp_p
     assert "one_step_lookahead" in proc.stdout.splitlines()[1]
 
 
+@pytest.mark.process
 @pytest.mark.parametrize(
     "args, message",
     [
@@ -414,6 +438,7 @@ def test_bad_input_is_one_line_exit_2_and_writes_nothing(tmp_path, args, message
     assert not (tmp_path / "t").exists()
 
 
+@pytest.mark.process
 def test_an_output_folder_that_is_a_file_or_holds_a_folder_for_games_is_one_line(tmp_path):
     (tmp_path / "a_file").write_text("mine\n")
     args = ["--game", "rps", "--players", *RPS, "--games", 2, "--output_dir"]
@@ -432,6 +457,7 @@ def test_an_output_folder_that_is_a_file_or_holds_a_folder_for_games_is_one_line
     assert (tmp_path / "a_file").read_text() == "mine\n"
 
 
+@pytest.mark.process
 def test_a_killed_tournament_resumes_with_every_game_once_and_grows_only(tmp_path):
     out = tmp_path / "t"
     args = ["--game", "rps", "--players", *RPS, "--games", 1000, "--output_dir", out]
@@ -517,6 +543,7 @@ SLOW = ["--game", "connect_four", "--players", "random", "first_legal", "one_ste
         "--num_workers", 2]  # fmt: skip
 
 
+@pytest.mark.process
 def test_a_killed_worker_process_stops_the_tournament_and_a_rerun_finishes_it(tmp_path):
     out = tmp_path / "t"
     args = [*SLOW, "--games", 300, "--output_dir", out]
@@ -537,6 +564,7 @@ def test_a_killed_worker_process_stops_the_tournament_and_a_rerun_finishes_it(tm
     assert len(lines) == len({(tuple(r["pair"]), r["index"]) for r in lines}) == 3 * 300
 
 
+@pytest.mark.process
 def test_the_worker_processes_of_a_killed_tournament_end_with_it(tmp_path):
     proc = start_tournament([*SLOW, "--games", 2000, "--output_dir", tmp_path / "t"])
     workers = first_game_and_workers(proc, tmp_path / "t")
@@ -549,6 +577,7 @@ def test_the_worker_processes_of_a_killed_tournament_end_with_it(tmp_path):
             os.kill(pid, signal.SIGKILL)
 
 
+@pytest.mark.process
 def test_ctrl_c_stops_the_worker_processes_and_a_rerun_finishes(tmp_path):
     out = tmp_path / "t"
     args = [*SLOW, "--games", 300, "--output_dir", out]
@@ -566,6 +595,7 @@ def test_ctrl_c_stops_the_worker_processes_and_a_rerun_finishes(tmp_path):
     assert len(lines) == len({(tuple(r["pair"]), r["index"]) for r in lines}) == 3 * 300
 
 
+@pytest.mark.process
 def test_two_worker_processes_give_the_same_games_as_one(tmp_path):
     args = ["--game", "connect_four", "--players", "random", "first_legal", "one_step_lookahead",
             "--games", 10]  # fmt: skip
@@ -580,6 +610,7 @@ def test_two_worker_processes_give_the_same_games_as_one(tmp_path):
     assert by_key(tmp_path / "one") == by_key(tmp_path / "two")
 
 
+@pytest.mark.process
 def test_policy_artefacts_of_a_run_enter_by_step(tmp_path):
     run = tmp_path / "ttt"
     train = subprocess.run(

@@ -21,7 +21,10 @@ EVAL_KEYS = ("eval/return_mean", "eval/return_std", "eval/length_mean")
 WARNING = "MLflow tracking is off for the rest of this run"
 
 # MLflow's SQL store, read back in this process, trips a SQLAlchemy deprecation.
-pytestmark = pytest.mark.filterwarnings("ignore:The ``noload`` loader strategy")
+pytestmark = [
+    pytest.mark.process,
+    pytest.mark.filterwarnings("ignore:The ``noload`` loader strategy"),
+]
 needs_mlflow = pytest.mark.skipif(
     importlib.util.find_spec("mlflow") is None, reason="MLflow comes with the tracking extra"
 )

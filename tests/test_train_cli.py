@@ -27,6 +27,7 @@ def error_line(proc):
     return lines[0]
 
 
+@pytest.mark.process
 @pytest.mark.parametrize(
     "args, expected",
     [
@@ -106,6 +107,7 @@ def test_bad_input_is_one_line_exit_2_and_writes_nothing(tmp_path, args, expecte
     assert not out.exists()
 
 
+@pytest.mark.process
 def test_missing_output_dir_and_hparams(tmp_path):
     proc = run("--hparams", "ppo_tiny")
     assert proc.returncode == 2 and "--output_dir is required" in error_line(proc)
@@ -114,6 +116,7 @@ def test_missing_output_dir_and_hparams(tmp_path):
     assert not (tmp_path / "x").exists()
 
 
+@pytest.mark.process
 def test_help_says_evaluation_acts_with_the_sets_eval_act_select():
     # It said "Greedy episodes"; the Atari DQN sets evaluate epsilon-greedy.
     proc = run("--help")
@@ -121,6 +124,7 @@ def test_help_says_evaluation_acts_with_the_sets_eval_act_select():
     assert "acted with the hparams' eval_act_select" in " ".join(proc.stdout.split())
 
 
+@pytest.mark.process
 def test_list_prints_every_kind():
     proc = run("--list")
     assert proc.returncode == 0
@@ -129,6 +133,7 @@ def test_list_prints_every_kind():
     assert "  ppo_cartpole" in proc.stdout
 
 
+@pytest.mark.process
 def test_other_runs_hparams_are_refused_unless_asked(tmp_path):
     out = tmp_path / "run"
     assert run("--hparams", "ppo_tiny", "--output_dir", str(out)).returncode == 0
@@ -216,6 +221,7 @@ def test_kill_9_then_rerun_resumes_without_doubling(tmp_path):
     assert tb == sorted(set(tb)) and tb[-1] == 20000
 
 
+@pytest.mark.process
 def test_ctrl_c_saves_a_checkpoint_and_exits_130(tmp_path):
     # No periodic checkpoint falls inside the run, so the one found afterwards is the
     # signal's. The signal is sent once a progress line shows the run past step 64.
@@ -270,6 +276,7 @@ def test_ctrl_c_saves_a_checkpoint_and_exits_130(tmp_path):
     assert step % 32 == 0  # at a rollout boundary (2 envs x 16 steps)
 
 
+@pytest.mark.process
 def test_a_budget_that_ends_mid_rollout_says_where_the_run_ends(tmp_path):
     # ppo_tiny's rollout: 2 envs x 16 steps = 32; 250 ends inside the eighth.
     proc = run("--hparams", "ppo_tiny", "--train_steps", "250", "--output_dir", str(tmp_path / "r"))
@@ -281,6 +288,7 @@ def test_a_budget_that_ends_mid_rollout_says_where_the_run_ends(tmp_path):
     assert json.loads(proc.stdout.splitlines()[-1])["step"] == 256
 
 
+@pytest.mark.unit
 def test_the_progress_line_counts_down_to_zero_and_not_below():
     import collections
     import types

@@ -23,6 +23,8 @@ from werkzeug.test import Client
 from rl import video
 from rl.logbook import Logbook
 
+pytestmark = pytest.mark.unit
+
 NUM_FRAMES = 20
 
 

@@ -9,6 +9,8 @@ import tensorflow as tf
 from rl.algos.grad_comp.gae import gae_advantages
 from rl.algos.grad_comp.vtrace import vtrace_loss, vtrace_targets
 
+pytestmark = pytest.mark.unit
+
 MODES = {"eager": lambda f: f, "tf.function": tf.function}
 INF = 1e9  # a threshold that clips nothing
 

@@ -120,6 +120,7 @@ def chunk(worker, n, fresh, first_obs):
     )
 
 
+@pytest.mark.process
 def test_actor_processes_import_no_tensorflow():
     code = (
         "import sys, rl.workers.process, rl.workers.messages, rl.envs; "
@@ -129,6 +130,7 @@ def test_actor_processes_import_no_tensorflow():
     assert out.stdout.strip() == "False", out.stderr
 
 
+@pytest.mark.unit
 def test_a_round_is_every_workers_chunk_side_by_side_in_worker_order():
     from rl.workers.experience import MergedRound
 
@@ -144,6 +146,7 @@ def test_a_round_is_every_workers_chunk_side_by_side_in_worker_order():
     assert merged.exhausted
 
 
+@pytest.mark.unit
 def test_each_round_acts_with_the_weights_its_grant_carried():
     # Grants that reach a worker together still give each round the weights sent with
     # it, so the policy lag follows the round, not timing, and a seed gives one run.
@@ -204,6 +207,7 @@ def spec_for(env, index=0):
     )  # fmt: skip
 
 
+@pytest.mark.process
 def test_a_process_started_early_becomes_a_worker_and_writes_to_its_log(tmp_path):
     from rl.workers import pool
     from rl.workers.messages import ErrorReport
@@ -226,6 +230,7 @@ def test_a_process_started_early_becomes_a_worker_and_writes_to_its_log(tmp_path
     assert not alive(early[1])
 
 
+@pytest.mark.process
 def test_a_process_that_died_before_it_was_taken_is_replaced(tmp_path):
     from rl.workers import pool
     from rl.workers.messages import ErrorReport
@@ -245,6 +250,7 @@ def test_a_process_that_died_before_it_was_taken_is_replaced(tmp_path):
         launcher.close()
 
 
+@pytest.mark.unit
 def test_ray_actors_started_early_are_the_ones_the_pool_prepares():
     # The pool's prepare(count) tops up to count: it starts no second set beside them.
     from collections import deque
@@ -262,6 +268,7 @@ def test_ray_actors_started_early_are_the_ones_the_pool_prepares():
     assert len(started) == 3
 
 
+@pytest.mark.unit
 def test_a_worker_takes_the_learners_environment_of_when_it_becomes_one(monkeypatch, tmp_path):
     # A process started early began before the learner set the run's variables
     # (RL_RUN_DIR: self-play envs find the run's policies there).
@@ -290,6 +297,7 @@ def test_a_worker_takes_the_learners_environment_of_when_it_becomes_one(monkeypa
     assert spec.index == 1 and pool.waiting_early() == []
 
 
+@pytest.mark.unit
 def test_a_ray_actor_takes_the_learners_rl_variables_and_keeps_its_nodes_own():
     from rl.workers import process
     from rl.workers.messages import ProcessSetup
@@ -339,6 +347,7 @@ cli.main(["train.py"])
 """
 
 
+@pytest.mark.process
 @pytest.mark.parametrize("sys_name", ["local", "ray"])
 def test_train_starts_workers_before_it_imports_tensorflow(tmp_path, sys_name):
     # Their start-up then runs beside the learner's import; ones the run never takes
@@ -394,6 +403,7 @@ class _PipeLauncher:
         return self._Idle(), ours
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("ahead", [1, 3])
 def test_workers_start_with_the_rounds_the_first_take_would_grant(ahead):
     # So they play while the learner traces its update (Learner.warm_up).
@@ -422,6 +432,7 @@ def test_workers_start_with_the_rounds_the_first_take_would_grant(ahead):
     pool.close()
 
 
+@pytest.mark.process
 @pytest.mark.parametrize("hparams", ["ppo_tiny", "dqn_tiny"])
 def test_workers_train_checkpoint_and_resume_with_another_worker_count(tmp_path, hparams):
     out = str(tmp_path / "run")
@@ -445,6 +456,7 @@ def test_workers_train_checkpoint_and_resume_with_another_worker_count(tmp_path,
     assert scalars["workers/restarts"][-1] == 0.0
 
 
+@pytest.mark.process
 def test_an_off_policy_run_with_workers_is_the_same_run_for_a_seed(tmp_path):
     # IMPALA's actors play three rounds ahead; which weights each round used must not
     # depend on how fast the processes happened to be.
@@ -459,6 +471,7 @@ def test_an_off_policy_run_with_workers_is_the_same_run_for_a_seed(tmp_path):
     assert finals[0] == finals[1]
 
 
+@pytest.mark.process
 def test_a_killed_worker_is_restarted_and_training_goes_on(tmp_path):
     out = str(tmp_path / "run")
     proc = start(*LONG_RUN, "--output_dir", out, "--train_steps", "8000")
@@ -473,6 +486,7 @@ def test_a_killed_worker_is_restarted_and_training_goes_on(tmp_path):
     assert json.loads(stdout.splitlines()[-1])["step"] == 8000
 
 
+@pytest.mark.process
 def test_an_env_that_raises_restarts_its_worker_then_the_budget_stops_the_run(tmp_path):
     # flaky_cartpole at 1 crash in 2,000 steps; seed 0's first comes at step ~480, after
     # ppo_tiny's checkpoints at 128-384.
@@ -513,6 +527,7 @@ def test_an_env_that_raises_restarts_its_worker_then_the_budget_stops_the_run(tm
     assert kept < 6144
 
 
+@pytest.mark.process
 def test_ctrl_c_saves_one_checkpoint_and_stops_every_worker(tmp_path):
     out = str(tmp_path / "run")
     proc = start(*LONG_RUN, "--output_dir", out)
@@ -530,6 +545,7 @@ def test_ctrl_c_saves_one_checkpoint_and_stops_every_worker(tmp_path):
     assert not any(alive(pid) for pid in pids)
 
 
+@pytest.mark.process
 @pytest.mark.parametrize("when", ["at start-up", "while training"])
 def test_kill_9_of_the_learner_leaves_no_actor_process(tmp_path, when):
     # At start-up: as soon as both exist, while the learner still imports TensorFlow
@@ -551,6 +567,7 @@ def test_kill_9_of_the_learner_leaves_no_actor_process(tmp_path, when):
     wait_for(lambda: not any(alive(pid) for pid in pids), "the workers to exit", timeout=30)
 
 
+@pytest.mark.process
 def test_bad_worker_counts_are_one_line_and_write_nothing(tmp_path):
     out = tmp_path / "run"
     proc = run("--hparams", "ppo_tiny", "--output_dir", str(out), "--num_workers", "3")
@@ -565,6 +582,7 @@ def test_bad_worker_counts_are_one_line_and_write_nothing(tmp_path):
     assert not out.exists()
 
 
+@pytest.mark.process
 def test_ray_actors_run_the_same_actor_code_and_ray_stops_with_the_run(tmp_path):
     pytest.importorskip("ray")
     out = str(tmp_path / "run")
@@ -587,6 +605,7 @@ def test_ray_actors_run_the_same_actor_code_and_ray_stops_with_the_run(tmp_path)
     wait_for(lambda: not any(alive(pid) for pid in daemons), "its local Ray to stop", timeout=30)
 
 
+@pytest.mark.process
 def test_an_unreachable_ray_address_is_one_line_and_writes_nothing(tmp_path):
     pytest.importorskip("ray")
     out = tmp_path / "run"
@@ -602,6 +621,7 @@ def test_an_unreachable_ray_address_is_one_line_and_writes_nothing(tmp_path):
     assert not out.exists()
 
 
+@pytest.mark.process
 def test_a_cluster_with_token_authentication_is_joined_with_its_token_or_refused_in_one_line(
     tmp_path,
 ):
@@ -660,6 +680,7 @@ def test_a_cluster_with_token_authentication_is_joined_with_its_token_or_refused
         shutil.rmtree(ray_tmp, ignore_errors=True)
 
 
+@pytest.mark.unit
 def test_a_refused_ray_client_is_told_where_the_token_goes(monkeypatch):
     ray = pytest.importorskip("ray")
     from rl.workers.ray_actors import _token_refusal
@@ -690,6 +711,7 @@ def test_a_refused_ray_client_is_told_where_the_token_goes(monkeypatch):
     assert _token_refusal("[W] version mismatch", failed) is None  # Ray's own words then
 
 
+@pytest.mark.process
 def test_without_an_address_a_local_ray_starts_even_where_ray_start_left_one(tmp_path, monkeypatch):
     # `ray start --head` writes its address to $RAY_TMPDIR/ray/ray_current_cluster,
     # and the file stays when that cluster dies unstopped. Joining it was refused
@@ -715,6 +737,7 @@ def test_without_an_address_a_local_ray_starts_even_where_ray_start_left_one(tmp
         shutil.rmtree(ray_tmp, ignore_errors=True)
 
 
+@pytest.mark.unit
 def test_a_local_ray_gets_the_actors_environment_as_it_starts_and_the_learner_keeps_its_own(
     monkeypatch,
 ):
@@ -761,6 +784,7 @@ class SpecStandIn:
     parent_pid: int
 
 
+@pytest.mark.unit
 def test_ray_actors_connecting_in_any_order_each_get_their_own_spec(monkeypatch):
     # prepare() starts every actor at once; each connection is filed under the token its
     # actor sends first, so spawn() gives each spec to the actor it took. Ray's side is
@@ -824,6 +848,7 @@ def test_ray_actors_connecting_in_any_order_each_get_their_own_spec(monkeypatch)
     assert launcher.listener._listener is None and launcher.connections == {}
 
 
+@pytest.mark.unit
 def test_a_ray_actor_that_dies_as_it_starts_is_a_worker_failure_not_a_traceback(monkeypatch):
     # Ray's answer for an actor that died is faked: no local Ray starts.
     ray = pytest.importorskip("ray")
@@ -842,6 +867,7 @@ def test_a_ray_actor_that_dies_as_it_starts_is_a_worker_failure_not_a_traceback(
     launcher.close()
 
 
+@pytest.mark.unit
 def test_a_ray_actor_that_fails_before_connecting_back_is_reported_at_once(monkeypatch):
     ray = pytest.importorskip("ray")
     from rl.workers.pool import WorkerFailure
@@ -862,6 +888,7 @@ def test_a_ray_actor_that_fails_before_connecting_back_is_reported_at_once(monke
     launcher.close()
 
 
+@pytest.mark.process
 def test_with_workers_the_learner_traces_its_update_before_the_first_round(tmp_path):
     # Experiment calls Learner.warm_up as the workers start: the first update reuses the
     # trace made before any round arrived.
