@@ -1,6 +1,6 @@
 """Learning thresholds: the shipped hparam sets must solve their task.
 
-Slow (a full run each, 1-2 minutes here): `python -m pytest -m "not slow" tests` skips them.
+Slow (a full run each, 1-2 minutes here): marked `slow`, so `python -m pytest -m unit` and `-m process` leave them out.
 """
 
 import importlib.util
