@@ -31,7 +31,7 @@ def build(name, **changes):
 def fill_rollout(agent, envs, shift=0.0):
     """Steps until the PPO rollout is full; the recorded log-probs are moved by ``shift``."""
     obs, _ = envs.reset(seed=0)
-    while not agent.learner.rollout.full:
+    while not agent.learner.memory.full:
         actions, extras = agent.actor.act(obs)
         next_obs, rewards, terminated, truncated, _ = envs.step(agent.actor.to_env(actions))
         agent.learner.observe(
@@ -201,7 +201,7 @@ def test_gaussian_ppo_acts_stores_and_learns_float_actions_in_the_box():
     assert actions.dtype == np.float32 and actions.shape == (2, 1)
     assert extras["log_prob"].shape == (2,)
     fill_rollout(agent, envs)
-    assert agent.learner.rollout.data()["actions"].shape == (8, 2, 1)
+    assert agent.learner.memory.data()["actions"].shape == (8, 2, 1)
     metrics = agent.learner.update()
     assert np.isfinite(metrics["loss"])
     single = agent.compute_action(obs[0])
@@ -334,7 +334,7 @@ def test_without_checkpoint_replay_a_run_resumes_and_refills_its_replay(tmp_path
     exp.close()
     assert not list((out / "checkpoints").glob("replay-*"))
     again = Experiment("dqn_tiny", str(out), overrides=overrides, verbose=False)
-    assert again.step == 128 and len(again.agent.learner.replay) == 0
+    assert again.step == 128 and len(again.agent.learner.memory.replay) == 0
     updates = again.agent.learner.counters["updates"]
     result = again.train()
     assert result["step"] == 256 and np.isfinite(result["loss"])

@@ -13,5 +13,5 @@ registry.agents.declare("impala", "rl.agents.impala:IMPALALearner")
 registry.agents.declare("a2c", "rl.agents.a2c:A2CLearner")
 registry.agents.declare("vpg", "rl.agents.a2c:A2CLearner")  # with value_steps
 registry.agents.declare("sac", "rl.agents.continuous:SACLearner")
-registry.agents.declare("td3", "rl.agents.continuous:DeterministicActorCriticLearner")
-registry.agents.declare("ddpg", "rl.agents.continuous:DeterministicActorCriticLearner")
+registry.agents.declare("td3", "rl.agents.continuous:TD3Learner")
+registry.agents.declare("ddpg", "rl.agents.continuous:TD3Learner")
