@@ -52,6 +52,10 @@ class HParams:
     A subclass that only changes a field's default keeps the base's limits.
     """
 
+    # Beyond run_folder.CHECKPOINT_SHAPE_FIELDS, what a class's checkpoints are laid out
+    # by (a class attribute, not a field: it has no annotation).
+    checkpoint_shape_fields = ()
+
     agent: str = named("", "agents")  # registered agent name, e.g. "ppo"
     model: str = named("", "models")  # registered model name, e.g. "actor_critic"
     act_select: str = named("", "act_select")  # registered act_select used while training

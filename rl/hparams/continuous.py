@@ -9,11 +9,13 @@ import dataclasses
 from typing import Optional, Tuple
 
 from rl import registry
-from rl.algos.noise import NOISE_PROCESSES
 from rl.fields import bounded, named, one_of, positive
 from rl.hparams.base import HParams
 from rl.hparams.replay import ReplaySettings
 from rl.models.settings import ModelSettings
+
+# What TD3 and DDPG actors may add to mu(s) (rl/algos/noise.py builds the second).
+NOISE_PROCESSES = ("gaussian", "ornstein_uhlenbeck")
 
 
 @dataclasses.dataclass(frozen=True)
