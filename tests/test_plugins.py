@@ -96,7 +96,7 @@ from rl.agents.ppo import PPOLearner
 
 
 class HalvedPPO(PPOLearner):
-    """PPO's update, with the loss its hparams name."""
+    pass  # PPO's update, with the loss its hparams name
 """
 
 

@@ -353,7 +353,7 @@ def test_with_checkpoint_replay_the_replay_file_sits_beside_each_checkpoint(tmp_
     assert names == ["replay-128.npz", "replay-256.npz"]
 
 
-@pytest.mark.parametrize("name, memory", [("ppo_tiny", "rollout"), ("dqn_tiny", "replay")])
+@pytest.mark.parametrize("name, memory", [("ppo_tiny", "buffer"), ("dqn_tiny", "replay")])
 def test_a_nature_cnn_learns_from_uint8_images_kept_as_bytes(name, memory):
     changes = {"learning_starts": 0} if name == "dqn_tiny" else {}
     agent, envs = build(
@@ -362,7 +362,7 @@ def test_a_nature_cnn_learns_from_uint8_images_kept_as_bytes(name, memory):
     obs, _ = envs.reset(seed=0)
     assert obs.dtype == np.uint8 and obs.shape == (2, 40, 40, 1)
     learner = agent.learner
-    assert getattr(learner, memory).specs["obs"].dtype == np.uint8
+    assert getattr(learner.memory, memory).specs["obs"].dtype == np.uint8
     before = [v.numpy().copy() for v in learner.model.trainable_variables]
     metrics = None
     for _ in range(64):
@@ -405,7 +405,7 @@ def _act_with_lost_lives(hparams, life_loss_terminal):
 
 @pytest.mark.parametrize("life_loss_terminal", [False, True])
 def test_a_lost_life_ends_an_episode_for_learning_only_when_asked(life_loss_terminal):
-    stored = _act_with_lost_lives("ppo_tiny", life_loss_terminal).rollout.data()
+    stored = _act_with_lost_lives("ppo_tiny", life_loss_terminal).memory.data()
     assert "life_lost" not in stored  # read by the learner, not kept
     expected = [[False, False], [life_loss_terminal, False], [False, False]]
     np.testing.assert_array_equal(stored["terminated"][:3], expected)
@@ -413,7 +413,7 @@ def test_a_lost_life_ends_an_episode_for_learning_only_when_asked(life_loss_term
 
 @pytest.mark.parametrize("life_loss_terminal", [False, True])
 def test_dqn_replays_a_lost_life_as_terminal_and_its_episode_as_going_on(life_loss_terminal):
-    replay = _act_with_lost_lives("dqn_tiny", life_loss_terminal).replay
+    replay = _act_with_lost_lives("dqn_tiny", life_loss_terminal).memory.replay
     assert "life_lost" not in replay.fields
     # Each env's transitions sit in slots 0, 1, 2 of its ring.
     expected = [[False, False], [life_loss_terminal, False], [False, False]]
