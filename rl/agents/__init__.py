@@ -1,7 +1,12 @@
 """agents: Agent = Model + Algo, one module per algorithm family.
 
-``base.py`` holds what all agents share (acting, counters, checkpoint items,
-policy export); ``ppo.py`` and ``dqn.py`` add their memory and update step.
+``base.py`` holds the Agent (a learner and its actors), ``actor.py`` acting, and
+``learner.py`` what every learner shares (model, optimizer, counters, publishing,
+checkpoint items). Each algorithm's learner subclasses ``Learner`` once and reads
+top to bottom in its own module: ``ppo.py``, ``a2c.py`` (A2C and VPG),
+``impala.py``, ``dqn.py``, ``continuous.py`` (SAC, TD3 and DDPG). What they
+compose lives in ``rollouts.py`` (the rollout, GAE, minibatches) and
+``off_policy.py`` (the replay feed, target syncs).
 """
 
 from rl import registry
