@@ -38,7 +38,7 @@ from rl.envs import make_vec_env
 from rl.errors import CheckpointError, RunConflictError  # noqa: F401  (re-exported)
 from rl.evaluation import Evaluator
 from rl.hparams.base import HParams, HParamsError
-from rl.hparams.resolve import HPARAMS_FILE, check_fits, load_run_hparams, resolve_hparams
+from rl.hparams.resolve import HPARAMS_FILE, load_run_hparams, resolve_hparams
 from rl.logbook import recent_scalars
 from rl.policy import RUN_DIR_VARIABLE, tidy_policies, write_policy_artefact
 from rl.run_folder import (  # noqa: F401  (re-exported: older callers import them from here)
@@ -74,7 +74,6 @@ def build_envs_and_agent(hp: HParams, num_envs: Optional[int] = None):
         num_envs: env copies to build here (default ``hp.num_envs``; one when
             actor processes step them and this process only reads the spaces).
     """
-    check_fits(hp, registry.agents.get(hp.agent).fitting_components)
     envs = make_vec_env(hp.env, num_envs or hp.num_envs, hp.vectorization)
     try:
         agent = Agent(hp, envs.single_observation_space, envs.single_action_space)

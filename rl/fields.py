@@ -22,7 +22,7 @@ class Limits:
 
     Numbers lie in [low, high] (``(low, high]`` if ``open_low``); for a tuple
     field that holds for each item and ``max_items`` bounds its length. A
-    string is one of ``choices``, or a name registered in ``registry.ALL[kind]``.
+    string is a name registered in ``registry.ALL[kind]``, or one of ``choices``, or both.
     """
 
     low: Optional[float] = None
@@ -71,11 +71,13 @@ def one_of(default: str, choices: Tuple[str, ...]) -> Any:
     return _declare(default, Limits(choices=choices))
 
 
-def named(default: str, kind: str) -> Any:
+def named(default: str, kind: str, choices: Tuple[str, ...] = ()) -> Any:
     """A string field naming something registered (``kind`` is a key of registry.ALL).
 
     Args:
         default: the field's default.
         kind: which registry; "envs" also accepts any Gymnasium id.
+        choices: if given, the only registered names valid here (e.g. the losses
+            an algorithm's update can call).
     """
-    return _declare(default, Limits(kind=kind))
+    return _declare(default, Limits(choices=choices, kind=kind))

@@ -194,13 +194,14 @@ def load_host_policy(path: str, observation_space, action_space):
     from rl.hparams.resolve import hparams_class
     from rl.models.distributions import action_head
     from rl.models.host import HostPolicy, QHeadLayout, masked_actions
+    from rl.models.settings import QHeadSettings
 
     meta = read_artefact(path)
     values = meta["hparams"]
     hp = from_dict(hparams_class(values.get("agent", "")), values)
     head = action_head(action_space)
-    clip = hp.observation_clip if getattr(hp, "normalize_observations", False) else None
-    if getattr(hp, "torso", "mlp") != "mlp" or getattr(hp, "noisy", False):
+    clip = hp.observation_clip if hp.normalize_observations else None
+    if hp.torso != "mlp" or (isinstance(hp, QHeadSettings) and hp.noisy):
         raise PolicyArtefactError(f"{path}: only MLP, non-noisy models act in NumPy here")
     if hp.model == "actor_critic" and head.kind == "categorical":
         layout = None

@@ -70,7 +70,7 @@ CHECKPOINT_SHAPE_FIELDS = frozenset(
 def checkpoint_shape_fields(hp: HParams) -> frozenset:
     """CHECKPOINT_SHAPE_FIELDS plus what the agent's hparams class adds (DQN's
     replay file is laid out by num_envs)."""
-    return CHECKPOINT_SHAPE_FIELDS | frozenset(getattr(type(hp), "checkpoint_shape_fields", ()))
+    return CHECKPOINT_SHAPE_FIELDS | frozenset(type(hp).checkpoint_shape_fields)
 
 
 class SeparateState(Protocol):

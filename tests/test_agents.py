@@ -9,6 +9,7 @@ import tensorflow as tf
 
 from rl import catalog, registry  # noqa: F401
 from rl.agents.base import Agent, act_and_observe
+from rl.agents.off_policy import ReplayFeed
 from rl.envs import make_vec_env
 from rl.experiment import Experiment, load
 
@@ -71,7 +72,7 @@ def test_checkpoint_round_trip_restores_everything(tmp_path, hparams):
         v.numpy().copy() for k in optimizers for v in learner.checkpoint_items()[k].variables
     ]
     saved_counters = (learner.counters.as_dict(), first.counters.as_dict())
-    replay = getattr(learner, "replay", None)
+    replay = learner.memory.replay if isinstance(learner.memory, ReplayFeed) else None
     # Draws from a copy of the state, so the original's next draws stay untouched.
     expected_sample = replay.sample((2, 8)).batch if replay is not None else None
     expected_actions = [first.agent.actor.act(obs, first.step)[0] for _ in range(3)]
@@ -94,8 +95,8 @@ def test_checkpoint_round_trip_restores_everything(tmp_path, hparams):
     for expected in expected_actions:
         np.testing.assert_array_equal(expected, second.agent.actor.act(obs, second.step)[0])
     if replay is not None:
-        assert len(restored.replay) == len(replay)
-        for name, value in restored.replay.sample((2, 8)).batch.items():
+        assert len(restored.memory.replay) == len(replay)
+        for name, value in restored.memory.replay.sample((2, 8)).batch.items():
             np.testing.assert_array_equal(value, expected_sample[name])
         for a, b in zip(weights(learner.target_model), weights(restored.target_model)):
             np.testing.assert_array_equal(a, b)

@@ -107,8 +107,8 @@ def test_dqn_stores_each_atari_frame_once():
     env = make_env("ALE/Pong-v5")
     hp = registry.hparams.get("dqn_atari")().replace(env="ALE/Pong-v5", buffer_size=1_000)
     learner = registry.agents.get("dqn")(hp, env.observation_space, env.action_space)
-    assert learner.replay.frame_stack == 4
-    assert learner.replay.frames.shape[2:] == (84, 84)  # one frame per slot, not four
+    assert learner.memory.replay.frame_stack == 4
+    assert learner.memory.replay.frames.shape[2:] == (84, 84)  # one frame per slot, not four
     env.close()
 
 

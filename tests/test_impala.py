@@ -87,7 +87,7 @@ def test_update_weighs_a_lagging_behaviour_policy_by_pi_over_mu():
     )
     before = [v.numpy().copy() for v in model.trainable_variables]
     metrics = learner.update()
-    assert metrics is not None and len(learner.rollout) == 0
+    assert metrics is not None and len(learner.memory) == 0
     np.testing.assert_allclose(metrics["rho"], data["ratios"].mean(), rtol=1e-4)
     assert metrics["rho_clipped"] == pytest.approx((data["ratios"] > 1.0).mean())
     assert 0 < metrics["rho_clipped"] < 1  # the case exercises clipping both ways

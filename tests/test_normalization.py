@@ -125,10 +125,10 @@ def test_a_rollout_is_acted_and_learned_with_the_same_statistics_then_they_move_
     seen = []
     for _ in range(2):
         rollout_start = len(seen)
-        while not learner.rollout.full:
+        while not learner.memory.full:
             seen.append(obs.copy())
             obs, _ = act_and_observe(agent.actor, learner, envs, obs, 0)
-        data = learner.rollout.data()
+        data = learner.memory.data()
         # The learner's model holds the statistics the actor acted with: it recomputes
         # the recorded log-probs exactly, so PPO's first ratio is 1.
         policy = learner.model.policy(tf.constant(data["obs"].reshape(-1, 4)))
@@ -170,7 +170,7 @@ def test_the_learner_stores_scaled_then_normalised_rewards():
             next_obs=zeros,
             log_prob=np.zeros(2, np.float32),
         )
-    stored = learner.rollout.data()["rewards"][:2]
+    stored = learner.memory.data()["rewards"][:2]
     # Scaled by 2 these are the rewards of the hand-computed ReturnScaler test.
     np.testing.assert_allclose(stored, [[1.0, 3.0], [1 / np.sqrt(0.625)] * 2], rtol=1e-6)
     envs.close()
@@ -192,7 +192,7 @@ def test_the_learner_stores_the_signs_of_rewards_then_scales_them():
             next_obs=zeros,
             log_prob=np.zeros(2, np.float32),
         )
-    stored = learner.rollout.data()["rewards"][:2]
+    stored = learner.memory.data()["rewards"][:2]
     np.testing.assert_array_equal(stored, [[0.5, -0.5], [0.0, 0.5]])
     envs.close()
 

@@ -23,7 +23,7 @@ import gymnasium as gym
 import numpy as np
 
 from rl import registry
-from rl.fields import one_of
+from rl.fields import named, one_of
 from rl.hparams.ppo import PPOHParams
 
 
@@ -74,7 +74,7 @@ registry.agents.declare("halved_ppo", "my_rl.agent:HalvedPPO")
 @dataclasses.dataclass(frozen=True)
 class HalvedPPOHParams(PPOHParams):
     agent: str = one_of("halved_ppo", ("halved_ppo",))
-    grad_comp: str = "halved_ppo_clip"
+    grad_comp: str = named("halved_ppo_clip", "grad_comp", ("halved_ppo_clip",))
 
 
 SETTINGS = dict(
@@ -98,7 +98,7 @@ from rl.agents.ppo import PPOLearner
 
 
 class HalvedPPO(PPOLearner):
-    fitting_components = {**PPOLearner.fitting_components, "grad_comp": ("halved_ppo_clip",)}
+    pass  # PPO's update, with the loss its hparams name
 """
 
 

@@ -217,12 +217,12 @@ def test_prioritised_updates_weight_the_loss_and_rewrite_the_sampled_priorities(
     envs = make_vec_env(hp.env, hp.num_envs)
     agent = Agent(hp, envs.single_observation_space, envs.single_action_space)
     learner = agent.learner
-    assert learner.prioritized and learner.replay.priority_exponent == 0.5
+    assert learner.memory.prioritized and learner.memory.replay.priority_exponent == 0.5
     obs, _ = envs.reset(seed=0)
     for _ in range(20):
         obs = act_and_observe(agent.actor, learner, envs, obs, agent.env_steps)[0]
-    tree = learner.replay.tree
-    before = tree.get(np.arange(learner.replay.num_envs * learner.replay.ring)).copy()
+    tree = learner.memory.replay.tree
+    before = tree.get(np.arange(learner.memory.replay.num_envs * learner.memory.replay.ring)).copy()
     assert set(np.unique(before)) <= {0.0, 1.0}  # new transitions enter at the max priority
     metrics = learner.update()
     assert metrics is not None and 0.4 < metrics["importance_exponent"] < 1.0

@@ -220,23 +220,23 @@ def test_plain_literals_of_the_declared_type_are_read(text, field, value):
 @pytest.mark.parametrize(
     "hparams, override, message",
     [
-        ("ppo_tiny", "grad_comp=gae", "hparam 'grad_comp' of agent 'ppo' must be one of ppo_clip"),
+        ("ppo_tiny", "grad_comp=gae", "hparam 'grad_comp' must be one of 'ppo_clip', got 'gae'"),
         (
             "dqn_tiny",
             "model=actor_critic",
-            "hparam 'model' of agent 'dqn' must be one of q_network",
+            "hparam 'model' must be one of 'q_network', got 'actor_critic'",
         ),
         ("ppo_tiny", "act_select=greedyy", "unknown act_select 'greedyy'"),
         # PPO's ratio assumes actions sampled from its own policy.
         (
             "ppo_tiny",
             "act_select=greedy",
-            "hparam 'act_select' of agent 'ppo' must be one of sample",
+            "hparam 'act_select' must be one of 'sample', got 'greedy'",
         ),
         (
             "dqn_tiny",
             "act_select=sample",
-            "hparam 'act_select' of agent 'dqn' must be one of epsilon_greedy, greedy",
+            "hparam 'act_select' must be one of 'epsilon_greedy', 'greedy', got 'sample'",
         ),
         ("ppo_tiny", "eval_act_select=nope", "unknown act_select 'nope'"),
         ("dqn_tiny", "eval_epsilon=1.5", "hparam 'eval_epsilon' must be in [0, 1], got 1.5"),

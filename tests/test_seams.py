@@ -31,7 +31,7 @@ def build(name, **changes):
 def fill_rollout(agent, envs, shift=0.0):
     """Steps until the PPO rollout is full; the recorded log-probs are moved by ``shift``."""
     obs, _ = envs.reset(seed=0)
-    while not agent.learner.rollout.full:
+    while not agent.learner.memory.full:
         actions, extras = agent.actor.act(obs)
         next_obs, rewards, terminated, truncated, _ = envs.step(agent.actor.to_env(actions))
         agent.learner.observe(
@@ -210,7 +210,7 @@ def test_gaussian_ppo_acts_stores_and_learns_float_actions_in_the_box():
     assert actions.dtype == np.float32 and actions.shape == (2, 1)
     assert extras["log_prob"].shape == (2,)
     fill_rollout(agent, envs)
-    assert agent.learner.rollout.data()["actions"].shape == (8, 2, 1)
+    assert agent.learner.memory.data()["actions"].shape == (8, 2, 1)
     metrics = agent.learner.update()
     assert np.isfinite(metrics["loss"])
     single = agent.compute_action(obs[0])
@@ -351,7 +351,7 @@ def test_without_checkpoint_replay_a_run_resumes_and_refills_its_replay(tmp_path
     exp.close()
     assert not list((out / "checkpoints").glob("replay-*"))
     again = Experiment("dqn_tiny", str(out), overrides=overrides, verbose=False)
-    assert again.step == 128 and len(again.agent.learner.replay) == 0
+    assert again.step == 128 and len(again.agent.learner.memory.replay) == 0
     updates = again.agent.learner.counters["updates"]
     result = again.train()
     assert result["step"] == 256 and np.isfinite(result["loss"])
@@ -372,7 +372,7 @@ def test_with_checkpoint_replay_the_replay_file_sits_beside_each_checkpoint(tmp_
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name, memory", [("ppo_tiny", "rollout"), ("dqn_tiny", "replay")])
+@pytest.mark.parametrize("name, memory", [("ppo_tiny", "buffer"), ("dqn_tiny", "replay")])
 def test_a_nature_cnn_learns_from_uint8_images_kept_as_bytes(name, memory):
     changes = {"learning_starts": 0} if name == "dqn_tiny" else {}
     agent, envs = build(
@@ -381,7 +381,7 @@ def test_a_nature_cnn_learns_from_uint8_images_kept_as_bytes(name, memory):
     obs, _ = envs.reset(seed=0)
     assert obs.dtype == np.uint8 and obs.shape == (2, 40, 40, 1)
     learner = agent.learner
-    assert getattr(learner, memory).specs["obs"].dtype == np.uint8
+    assert getattr(learner.memory, memory).specs["obs"].dtype == np.uint8
     before = [v.numpy().copy() for v in learner.model.trainable_variables]
     metrics = None
     for _ in range(64):
@@ -426,7 +426,7 @@ def _act_with_lost_lives(hparams, life_loss_terminal):
 @pytest.mark.unit
 @pytest.mark.parametrize("life_loss_terminal", [False, True])
 def test_a_lost_life_ends_an_episode_for_learning_only_when_asked(life_loss_terminal):
-    stored = _act_with_lost_lives("ppo_tiny", life_loss_terminal).rollout.data()
+    stored = _act_with_lost_lives("ppo_tiny", life_loss_terminal).memory.data()
     assert "life_lost" not in stored  # read by the learner, not kept
     expected = [[False, False], [life_loss_terminal, False], [False, False]]
     np.testing.assert_array_equal(stored["terminated"][:3], expected)
@@ -435,7 +435,7 @@ def test_a_lost_life_ends_an_episode_for_learning_only_when_asked(life_loss_term
 @pytest.mark.unit
 @pytest.mark.parametrize("life_loss_terminal", [False, True])
 def test_dqn_replays_a_lost_life_as_terminal_and_its_episode_as_going_on(life_loss_terminal):
-    replay = _act_with_lost_lives("dqn_tiny", life_loss_terminal).replay
+    replay = _act_with_lost_lives("dqn_tiny", life_loss_terminal).memory.replay
     assert "life_lost" not in replay.fields
     # Each env's transitions sit in slots 0, 1, 2 of its ring.
     expected = [[False, False], [life_loss_terminal, False], [False, False]]

@@ -1,7 +1,12 @@
 """agents: Agent = Model + Algo, one module per algorithm family.
 
-``base.py`` holds what all agents share (acting, counters, checkpoint items,
-policy export); ``ppo.py`` and ``dqn.py`` add their memory and update step.
+``base.py`` holds the Agent (a learner and its actors), ``actor.py`` acting, and
+``learner.py`` what every learner shares (model, optimizer, counters, publishing,
+checkpoint items). Each algorithm's learner subclasses ``Learner`` once and reads
+top to bottom in its own module: ``ppo.py``, ``a2c.py`` (A2C and VPG),
+``impala.py``, ``dqn.py``, ``continuous.py`` (SAC, TD3 and DDPG). What they
+compose lives in ``rollouts.py`` (the rollout, GAE, minibatches) and
+``off_policy.py`` (the replay feed, target syncs).
 """
 
 from rl import registry
@@ -13,5 +18,5 @@ registry.agents.declare("impala", "rl.agents.impala:IMPALALearner")
 registry.agents.declare("a2c", "rl.agents.a2c:A2CLearner")
 registry.agents.declare("vpg", "rl.agents.a2c:A2CLearner")  # with value_steps
 registry.agents.declare("sac", "rl.agents.continuous:SACLearner")
-registry.agents.declare("td3", "rl.agents.continuous:DeterministicActorCriticLearner")
-registry.agents.declare("ddpg", "rl.agents.continuous:DeterministicActorCriticLearner")
+registry.agents.declare("td3", "rl.agents.continuous:TD3Learner")
+registry.agents.declare("ddpg", "rl.agents.continuous:TD3Learner")

@@ -1,35 +1,42 @@
-"""A2C and VPG: GAE rollouts (policy_gradient.py) with one plain policy-gradient step each.
+"""A2C and VPG: on each full rollout, GAE, then one plain policy-gradient step on all of it.
 
 A2C (Mnih et al. 2016, synchronous): short rollouts from many env copies,
 n-step returns (gae_lambda 1) with a learned baseline. VPG (REINFORCE with a
 learned baseline, as in OpenAI Spinning Up) is the same learner with its sets'
 switch on: long rollouts, one policy step per batch, then ``value_steps`` steps
-fitting the baseline alone, with their own optimizer.
+fitting the baseline alone, with their own optimizer. The update is one compiled call.
 """
 
-from typing import Dict
+from typing import Dict, Optional
 
 from rl._tf import tf
-from rl.agents.learner import run_gradient_steps
+from rl.agents.learner import Learner, run_gradient_steps
 from rl.agents.optimizers import build_optimizer
-from rl.agents.policy_gradient import PolicyGradientLearner
+from rl.agents.rollouts import (
+    RolloutMemory,
+    advantages_over_rollout,
+    epochs_of_minibatches,
+    explained_variance,
+    standardized,
+)
 from rl.hparams.a2c import A2CHParams
 
+METRICS = ("loss", "policy_loss", "value_loss", "entropy", "grad_norm")
 
-class A2CLearner(PolicyGradientLearner):
+
+class A2CLearner(Learner):
     """One policy-gradient step on each whole rollout, acted with the newest weights;
     then, if ``value_steps`` > 0 (VPG), that many steps of the baseline alone."""
 
-    fitting_components = {
-        "model": ("actor_critic",),
-        "grad_comp": ("policy_gradient",),
-        # The estimator assumes actions sampled from the policy itself.
-        "act_select": ("sample",),
-    }
-    metrics = ("loss", "policy_loss", "value_loss", "entropy", "grad_norm")
+    actor_extras = ("log_prob",)
+    on_policy = True
+    metrics = METRICS  # what the policy step reports
 
     def __init__(self, hp: A2CHParams, observation_space, action_space):
         super().__init__(hp, observation_space, action_space)
+        self.memory = RolloutMemory(observation_space, action_space, hp.rollout_steps, hp.num_envs)
+        self.check_divisible("num_envs * rollout_steps", hp.num_envs * hp.rollout_steps)
+        self._compiled_update = self.compile_update(self._update_step)
         self.value_optimizer = None
         if hp.value_steps:
             self.value_variables = self.model.value_net.trainable_variables
@@ -37,7 +44,40 @@ class A2CLearner(PolicyGradientLearner):
             self.value_optimizer = build_optimizer(hp, hp.value_learning_rate)
             self.value_optimizer.build(self.value_variables)
 
-    def _minibatch_loss(self, data: Dict[str, tf.Tensor]):
+    def update(self) -> Optional[Dict[str, float]]:
+        if not self.memory.full:
+            return None
+        # The schedule's step is where the rollout began, whatever its length.
+        learning_rate = self.learning_rate(self.env_steps - self.pending_steps())
+        outputs = self._compiled_update(self.memory.take(), tf.constant(learning_rate, tf.float32))
+        return self._finish_update(outputs, learning_rate=learning_rate)
+
+    def warm_up(self) -> None:
+        self._compiled_update.get_concrete_function(
+            self.memory.specs(), tf.TensorSpec((), tf.float32)
+        )
+
+    def _update_step(self, batch: Dict[str, tf.Tensor], learning_rate: tf.Tensor):
+        """GAE, one policy-gradient step on the [T, N] rollout, then VPG's baseline steps."""
+        hp = self.hp
+        self.optimizer.learning_rate.assign(learning_rate)
+        data = advantages_over_rollout(self.model.value, batch, hp.gamma, hp.gae_lambda)
+        # One epoch of one minibatch: the whole rollout, in the shuffled order its
+        # loss has always been summed in (one seed from the update's stream).
+        metrics = epochs_of_minibatches(data, [self.next_seed()], 1, self._policy_step, METRICS)
+        if self.value_optimizer is not None:
+            metrics.update(self._baseline_steps(data))
+        metrics["explained_variance"] = explained_variance(data["returns"], data["old_values"])
+        return self._update_outputs(metrics)
+
+    def _policy_step(self, data: Dict[str, tf.Tensor]) -> Dict[str, tf.Tensor]:
+        if self.hp.normalize_advantages:  # over the whole rollout, before any split
+            data = {**data, "advantages": standardized(data["advantages"])}
+        mean_loss, grad_norm, extras = self.minimize(self._loss, data)
+        return {"loss": mean_loss, "grad_norm": grad_norm, **extras}
+
+    def _loss(self, data: Dict[str, tf.Tensor]):
+        """The policy gradient's per-example loss [B] and extras on (a slice of) the rollout."""
         hp = self.hp
         head = self.model.head
         policy = self.model.policy(data["obs"])
@@ -51,9 +91,8 @@ class A2CLearner(PolicyGradientLearner):
             entropy_coef=hp.entropy_coef,
         )
 
-    def _after_gradient_steps(self, data: Dict[str, tf.Tensor]) -> Dict[str, tf.Tensor]:
-        if self.value_optimizer is None:
-            return {}
+    def _baseline_steps(self, data: Dict[str, tf.Tensor]) -> Dict[str, tf.Tensor]:
+        """VPG: ``value_steps`` steps of the baseline alone towards the rollout's returns."""
 
         def baseline_loss(data):
             return 0.5 * tf.square(self.model.value(data["obs"]) - data["returns"]), {}

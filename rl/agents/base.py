@@ -31,6 +31,7 @@ from rl.agents.actor import (  # noqa: F401  (act_and_observe re-exported)
 )
 from rl.agents.learner import Learner, NonFiniteError  # noqa: F401  (re-exported)
 from rl.hparams.base import HParams
+from rl.models.settings import ModelSettings
 
 
 class Agent:
@@ -44,7 +45,7 @@ class Agent:
             observation_space: the env's observation space (rl.envs wrappers applied).
             action_space: the env's action space.
         """
-        if hp.host_acting and getattr(hp, "torso", "mlp") != "mlp":
+        if hp.host_acting and isinstance(hp, ModelSettings) and hp.torso != "mlp":
             raise ValueError(
                 f"host_acting=true acts in NumPy, which runs MLP torsos only; with "
                 f"torso={hp.torso} set host_acting=false"

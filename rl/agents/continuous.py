@@ -1,100 +1,69 @@
 """Off-policy actor-critics for Box actions: TD3 and DDPG (deterministic), SAC (stochastic).
 
-Each update is a burst of gradient steps in one compiled call (off_policy.py).
-A gradient step pulls the critics towards the target the grad_comp builds
-(rl/algos/grad_comp/actor_critic_q.py), then steps the policy (TD3: every
-``policy_delay`` critic steps) and moves the target networks by Polyak
-averaging. Critics and policy have optimizers of their own; SAC adds its
+Each update is a burst of gradient steps on batches from the replay feed
+(off_policy.py), in one compiled call. A gradient step pulls the critics towards
+the target the grad_comp builds (rl/algos/grad_comp/actor_critic_q.py), then steps
+the policy (TD3: every ``policy_delay`` critic steps) and moves the target networks
+by Polyak averaging. Critics and policy have optimizers of their own; SAC adds its
 temperature's. Before ``learning_starts`` the actors play uniform actions.
+
+What both learners do alike (the burst around the gradient steps, the critics'
+step, the targets' sync) is written once, as functions of the learner, below them.
 """
 
 import functools
-from typing import Dict, List
+from typing import Callable, Dict, List, Optional, Sequence
 
 import numpy as np
 
 from rl._tf import tf
-from rl.agents.learner import run_gradient_steps
-from rl.agents.off_policy import BATCH_FIELDS, ReplayLearner, soft_update
+from rl.agents.learner import Learner, run_gradient_steps
+from rl.agents.off_policy import BATCH_FIELDS, ReplayFeed, divergence_warnings, soft_update
 from rl.agents.optimizers import build_optimizer
 from rl.algos.schedules import warmup_schedule
 
 METRICS = ("loss", "actor_loss", "q_mean", "target_mean", "grad_norm")
 
 
-class ActorCriticQLearner(ReplayLearner):
-    """What TD3, DDPG and SAC share: critics' step, policy optimizer, target networks."""
+class TD3Learner(Learner):
+    """TD3 (Fujimoto et al. 2018) and, with one critic, no delay and no smoothing, DDPG
+    (Lillicrap et al. 2016)."""
 
     metrics = METRICS
 
     def __init__(self, hp, observation_space, action_space):
         super().__init__(hp, observation_space, action_space)
+        self.check_divisible("batch_size", hp.batch_size)
+        self.memory = ReplayFeed(hp, observation_space, action_space)
         self.losses = self.grad_comp
         self.target_model = self.build_model()
         soft_update(self.target_model.variables, self.model.variables, 1.0)
-        # The base optimizer steps the critics; the policy has its own.
-        self.optimizer = build_optimizer(hp, hp.learning_rate)
-        self.optimizer.build(self.model.critic_variables())
-        self.actor_optimizer = build_optimizer(hp, hp.learning_rate)
-        self.actor_optimizer.build(self.model.policy_variables())
+        self.optimizer, self.actor_optimizer = critic_and_policy_optimizers(hp, self.model)
         self._compiled_update = self.compile_update(self._update_step)
 
     @classmethod
     def exploration_schedule(cls, hp):
-        # epsilon 1 (uniform actions, the act_select's other half) until learning starts.
-        return functools.partial(warmup_schedule, hp.learning_starts)
+        return uniform_until_learning_starts(hp)
 
-    def optimizers(self) -> List:
-        return [self.optimizer, self.actor_optimizer]
+    def update(self) -> Optional[Dict[str, float]]:
+        return learn_from_burst(self, self._compiled_update)
+
+    def warm_up(self) -> None:
+        trace_burst(self, self._compiled_update)
+
+    def warnings(self, metrics: Dict[str, float]) -> List[str]:
+        return divergence_warnings(
+            metrics, self.memory.replay.max_abs_reward, self.hp.gamma, self.env_steps
+        )
 
     def _update_step(
         self, batch: Dict[str, tf.Tensor], learning_rate: tf.Tensor, done_before: tf.Tensor
     ):
         """``gradient_steps`` steps over [G, B, ...] batches."""
-        for optimizer in self.optimizers():
-            optimizer.learning_rate.assign(learning_rate)
-
-        def gradient_step(g):
-            data = {name: batch[name][g] for name in BATCH_FIELDS}
-            done = done_before + tf.cast(g, tf.int64) + 1  # gradient steps after this one
-            return self._gradient_step(data, done)
-
-        metrics = run_gradient_steps(tf.shape(batch["actions"])[0], gradient_step, self.metrics)
-        return self._update_outputs(metrics)
-
-    def _critic_step(self, data: Dict[str, tf.Tensor], targets: tf.Tensor):
-        def loss_fn(d):
-            return self.losses.critic(self.model.critics(d["obs"], d["actions"]), d["targets"])
-
-        return self.minimize(
-            loss_fn,
-            {"obs": data["obs"], "actions": data["actions"], "targets": targets},
-            variables=self.model.critic_variables(),
-            optimizer=self.optimizer,
+        optimizers = [self.optimizer, self.actor_optimizer]
+        return gradient_steps_on_burst(
+            self, batch, learning_rate, done_before, optimizers, self._gradient_step
         )
-
-    def _sync_targets(self) -> tf.Tensor:
-        return soft_update(
-            self.target_model.variables, self.model.variables, self.hp.target_update_tau
-        )
-
-    def checkpoint_items(self):
-        return {
-            **super().checkpoint_items(),
-            "actor_optimizer": self.actor_optimizer,
-            "target_model": self.target_model,
-        }
-
-
-class DeterministicActorCriticLearner(ActorCriticQLearner):
-    """TD3 (Fujimoto et al. 2018) and, with one critic, no delay and no smoothing, DDPG
-    (Lillicrap et al. 2016)."""
-
-    fitting_components = {
-        "model": ("deterministic_actor_q",),
-        "grad_comp": ("deterministic_policy_gradient",),
-        "act_select": ("uniform_or_sample", "sample", "greedy"),
-    }
 
     def _gradient_step(self, data: Dict[str, tf.Tensor], done: tf.Tensor):
         hp = self.hp
@@ -104,7 +73,7 @@ class DeterministicActorCriticLearner(ActorCriticQLearner):
             data["discounts"],
             self.target_model.critics(data["next_obs"], next_actions),
         )
-        loss, grad_norm, extras = self._critic_step(data, targets)
+        loss, grad_norm, extras = step_critics(self, data, targets)
 
         def actor_step():
             actor_loss, _, _ = self.minimize(
@@ -114,7 +83,7 @@ class DeterministicActorCriticLearner(ActorCriticQLearner):
                 optimizer=self.actor_optimizer,
             )
             with tf.control_dependencies([actor_loss]):
-                synced = self._sync_targets()
+                synced = sync_targets(self)
             with tf.control_dependencies([synced]):
                 return tf.identity(actor_loss)
 
@@ -148,15 +117,17 @@ class DeterministicActorCriticLearner(ActorCriticQLearner):
         low, high = shift.reshape(-1) - scale, shift.reshape(-1) + scale
         return tf.clip_by_value(actions + noise * scale, low, high)
 
+    def checkpoint_items(self):
+        return {
+            **super().checkpoint_items(),
+            "actor_optimizer": self.actor_optimizer,
+            "target_model": self.target_model,
+        }
 
-class SACLearner(ActorCriticQLearner):
+
+class SACLearner(Learner):
     """Soft Actor-Critic (Haarnoja et al. 2018) with twin critics and a tuned temperature."""
 
-    fitting_components = {
-        "model": ("squashed_gaussian_q",),
-        "grad_comp": ("sac",),
-        "act_select": ("uniform_or_sample", "sample", "greedy"),
-    }
     metrics = (*METRICS, "alpha", "entropy")
 
     def __init__(self, hp, observation_space, action_space):
@@ -164,11 +135,39 @@ class SACLearner(ActorCriticQLearner):
         size = int(np.prod(action_space.shape))
         self.target_entropy = float(-size if hp.target_entropy is None else hp.target_entropy)
         super().__init__(hp, observation_space, action_space)
+        self.check_divisible("batch_size", hp.batch_size)
+        self.memory = ReplayFeed(hp, observation_space, action_space)
+        self.losses = self.grad_comp
+        self.target_model = self.build_model()
+        soft_update(self.target_model.variables, self.model.variables, 1.0)
+        self.optimizer, self.actor_optimizer = critic_and_policy_optimizers(hp, self.model)
+        self._compiled_update = self.compile_update(self._update_step)
         self.alpha_optimizer = build_optimizer(hp, hp.learning_rate)
         self.alpha_optimizer.build([self.log_alpha])
 
-    def optimizers(self) -> List:
-        return [*super().optimizers(), self.alpha_optimizer]
+    @classmethod
+    def exploration_schedule(cls, hp):
+        return uniform_until_learning_starts(hp)
+
+    def update(self) -> Optional[Dict[str, float]]:
+        return learn_from_burst(self, self._compiled_update)
+
+    def warm_up(self) -> None:
+        trace_burst(self, self._compiled_update)
+
+    def warnings(self, metrics: Dict[str, float]) -> List[str]:
+        return divergence_warnings(
+            metrics, self.memory.replay.max_abs_reward, self.hp.gamma, self.env_steps
+        )
+
+    def _update_step(
+        self, batch: Dict[str, tf.Tensor], learning_rate: tf.Tensor, done_before: tf.Tensor
+    ):
+        """``gradient_steps`` steps over [G, B, ...] batches."""
+        optimizers = [self.optimizer, self.actor_optimizer, self.alpha_optimizer]
+        return gradient_steps_on_burst(
+            self, batch, learning_rate, done_before, optimizers, self._gradient_step
+        )
 
     def _gradient_step(self, data: Dict[str, tf.Tensor], done: tf.Tensor):
         del done
@@ -183,7 +182,7 @@ class SACLearner(ActorCriticQLearner):
             next_log_probs,
             alpha,
         )
-        loss, grad_norm, extras = self._critic_step(data, targets)
+        loss, grad_norm, extras = step_critics(self, data, targets)
 
         def actor_loss_fn(d):
             actions, log_probs = self.model.sample_with_log_prob(d["obs"], d["noise"])
@@ -210,7 +209,7 @@ class SACLearner(ActorCriticQLearner):
             grads = tape.gradient(alpha_loss, [self.log_alpha])
             self.alpha_optimizer.apply_gradients(zip(grads, [self.log_alpha]))
         with tf.control_dependencies([actor_loss]):
-            synced = self._sync_targets()
+            synced = sync_targets(self)
         with tf.control_dependencies([synced]):
             return {
                 "loss": tf.identity(loss),
@@ -229,6 +228,96 @@ class SACLearner(ActorCriticQLearner):
     def checkpoint_items(self):
         return {
             **super().checkpoint_items(),
+            "actor_optimizer": self.actor_optimizer,
+            "target_model": self.target_model,
             "log_alpha": self.log_alpha,
             "alpha_optimizer": self.alpha_optimizer,
         }
+
+
+# --- what TD3 and SAC do alike ------------------------------------------------------
+def critic_and_policy_optimizers(hp, model) -> tuple:
+    """The critics' optimizer (the learner's ``optimizer``) and the policy's, built."""
+    critic_optimizer = build_optimizer(hp, hp.learning_rate)
+    critic_optimizer.build(model.critic_variables())
+    policy_optimizer = build_optimizer(hp, hp.learning_rate)
+    policy_optimizer.build(model.policy_variables())
+    return critic_optimizer, policy_optimizer
+
+
+def uniform_until_learning_starts(hp) -> Callable[[int], float]:
+    """epsilon 1 (uniform actions, the act_select's other half) until learning starts."""
+    return functools.partial(warmup_schedule, hp.learning_starts)
+
+
+def learn_from_burst(learner: Learner, compiled_update: Callable) -> Optional[Dict[str, float]]:
+    """The replay feed's next burst through the compiled update, if one is due."""
+    steps = learner.env_steps
+    batch = learner.memory.next_batch(steps)
+    if batch is None:
+        return None
+    learning_rate = learner.learning_rate(steps)
+    # Gradient steps so far: updates x gradient_steps (one place for the count).
+    done_before = learner.counters["updates"] * learner.hp.gradient_steps
+    outputs = compiled_update(
+        batch.data, tf.constant(learning_rate, tf.float32), tf.constant(done_before, tf.int64)
+    )
+    return learner._finish_update(outputs, learning_rate=learning_rate, **batch.info)
+
+
+def trace_burst(learner: Learner, compiled_update: Callable) -> None:
+    """Traces the compiled update for the bursts to come, without running it."""
+    compiled_update.get_concrete_function(
+        learner.memory.specs(), tf.TensorSpec((), tf.float32), tf.TensorSpec((), tf.int64)
+    )
+
+
+def gradient_steps_on_burst(
+    learner: Learner,
+    batch: Dict[str, tf.Tensor],
+    learning_rate: tf.Tensor,
+    done_before: tf.Tensor,
+    optimizers: Sequence,
+    gradient_step: Callable[[Dict[str, tf.Tensor], tf.Tensor], Dict[str, tf.Tensor]],
+):
+    """The compiled update's body: ``gradient_step`` on each [B, ...] batch of a burst.
+
+    Args:
+        learner: whose metrics and outputs these are.
+        batch: BATCH_FIELDS [G, B, ...].
+        learning_rate: every optimizer's rate for this burst.
+        done_before: gradient steps before this burst.
+        optimizers: all the learner steps with.
+        gradient_step: (data [B, ...], gradient steps done after this one) -> metrics.
+    """
+    for optimizer in optimizers:
+        optimizer.learning_rate.assign(learning_rate)
+
+    def step(g):
+        data = {name: batch[name][g] for name in BATCH_FIELDS}
+        done = done_before + tf.cast(g, tf.int64) + 1  # gradient steps after this one
+        return gradient_step(data, done)
+
+    metrics = run_gradient_steps(tf.shape(batch["actions"])[0], step, learner.metrics)
+    return learner._update_outputs(metrics)
+
+
+def step_critics(learner: Learner, data: Dict[str, tf.Tensor], targets: tf.Tensor):
+    """One step of the critics towards ``targets`` [B]; the mean loss, grad norm, extras."""
+
+    def loss_fn(d):
+        return learner.losses.critic(learner.model.critics(d["obs"], d["actions"]), d["targets"])
+
+    return learner.minimize(
+        loss_fn,
+        {"obs": data["obs"], "actions": data["actions"], "targets": targets},
+        variables=learner.model.critic_variables(),
+        optimizer=learner.optimizer,
+    )
+
+
+def sync_targets(learner: Learner) -> tf.Tensor:
+    """Moves the target networks towards the online ones by target_update_tau."""
+    return soft_update(
+        learner.target_model.variables, learner.model.variables, learner.hp.target_update_tau
+    )

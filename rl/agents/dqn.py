@@ -8,15 +8,15 @@ of the env step the actor passes in.
 Rainbow's pieces (Hessel et al. 2018) are switches on the same learner:
 ``double_q``, ``dueling`` and ``noisy`` (the model), ``num_atoms`` > 1 with
 ``grad_comp=categorical_td`` (C51), ``n_step`` (the replay) and
-``prioritized_replay`` (ReplayLearner's weights and priorities).
+``prioritized_replay`` (the replay feed's weights and priorities).
 """
 
 import functools
-from typing import Dict
+from typing import Dict, List, Optional
 
 from rl._tf import tf
-from rl.agents.learner import run_gradient_steps
-from rl.agents.off_policy import ReplayLearner, soft_update
+from rl.agents.learner import Learner, run_gradient_steps
+from rl.agents.off_policy import ReplayFeed, divergence_warnings, soft_update
 from rl.algos.schedules import apex_epsilons, linear_schedule
 from rl.hparams.dqn import DQNHParams
 
@@ -24,27 +24,24 @@ METRICS = ("loss", "q_mean", "target_mean", "grad_norm")
 LOSS_INPUTS = ("obs", "actions", "rewards", "discounts", "next_obs")
 
 
-class DQNLearner(ReplayLearner):
+class DQNLearner(Learner):
     """Deep Q-Networks (Mnih et al. 2015), double-Q by default, discrete actions."""
-
-    fitting_components = {
-        "model": ("q_network",),
-        "grad_comp": ("dqn_td", "categorical_td"),
-        "act_select": ("epsilon_greedy", "greedy"),
-    }
 
     def __init__(self, hp: DQNHParams, observation_space, action_space):
         super().__init__(hp, observation_space, action_space)
+        self.check_divisible("batch_size", hp.batch_size)
+        self.memory = ReplayFeed(
+            hp,
+            observation_space,
+            action_space,
+            priority_exponent=hp.priority_exponent if hp.prioritized_replay else 0.0,
+        )
         self.target_model = self.build_model()
         if hp.noisy:  # act with a draw of the noise from the start, not with its mean
             self.model.resample_noise(self.next_seed())
             self.refresh_snapshot()
         self._sync_target(1.0)
         self._compiled_update = self.compile_update(self._update_step)
-
-    @classmethod
-    def priority_exponent(cls, hp: DQNHParams) -> float:
-        return hp.priority_exponent if hp.prioritized_replay else 0.0
 
     @classmethod
     def exploration_schedule(cls, hp: DQNHParams):
@@ -54,8 +51,39 @@ class DQNLearner(ReplayLearner):
             linear_schedule, hp.epsilon_start, hp.epsilon_end, hp.epsilon_decay_steps
         )
 
-    def update_info(self, steps: int) -> Dict[str, float]:
-        return {"epsilon": self.exploration(self.hp, steps)}
+    def update(self) -> Optional[Dict[str, float]]:
+        hp = self.hp
+        steps = self.env_steps
+        batch = self.memory.next_batch(steps)
+        if batch is None:
+            return None
+        learning_rate = self.learning_rate(steps)
+        # Gradient steps so far: updates x gradient_steps (one place for the count).
+        done_before = self.counters["updates"] * hp.gradient_steps
+        outputs = self._compiled_update(
+            batch.data, tf.constant(learning_rate, tf.float32), tf.constant(done_before, tf.int64)
+        )
+        if self.memory.prioritized:
+            *outputs, priorities = outputs
+        result = self._finish_update(
+            outputs,
+            learning_rate=learning_rate,
+            **batch.info,
+            epsilon=self.exploration(hp, steps),
+        )
+        if self.memory.prioritized:  # only finite updates reach here
+            self.memory.update_priorities(batch, priorities)
+        return result
+
+    def warm_up(self) -> None:
+        self._compiled_update.get_concrete_function(
+            self.memory.specs(), tf.TensorSpec((), tf.float32), tf.TensorSpec((), tf.int64)
+        )
+
+    def warnings(self, metrics: Dict[str, float]) -> List[str]:
+        return divergence_warnings(
+            metrics, self.memory.replay.max_abs_reward, self.hp.gamma, self.env_steps
+        )
 
     def _sync_target(self, tau: float) -> tf.Tensor:
         """target <- tau * online + (1 - tau) * target; returns True (for tf.cond)."""
@@ -70,8 +98,8 @@ class DQNLearner(ReplayLearner):
         """
         hp = self.hp
         self.optimizer.learning_rate.assign(learning_rate)
-        inputs = LOSS_INPUTS + (("weights",) if self.prioritized else ())
-        collect = ("priorities",) if self.prioritized else ()
+        inputs = LOSS_INPUTS + (("weights",) if self.memory.prioritized else ())
+        collect = ("priorities",) if self.memory.prioritized else ()
 
         def gradient_step(g):
             data = {name: batch[name][g] for name in inputs}
@@ -102,7 +130,7 @@ class DQNLearner(ReplayLearner):
         if hp.noisy:  # the published acting weights: a fresh draw from the new weights
             self.model.resample_noise(self.next_seed())
         outputs = self._update_outputs(metrics)
-        return (*outputs, priorities) if self.prioritized else outputs
+        return (*outputs, priorities) if self.memory.prioritized else outputs
 
     def _loss(self, data: Dict[str, tf.Tensor], noise_seeds=(None, None)):
         """The TD loss [B] (importance-weighted when prioritised) and its extras on

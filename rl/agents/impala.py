@@ -8,11 +8,11 @@ rollout, pi from the current weights) correct for it. With one process
 A2C with V-trace targets. The whole update is one compiled call.
 """
 
-from typing import Dict
+from typing import Dict, Optional
 
 from rl._tf import tf
-from rl.agents.learner import run_gradient_steps
-from rl.agents.rollouts import RolloutLearner, flat
+from rl.agents.learner import Learner, run_gradient_steps
+from rl.agents.rollouts import RolloutMemory, flat
 from rl.hparams.impala import IMPALAHParams
 
 METRICS = (
@@ -26,21 +26,30 @@ METRICS = (
 )
 
 
-class IMPALALearner(RolloutLearner):
+class IMPALALearner(Learner):
     """IMPALA (Espeholt et al. 2018): actor-critic learning from V-trace targets."""
 
-    fitting_components = {
-        "model": ("actor_critic",),
-        "grad_comp": ("vtrace",),
-        # mu is the log-prob the actor recorded: actions must be sampled from
-        # the policy itself for it to be the behaviour's.
-        "act_select": ("sample",),
-    }
+    actor_extras = ("log_prob",)  # mu, the behaviour policy's log-prob
     on_policy = False  # with --num_workers its actors run a round ahead; V-trace corrects
 
     def __init__(self, hp: IMPALAHParams, observation_space, action_space):
         super().__init__(hp, observation_space, action_space)
+        self.memory = RolloutMemory(observation_space, action_space, hp.rollout_steps, hp.num_envs)
+        self._compiled_update = self.compile_update(self._update_step)
         self.check_divisible("num_envs", hp.num_envs)  # replicas split the env copies
+
+    def update(self) -> Optional[Dict[str, float]]:
+        if not self.memory.full:
+            return None
+        # The schedule's step is where the rollout began, whatever its length.
+        learning_rate = self.learning_rate(self.env_steps - self.pending_steps())
+        outputs = self._compiled_update(self.memory.take(), tf.constant(learning_rate, tf.float32))
+        return self._finish_update(outputs, learning_rate=learning_rate)
+
+    def warm_up(self) -> None:
+        self._compiled_update.get_concrete_function(
+            self.memory.specs(), tf.TensorSpec((), tf.float32)
+        )
 
     def _update_step(self, batch: Dict[str, tf.Tensor], learning_rate: tf.Tensor):
         """``gradient_steps`` V-trace steps on a [T, N] rollout, each with the current weights."""

@@ -4,14 +4,16 @@ A learner takes what actors observed (``observe``), learns in one compiled
 call per update (``update``), and publishes versioned policy weights
 (``publish``) that any actor can load. Each update's compiled call also
 returns the new acting weights, so publishing costs no extra call into
-TensorFlow. What is shared by every learner lives here; ``rollouts.py`` (PPO,
-A2C, VPG, IMPALA) and ``off_policy.py`` (DQN, SAC, TD3, DDPG) add their memory.
+TensorFlow. What is shared by every learner lives here. Each algorithm's
+learner subclasses ``Learner`` once, in its own module (``ppo.py``, ``a2c.py``,
+``impala.py``, ``dqn.py``, ``continuous.py``), and holds a ``Memory``: the
+rollout of ``rollouts.py`` or the replay feed of ``off_policy.py``.
 """
 
 import functools
 import json
 import math
-from typing import Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Optional, Protocol, Sequence, Tuple
 
 import gymnasium as gym
 import numpy as np
@@ -26,19 +28,49 @@ from rl.algos.schedules import constant_schedule, linear_schedule
 from rl.counters import Counters
 from rl.envs.atari import LIFE_LOST
 from rl.hparams.base import HParams, ReturnNormalization, RewardSettings
+from rl.models.settings import ModelSettings
 
 
 class NonFiniteError(ArithmeticError):
     """An update produced a non-finite loss or weights; ``str()`` is one line."""
 
 
-class Learner(tf.Module):
-    """What every learner shares: model, loss, optimizer, update stream, counters."""
+class Memory(Protocol):
+    """What a learner keeps of the observed steps until it learns from them."""
 
-    # Registered names each hparams field may take for this learner (the
-    # losses its update calls, the act_selects whose samples it assumes);
-    # fields not listed take any name.
-    fitting_components: Dict[str, Tuple[str, ...]] = {}
+    def record(self, step: Dict[str, np.ndarray], episode_goes_on: Optional[np.ndarray]) -> None:
+        """Keeps one vectorised step (``Learner.observe``'s, rewards as learned from).
+
+        Args:
+            step: as ``observe`` takes it, ``terminated`` as learned from.
+            episode_goes_on: [N] bool or None: steps terminal for learning only (a
+                lost life) after which the env's episode, and its observations, go on.
+        """
+
+    def round_steps(self) -> int:
+        """Vectorised steps an actor process plays per round (--num_workers)."""
+
+    def rollout_size(self) -> int:
+        """Env steps of a rollout for memories learned from whole (0 for the others)."""
+
+    def pending_steps(self) -> int:
+        """Env steps kept but held outside checkpoints (a partial rollout)."""
+
+    def end_streams(self, env_ids: Sequence[int]) -> None:
+        """These env copies were reset mid-episode: their held episodes end there."""
+
+    def separate_state(self) -> Dict[str, object]:
+        """State saved beside each checkpoint in files of its own (a replay), by name."""
+
+
+class Learner(tf.Module):
+    """What every learner shares: model, loss, optimizer, update stream, counters.
+
+    A subclass sets ``memory`` and its compiled update in its ``__init__`` and
+    writes ``update`` (and ``warm_up``) with them.
+    """
+
+    memory: Memory
     # What its actors record beside each action (rl/agents/actor.py ACTOR_EXTRAS).
     actor_extras: Tuple[str, ...] = ()
     # Actors must act with the weights of the latest update (PPO); False: they
@@ -81,7 +113,7 @@ class Learner(tf.Module):
 
     def _observation_stats(self) -> Optional["RunningStatsState"]:
         """The running observation statistics a normalising model needs, or None."""
-        if not getattr(self.hp, "normalize_observations", False):
+        if not (isinstance(self.hp, ModelSettings) and self.hp.normalize_observations):
             return None
         if getattr(self.model, "normalizer", None) is None:
             raise ValueError(
@@ -119,8 +151,7 @@ class Learner(tf.Module):
     def round_steps(self) -> int:
         """Vectorised steps an actor process plays per round (--num_workers):
         a PPO rollout; for off-policy learners about one update's worth of data."""
-        hp = self.hp
-        return max(1, getattr(hp, "train_interval", 1) // hp.num_envs)
+        return self.memory.round_steps()
 
     def observe(self, **step: np.ndarray) -> None:
         """Records one vectorised step of N transitions.
@@ -148,20 +179,8 @@ class Learner(tf.Module):
             rewards = rewards * np.float32(self.reward_scale)
         if self.return_scaler is not None:
             rewards = self.return_scaler(rewards, step["terminated"] | step["truncated"])
-        self.record({**step, "rewards": rewards}, episode_goes_on)
+        self.memory.record({**step, "rewards": rewards}, episode_goes_on)
         self.counters.add("env_steps", len(rewards))
-
-    def record(
-        self, step: Dict[str, np.ndarray], episode_goes_on: Optional[np.ndarray] = None
-    ) -> None:
-        """Keeps one vectorised step (``observe``'s, rewards as learned from) in memory.
-
-        Args:
-            step: as ``observe`` takes it, ``terminated`` as learned from.
-            episode_goes_on: [N] bool or None: steps terminal for learning only (a
-                lost life) after which the env's episode, and its observations, go on.
-        """
-        raise NotImplementedError
 
     def update(self) -> Optional[Dict[str, float]]:
         """Learns if enough has been observed; returns metrics, or None if not."""
@@ -185,11 +204,12 @@ class Learner(tf.Module):
         """
         if self.return_scaler is not None:
             self.return_scaler.break_streams(env_ids)
+        self.memory.end_streams(env_ids)
 
     def rollout_size(self) -> int:
         """Env steps of a rollout, for learners that learn from whole rollouts only
         (training runs on to the end of one); 0 for the others."""
-        return 0
+        return self.memory.rollout_size()
 
     def pending_steps(self) -> int:
         """Env steps observed but held outside checkpoints (e.g. a partial rollout).
@@ -197,7 +217,7 @@ class Learner(tf.Module):
         Evaluations and checkpoints wait until this is 0, so a resumed run
         never loses or repeats learning.
         """
-        return 0
+        return self.memory.pending_steps()
 
     def warnings(self, metrics: Dict[str, float]) -> List[str]:
         """Signs in an update's metrics that learning went wrong while staying finite."""
@@ -401,7 +421,7 @@ class Learner(tf.Module):
 
     def separate_state(self) -> Dict[str, object]:
         """State saved beside the checkpoint in files of its own (a replay), by name."""
-        return {}
+        return self.memory.separate_state()
 
 
 class RunningStatsState(tf.train.experimental.PythonState):

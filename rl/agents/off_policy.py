@@ -1,34 +1,62 @@
-"""What every replay-based learner shares: the replay, when updates are due, target syncs.
+"""What the replay learners (DQN, SAC, TD3, DDPG) compose: the replay feed and target syncs.
 
 An update is a burst: every ``train_interval`` env steps (once ``learning_starts``
-have been seen) it samples ``gradient_steps`` batches of ``batch_size`` at once
-and runs all of those gradient steps in one compiled call, so the number of
-calls into TensorFlow per env step is 1 / train_interval whatever the burst.
-DQN (``dqn.py``) and the continuous-control learners (``continuous.py``: SAC,
-TD3, DDPG) add their networks and gradient step.
+have been seen) the feed samples ``gradient_steps`` batches of ``batch_size`` at once
+and the learner runs all of those gradient steps in one compiled call, so the number
+of calls into TensorFlow per env step is 1 / train_interval whatever the burst.
 """
 
+import dataclasses
 from typing import Dict, List, Optional, Sequence
 
+import gymnasium as gym
 import numpy as np
 
 from rl import seeding
 from rl._tf import tf
-from rl.agents.learner import Learner
 from rl.algos.schedules import linear_schedule
 from rl.envs import atari
+from rl.hparams.base import HParams
+from rl.hparams.replay import ReplaySettings
 from rl.memory.replay import Replay, importance_weights
 from rl.memory.spec import transition_specs
 
 BATCH_FIELDS = ("obs", "actions", "rewards", "discounts", "next_obs")
 
 
-class ReplayLearner(Learner):
-    """A learner fed from a replay in bursts of gradient steps (see the module docstring)."""
+@dataclasses.dataclass
+class ReplayBatch:
+    """One burst's batches and what the update logs and returns to the replay."""
 
-    def __init__(self, hp, observation_space, action_space):
-        super().__init__(hp, observation_space, action_space)
-        self.check_divisible("batch_size", hp.batch_size)
+    data: Dict[str, tf.Tensor]  # BATCH_FIELDS [G, B, ...]; prioritised: "weights" [G, B]
+    indices: np.ndarray  # where the transitions are held, for their new priorities
+    info: Dict[str, float]  # logged beside the update's metrics
+
+
+class ReplayFeed:
+    """A learner's replay, and when and what it feeds the update (see the module docstring).
+
+    A learner's ``Memory`` (rl/agents/learner.py).
+    """
+
+    def __init__(
+        self,
+        hp: HParams,
+        observation_space: gym.Space,
+        action_space: gym.Space,
+        priority_exponent: float = 0.0,
+    ):
+        """Allocates the replay.
+
+        Args:
+            hp: the learner's hparams, with the ReplaySettings fields.
+            observation_space: the env's observation space (rl.envs wrappers applied).
+            action_space: the env's action space.
+            priority_exponent: alpha of prioritised replay; 0 samples uniformly.
+        """
+        if not isinstance(hp, ReplaySettings):
+            raise TypeError(f"{type(hp).__name__} has no replay settings (ReplaySettings)")
+        self.hp = hp
         self.replay = Replay(
             transition_specs(observation_space, action_space),
             capacity=hp.buffer_size,
@@ -38,28 +66,35 @@ class ReplayLearner(Learner):
             gamma=hp.gamma,
             # Stacked frames (Atari) are stored once each, not once per stack.
             frame_stack=atari.frames_per_observation(hp.env),
-            priority_exponent=self.priority_exponent(hp),
+            priority_exponent=priority_exponent,
         )
         # Prioritised: batches carry importance "weights" and the compiled update
         # returns the sampled transitions' new priorities [G, B] last.
         self.prioritized = self.replay.tree is not None
 
-    @classmethod
-    def priority_exponent(cls, hp) -> float:
-        """alpha of prioritised replay; 0 (the default) samples uniformly."""
-        del hp
-        return 0.0
-
+    # --- the Memory interface -----------------------------------------------------
     def record(self, step: Dict[str, np.ndarray], episode_goes_on=None) -> None:
         self.replay.add(**step, episode_goes_on=episode_goes_on)
 
-    def break_streams(self, env_ids) -> None:
-        super().break_streams(env_ids)
+    def round_steps(self) -> int:
+        return max(1, self.hp.train_interval // self.hp.num_envs)  # about one burst's data
+
+    def rollout_size(self) -> int:
+        return 0
+
+    def pending_steps(self) -> int:
+        return 0
+
+    def end_streams(self, env_ids: Sequence[int]) -> None:
         self.replay.end_streams(env_ids)
 
-    def update(self) -> Optional[Dict[str, float]]:
+    def separate_state(self) -> Dict[str, object]:
+        return {"replay": self.replay} if self.hp.checkpoint_replay else {}
+
+    # --- what the update takes ----------------------------------------------------
+    def next_batch(self, steps: int) -> Optional[ReplayBatch]:
+        """A burst's batches if one is due after ``steps`` env steps, else None."""
         hp = self.hp
-        steps = self.env_steps
         # Due when the last observe (num_envs steps) crossed a multiple of
         # train_interval: derived from the counter, so resuming keeps it.
         due = steps // hp.train_interval > (steps - hp.num_envs) // hp.train_interval
@@ -71,68 +106,57 @@ class ReplayLearner(Learner):
         if len(self.replay) < max(1, min(hp.learning_starts, hp.buffer_size // 2)):
             return None
         sample = self.replay.sample((hp.gradient_steps, hp.batch_size))
-        learning_rate = self.learning_rate(steps)
-        # Gradient steps so far: updates x gradient_steps (one place for the count).
-        done_before = self.counters["updates"] * hp.gradient_steps
-        batch = {name: tf.constant(sample.batch[name]) for name in BATCH_FIELDS}
+        data = {name: tf.constant(sample.batch[name]) for name in BATCH_FIELDS}
         replay_size = len(self.replay)
-        more = {}
+        info = {"replay_size": float(replay_size)}
         if self.prioritized:
             beta = linear_schedule(hp.importance_exponent, 1.0, hp.train_steps, steps)
-            batch["weights"] = tf.constant(
+            data["weights"] = tf.constant(
                 importance_weights(sample.probabilities, replay_size, beta)
             )
-            more["importance_exponent"] = beta
-        outputs = self._compiled_update(
-            batch, tf.constant(learning_rate, tf.float32), tf.constant(done_before, tf.int64)
-        )
-        if self.prioritized:
-            *outputs, priorities = outputs
-        result = self._finish_update(
-            outputs,
-            learning_rate=learning_rate,
-            replay_size=float(replay_size),
-            **more,
-            **self.update_info(steps),
-        )
-        if self.prioritized:  # only finite updates reach here
-            # A transition drawn twice in one burst keeps its last step's priority.
-            self.replay.update_priorities(sample.indices, priorities.numpy() + hp.priority_epsilon)
-        return result
+            info["importance_exponent"] = beta
+        return ReplayBatch(data, sample.indices, info)
 
-    def warm_up(self) -> None:
+    def specs(self) -> Dict[str, tf.TensorSpec]:
+        """What ``next_batch`` gives as ``data``, for tracing the update before the first."""
         hp = self.hp
         fields = self.replay.batch_fields((hp.gradient_steps, hp.batch_size))
-        batch = {name: tf.TensorSpec(*fields[name]) for name in BATCH_FIELDS}
+        specs = {name: tf.TensorSpec(*fields[name]) for name in BATCH_FIELDS}
         if self.prioritized:
-            batch["weights"] = tf.TensorSpec((hp.gradient_steps, hp.batch_size), tf.float32)
-        self._compiled_update.get_concrete_function(
-            batch, tf.TensorSpec((), tf.float32), tf.TensorSpec((), tf.int64)
-        )
+            specs["weights"] = tf.TensorSpec((hp.gradient_steps, hp.batch_size), tf.float32)
+        return specs
 
-    def update_info(self, steps: int) -> Dict[str, float]:
-        """Values logged with each update beside its metrics (e.g. DQN's epsilon)."""
-        del steps
-        return {}
+    def update_priorities(self, batch: ReplayBatch, priorities: tf.Tensor) -> None:
+        """The sampled transitions' new priorities [G, B], from a finite update.
 
-    def warnings(self, metrics: Dict[str, float]) -> List[str]:
-        """Q-values far outside what the rewards seen allow: |Q| <= max|r| / (1 - gamma).
-
-        Targets are built only from rewards in the replay, so a mean beyond
-        twice that bound means the values diverge (e.g. too high a learning
-        rate), even while the loss stays finite.
+        A transition drawn twice in one burst keeps its last step's priority.
         """
-        bound = self.replay.max_abs_reward / max(1.0 - self.hp.gamma, 1e-6)
-        q_mean = metrics.get("q_mean", 0.0)
-        if abs(q_mean) > 2.0 * bound + 1.0:
-            return [
-                f"q_mean {q_mean:.4g} at step {self.env_steps} is far outside what the rewards "
-                f"allow (|Q| <= max|r| / (1 - gamma) = {bound:.4g}): the values diverge"
-            ]
-        return []
+        self.replay.update_priorities(batch.indices, priorities.numpy() + self.hp.priority_epsilon)
 
-    def separate_state(self) -> Dict[str, object]:
-        return {"replay": self.replay} if self.hp.checkpoint_replay else {}
+
+def divergence_warnings(
+    metrics: Dict[str, float], max_abs_reward: float, gamma: float, step: int
+) -> List[str]:
+    """Q-values far outside what the rewards seen allow: |Q| <= max|r| / (1 - gamma).
+
+    Targets are built only from rewards in the replay, so a mean beyond twice
+    that bound means the values diverge (e.g. too high a learning rate), even
+    while the loss stays finite.
+
+    Args:
+        metrics: an update's metrics, with "q_mean".
+        max_abs_reward: the largest |reward| the replay has held.
+        gamma: the discount.
+        step: the env step, for the message.
+    """
+    bound = max_abs_reward / max(1.0 - gamma, 1e-6)
+    q_mean = metrics.get("q_mean", 0.0)
+    if abs(q_mean) > 2.0 * bound + 1.0:
+        return [
+            f"q_mean {q_mean:.4g} at step {step} is far outside what the rewards "
+            f"allow (|Q| <= max|r| / (1 - gamma) = {bound:.4g}): the values diverge"
+        ]
+    return []
 
 
 def soft_update(targets: Sequence[tf.Variable], onlines: Sequence[tf.Variable], tau) -> tf.Tensor:

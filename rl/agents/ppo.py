@@ -1,9 +1,22 @@
-"""PPO's learner: GAE rollouts (policy_gradient.py) and epochs of clipped-surrogate steps."""
+"""PPO's learner: on each full rollout, GAE, then epochs of clipped-surrogate minibatch steps.
 
-from typing import Dict, Tuple
+The actors sample actions from the policy and record their log-probs; the update
+(GAE with the pre-update critic, every epoch and minibatch) is one compiled call.
+"""
+
+from typing import Dict, Optional
 
 from rl._tf import tf
-from rl.agents.policy_gradient import PolicyGradientLearner
+from rl.agents.learner import Learner
+from rl.agents.rollouts import (
+    RolloutMemory,
+    advantages_over_rollout,
+    epochs_of_minibatches,
+    explained_variance,
+    minibatch_size,
+    standardized,
+)
+from rl.hparams.ppo import PPOHParams
 
 METRICS = (
     "loss",
@@ -16,22 +29,53 @@ METRICS = (
 )
 
 
-class PPOLearner(PolicyGradientLearner):
+class PPOLearner(Learner):
     """Proximal Policy Optimization (Schulman et al. 2017), any action space with a head."""
 
-    fitting_components = {
-        "model": ("actor_critic",),
-        "grad_comp": ("ppo_clip",),
-        # The update's ratio assumes actions sampled from the policy itself.
-        "act_select": ("sample",),
-    }
+    actor_extras = ("log_prob",)
+    on_policy = True
     metrics = METRICS  # what each gradient step reports (averaged over the update)
 
-    def epochs_and_minibatches(self) -> Tuple[int, int]:
-        return self.hp.num_epochs, self.hp.num_minibatches
+    def __init__(self, hp: PPOHParams, observation_space, action_space):
+        super().__init__(hp, observation_space, action_space)
+        self.memory = RolloutMemory(observation_space, action_space, hp.rollout_steps, hp.num_envs)
+        size = minibatch_size(hp.num_envs * hp.rollout_steps, hp.num_minibatches)
+        self.check_divisible("the minibatch, num_envs * rollout_steps / num_minibatches", size)
+        self._compiled_update = self.compile_update(self._update_step)
 
-    def _minibatch_loss(self, data: Dict[str, tf.Tensor]):
-        """The grad_comp's per-example loss [B] and extras on (a slice of) one minibatch."""
+    def update(self) -> Optional[Dict[str, float]]:
+        if not self.memory.full:
+            return None
+        # The schedule's step is where the rollout began, whatever its length.
+        learning_rate = self.learning_rate(self.env_steps - self.pending_steps())
+        outputs = self._compiled_update(self.memory.take(), tf.constant(learning_rate, tf.float32))
+        return self._finish_update(outputs, learning_rate=learning_rate)
+
+    def warm_up(self) -> None:
+        self._compiled_update.get_concrete_function(
+            self.memory.specs(), tf.TensorSpec((), tf.float32)
+        )
+
+    def _update_step(self, batch: Dict[str, tf.Tensor], learning_rate: tf.Tensor):
+        """GAE, then num_epochs x num_minibatches gradient steps on a [T, N] rollout."""
+        hp = self.hp
+        self.optimizer.learning_rate.assign(learning_rate)
+        data = advantages_over_rollout(self.model.value, batch, hp.gamma, hp.gae_lambda)
+        seeds = [self.next_seed() for _ in range(hp.num_epochs)]
+        metrics = epochs_of_minibatches(
+            data, seeds, hp.num_minibatches, self._gradient_step, self.metrics
+        )
+        metrics["explained_variance"] = explained_variance(data["returns"], data["old_values"])
+        return self._update_outputs(metrics)
+
+    def _gradient_step(self, minibatch: Dict[str, tf.Tensor]) -> Dict[str, tf.Tensor]:
+        if self.hp.normalize_advantages:  # over the whole minibatch, before any split
+            minibatch = {**minibatch, "advantages": standardized(minibatch["advantages"])}
+        mean_loss, grad_norm, extras = self.minimize(self._loss, minibatch)
+        return {"loss": mean_loss, "grad_norm": grad_norm, **extras}
+
+    def _loss(self, data: Dict[str, tf.Tensor]):
+        """The clipped surrogate's per-example loss [B] and extras on (a slice of) a minibatch."""
         hp = self.hp
         head = self.model.head
         policy = self.model.policy(data["obs"])

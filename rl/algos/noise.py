@@ -10,7 +10,8 @@ from typing import Optional
 
 import numpy as np
 
-NOISE_PROCESSES = ("gaussian", "ornstein_uhlenbeck")
+from rl.hparams.base import HParams
+from rl.hparams.continuous import TD3HParams
 
 
 class OrnsteinUhlenbeckNoise:
@@ -37,9 +38,9 @@ class OrnsteinUhlenbeckNoise:
             self.state[np.asarray(done, bool)] = 0.0
 
 
-def action_noise_for(hp) -> Optional[OrnsteinUhlenbeckNoise]:
+def action_noise_for(hp: HParams) -> Optional[OrnsteinUhlenbeckNoise]:
     """The noise process a training actor adds to its actions; None: none beyond the
     act_select's (only TD3 and DDPG hparams name one)."""
-    if getattr(hp, "noise_process", "gaussian") != "ornstein_uhlenbeck":
+    if not isinstance(hp, TD3HParams) or hp.noise_process != "ornstein_uhlenbeck":
         return None
     return OrnsteinUhlenbeckNoise(hp.ou_theta, hp.exploration_noise, hp.ou_dt)

@@ -4,7 +4,7 @@ import dataclasses
 from typing import Optional
 
 from rl import registry
-from rl.fields import bounded, one_of, positive
+from rl.fields import bounded, named, one_of, positive
 from rl.hparams.base import BASELINES_RMSPROP_EPSILON, HParams, ReturnNormalization, RewardSettings
 from rl.models.settings import ModelSettings
 
@@ -14,10 +14,12 @@ class A2CHParams(HParams, ModelSettings, ReturnNormalization, RewardSettings):
     """A2C (Mnih et al. 2016, synchronous): one actor-critic step on each short rollout;
     Discrete and Box actions."""
 
-    agent: str = one_of("a2c", ("a2c",))  # these fields are A2C's
-    model: str = "actor_critic"
-    act_select: str = "sample"
-    grad_comp: str = "policy_gradient"
+    # The learner (rl/agents/a2c.py), its model and its loss.
+    agent: str = one_of("a2c", ("a2c",))
+    model: str = named("actor_critic", "models", ("actor_critic",))
+    grad_comp: str = named("policy_gradient", "grad_comp", ("policy_gradient",))
+    # The estimator assumes actions sampled from the policy itself.
+    act_select: str = named("sample", "act_select", ("sample",))
     # Stable-Baselines3's A2C: RMSprop and clipping. With Adam, or without the clip,
     # CartPole runs rise to 500 and collapse again (seeds 0-3, 200k steps).
     optimizer: str = one_of("rmsprop", ("adam", "rmsprop"))
@@ -41,7 +43,7 @@ class VPGHParams(A2CHParams):
     """VPG: REINFORCE with a learned baseline (``value_steps`` of it per batch), GAE
     optional; Discrete and Box actions."""
 
-    agent: str = one_of("vpg", ("vpg",))  # these fields are VPG's
+    agent: str = one_of("vpg", ("vpg",))  # A2C's learner with value_steps (rl/agents/a2c.py)
     optimizer: str = one_of("adam", ("adam", "rmsprop"))
     max_grad_norm: Optional[float] = positive(None)
     learning_rate: float = positive(3e-4)  # the policy's step size

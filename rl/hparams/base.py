@@ -52,6 +52,10 @@ class HParams:
     A subclass that only changes a field's default keeps the base's limits.
     """
 
+    # Beyond run_folder.CHECKPOINT_SHAPE_FIELDS, what a class's checkpoints are laid out
+    # by (a class attribute, not a field: it has no annotation).
+    checkpoint_shape_fields = ()
+
     agent: str = named("", "agents")  # registered agent name, e.g. "ppo"
     model: str = named("", "models")  # registered model name, e.g. "actor_critic"
     act_select: str = named("", "act_select")  # registered act_select used while training
@@ -400,13 +404,12 @@ def _check_value(name: str, value: Any, limits: Limits) -> None:
         check_env_name(value)
     elif limits.kind is not None:
         registry.ALL[limits.kind].check(value)  # imports nothing: no TensorFlow
-    elif limits.choices:
-        if value not in limits.choices:
-            valid = ", ".join(repr(c) for c in limits.choices)
-            raise HParamsError(
-                f"hparam '{name}' must be one of {valid}, got {_shorten(repr(value))}"
-            )
-    elif isinstance(value, tuple):
+    if limits.choices and value not in limits.choices:
+        valid = ", ".join(repr(c) for c in limits.choices)
+        raise HParamsError(f"hparam '{name}' must be one of {valid}, got {_shorten(repr(value))}")
+    if limits.kind is not None or limits.choices:
+        return
+    if isinstance(value, tuple):
         if limits.max_items is not None and len(value) > limits.max_items:
             raise HParamsError(
                 f"hparam '{name}' holds at most {limits.max_items} items, got {len(value)}"

@@ -9,11 +9,13 @@ import dataclasses
 from typing import Optional, Tuple
 
 from rl import registry
-from rl.algos.noise import NOISE_PROCESSES
-from rl.fields import bounded, one_of, positive
+from rl.fields import bounded, named, one_of, positive
 from rl.hparams.base import HParams
 from rl.hparams.replay import ReplaySettings
 from rl.models.settings import ModelSettings
+
+# What TD3 and DDPG actors may add to mu(s) (rl/algos/noise.py builds the second).
+NOISE_PROCESSES = ("gaussian", "ornstein_uhlenbeck")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -24,7 +26,9 @@ class ActorCriticQHParams(HParams, ModelSettings, ReplaySettings):
     checkpoint_shape_fields = ("num_envs",)
 
     # Uniform actions until learning_starts (epsilon 1), then the policy's samples.
-    act_select: str = "uniform_or_sample"
+    act_select: str = named(
+        "uniform_or_sample", "act_select", ("uniform_or_sample", "sample", "greedy")
+    )
     env: str = "Pendulum-v1"  # Box actions with finite bounds
     num_envs: int = 1
     hidden_sizes: Tuple[int, ...] = (256, 256)
@@ -42,9 +46,12 @@ class TD3HParams(ActorCriticQHParams):
     """TD3 (Fujimoto et al. 2018): twin critics, target smoothing and a delayed
     deterministic policy; bounded Box actions."""
 
-    agent: str = one_of("td3", ("td3",))  # these fields are TD3's
-    model: str = "deterministic_actor_q"
-    grad_comp: str = "deterministic_policy_gradient"
+    # The learner (rl/agents/continuous.py), its model and its losses.
+    agent: str = one_of("td3", ("td3",))
+    model: str = named("deterministic_actor_q", "models", ("deterministic_actor_q",))
+    grad_comp: str = named(
+        "deterministic_policy_gradient", "grad_comp", ("deterministic_policy_gradient",)
+    )
     # Exploration noise added to mu(s), as a fraction of the action range's half: its std
     # (gaussian), or the sigma of an Ornstein-Uhlenbeck process per env copy and dimension.
     exploration_noise: float = positive(0.1)
@@ -61,7 +68,7 @@ class DDPGHParams(TD3HParams):
     """DDPG (Lillicrap et al. 2016): TD3 with one critic, no delay and no target smoothing;
     Gaussian or Ornstein-Uhlenbeck exploration, bounded Box actions."""
 
-    agent: str = one_of("ddpg", ("ddpg",))  # these fields are DDPG's
+    agent: str = one_of("ddpg", ("ddpg",))  # TD3's learner (rl/agents/continuous.py)
     num_critics: int = 1
     policy_delay: int = 1
     target_noise: float = 0.0
@@ -72,9 +79,10 @@ class SACHParams(ActorCriticQHParams):
     """SAC (Haarnoja et al. 2018): a tanh-Gaussian policy, twin critics and a learned
     entropy temperature; bounded Box actions."""
 
-    agent: str = one_of("sac", ("sac",))  # these fields are SAC's
-    model: str = "squashed_gaussian_q"
-    grad_comp: str = "sac"
+    # The learner (rl/agents/continuous.py), its model and its losses.
+    agent: str = one_of("sac", ("sac",))
+    model: str = named("squashed_gaussian_q", "models", ("squashed_gaussian_q",))
+    grad_comp: str = named("sac", "grad_comp", ("sac",))
     initial_alpha: float = positive(1.0)  # the entropy temperature at the start
     learn_alpha: bool = True  # tune alpha towards target_entropy (Haarnoja et al. 2018b)
     target_entropy: Optional[float] = bounded(None, -1000.0, 1000.0)  # None: -dim(actions)

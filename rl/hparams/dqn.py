@@ -3,7 +3,7 @@
 import dataclasses
 
 from rl import registry
-from rl.fields import MAX_STEPS, bounded, one_of, positive
+from rl.fields import MAX_STEPS, bounded, named, one_of, positive
 from rl.hparams.base import HParams, HParamsError, RewardSettings
 from rl.hparams.replay import ReplaySettings
 from rl.models.settings import ModelSettings, QHeadSettings
@@ -17,10 +17,11 @@ class DQNHParams(HParams, ModelSettings, QHeadSettings, ReplaySettings, RewardSe
     # Beyond run_folder.CHECKPOINT_SHAPE_FIELDS: the saved replay is one ring per env copy.
     checkpoint_shape_fields = ("num_envs",)
 
-    agent: str = one_of("dqn", ("dqn",))  # these fields are DQN's
-    model: str = "q_network"
-    act_select: str = "epsilon_greedy"
-    grad_comp: str = "dqn_td"
+    # The learner (rl/agents/dqn.py), its model and its losses.
+    agent: str = one_of("dqn", ("dqn",))
+    model: str = named("q_network", "models", ("q_network",))
+    grad_comp: str = named("dqn_td", "grad_comp", ("dqn_td", "categorical_td"))
+    act_select: str = named("epsilon_greedy", "act_select", ("epsilon_greedy", "greedy"))
     activation: str = "relu"
     num_envs: int = 1
     target_update_interval: int = bounded(500, 1, MAX_STEPS)  # gradient steps between target syncs

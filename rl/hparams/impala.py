@@ -3,7 +3,7 @@
 import dataclasses
 
 from rl import registry
-from rl.fields import bounded, one_of, positive
+from rl.fields import bounded, named, one_of, positive
 from rl.hparams.base import BASELINES_RMSPROP_EPSILON, HParams, ReturnNormalization, RewardSettings
 from rl.models.settings import ModelSettings
 
@@ -13,10 +13,13 @@ class IMPALAHParams(HParams, ModelSettings, ReturnNormalization, RewardSettings)
     """IMPALA (Espeholt et al. 2018): an actor-critic whose V-trace targets correct for
     actors acting with older weights; Discrete and Box actions."""
 
-    agent: str = one_of("impala", ("impala",))  # these fields are IMPALA's
-    model: str = "actor_critic"
-    act_select: str = "sample"
-    grad_comp: str = "vtrace"
+    # The learner (rl/agents/impala.py), its model and its loss.
+    agent: str = one_of("impala", ("impala",))
+    model: str = named("actor_critic", "models", ("actor_critic",))
+    grad_comp: str = named("vtrace", "grad_comp", ("vtrace",))
+    # mu is the log-prob the actor recorded: actions must be sampled from the policy
+    # itself for it to be the behaviour's.
+    act_select: str = named("sample", "act_select", ("sample",))
     rollout_steps: int = bounded(20, 1, 100_000)  # steps per env between updates
     gradient_steps: int = bounded(1, 1, 10_000)  # gradient steps on each rollout
     # Weight of the value loss (v_s - V)^2 / 2: the IMPALA paper's baseline cost.

@@ -4,7 +4,7 @@ import dataclasses
 from typing import Optional
 
 from rl import registry
-from rl.fields import bounded, one_of, positive
+from rl.fields import bounded, named, one_of, positive
 from rl.hparams.base import HParams, ReturnNormalization, RewardSettings
 from rl.models.settings import ModelSettings
 
@@ -14,10 +14,12 @@ class PPOHParams(HParams, ModelSettings, ReturnNormalization, RewardSettings):
     """PPO (Schulman et al. 2017): a clipped policy-ratio objective over epochs of
     minibatches; Discrete and Box actions (Gaussian or tanh-squashed)."""
 
-    agent: str = one_of("ppo", ("ppo",))  # these fields are PPO's
-    model: str = "actor_critic"
-    act_select: str = "sample"
-    grad_comp: str = "ppo_clip"
+    # The learner (rl/agents/ppo.py), its model and its loss.
+    agent: str = one_of("ppo", ("ppo",))
+    model: str = named("actor_critic", "models", ("actor_critic",))
+    grad_comp: str = named("ppo_clip", "grad_comp", ("ppo_clip",))
+    # The update's ratio assumes actions sampled from the policy itself.
+    act_select: str = named("sample", "act_select", ("sample",))
     rollout_steps: int = bounded(128, 1, 100_000)  # steps per env between updates
     num_epochs: int = bounded(4, 1, 10_000)  # passes over each rollout
     num_minibatches: int = bounded(4, 1, 100_000)  # minibatches per pass

@@ -5,7 +5,7 @@ name or a bad value is reported in well under a second.
 """
 
 import os
-from typing import Any, Dict, Optional, Tuple, Union
+from typing import Any, Dict, Optional, Union
 
 from rl import registry
 from rl.envs import atari
@@ -14,6 +14,7 @@ from rl.hparams.base import (
     BASELINES_RMSPROP_EPSILON,
     HParams,
     HParamsError,
+    RewardSettings,
     apply_overrides,
     check_ranges,
     from_dict,
@@ -50,12 +51,12 @@ def resolve_hparams(
 
 def validate_hparams(hp: HParams) -> None:
     """Checks every field against the limits declared with it, registered names
-    included. Loads no TensorFlow: train.py calls it first, so a mistake is
-    reported at once; whether the components fit the agent is checked when the
-    agent is built (``check_fits``)."""
+    included (and, for the model, loss and act_select, the ones the agent's update
+    can use). Loads no TensorFlow: train.py calls it first, so a mistake is
+    reported at once."""
     check_ranges(hp)
     hp.check_consistency()
-    if getattr(hp, "life_loss_terminal", False) and not atari.is_atari(hp.env):
+    if isinstance(hp, RewardSettings) and hp.life_loss_terminal and not atari.is_atari(hp.env):
         raise HParamsError(
             f"hparam 'life_loss_terminal' needs an Atari game (env ALE/<Game>-v5), whose "
             f"steps say when a life is lost; env {hp.env!r} does not: set it to false"
@@ -67,21 +68,6 @@ def validate_hparams(hp: HParams) -> None:
             f"takes no epsilon, got {hp.eval_epsilon:g}: set eval_act_select to one that does "
             f"({', '.join(takers)})"
         )
-
-
-def check_fits(hp: HParams, fitting_components: Dict[str, Tuple[str, ...]]) -> None:
-    """Refuses registered components that the agent's update cannot use.
-
-    Args:
-        hp: resolved hparams.
-        fitting_components: the agent class's field -> names that fit.
-    """
-    for field, fitting in fitting_components.items():
-        if getattr(hp, field) not in fitting:
-            raise HParamsError(
-                f"hparam '{field}' of agent '{hp.agent}' must be one of "
-                f"{', '.join(fitting)}, got {getattr(hp, field)!r}"
-            )
 
 
 def hparams_class(agent: str) -> type:

@@ -16,6 +16,7 @@ import numpy as np
 
 from rl.algos.normalization import normalize
 from rl.models.distributions import ActionHead, HostDistribution
+from rl.models.settings import ModelSettings
 
 # The smallest log std a policy head takes: std 2e-9, "no noise" that log-probs still accept.
 MIN_LOG_STD = -20.0
@@ -68,13 +69,13 @@ def illegal_penalty(obs: np.ndarray, num_actions: int) -> np.ndarray:
     return (1.0 - obs[:, -num_actions:].astype(np.float32)) * np.float32(ILLEGAL_SCORE)
 
 
-def masked_actions(settings, head: ActionHead, observation_space) -> int:
+def masked_actions(settings: ModelSettings, head: ActionHead, observation_space) -> int:
     """A when ``settings.action_mask`` says the observations end with a legal-move mask, else 0.
 
     Raises:
       ValueError: a mask asked for with other than Discrete actions or flat observations.
     """
-    if not getattr(settings, "action_mask", False):
+    if not settings.action_mask:
         return 0
     if head.kind != "categorical":
         raise ValueError(f"action_mask needs Discrete actions, the env's head is {head.kind}")
