@@ -15,8 +15,8 @@ from typing import Any, Dict, List, NoReturn, Optional, Tuple
 from absl import flags
 from absl import logging as absl_logging
 
-import rl
-from rl import seeding
+from rl import _tf, seeding
+from rl.processes import die_with_parent_hook, tf_thread_share
 
 FLAGS = flags.FLAGS
 PROG = "train.py"
@@ -433,7 +433,7 @@ def main(argv: List[str]) -> int:
         return 0
     check_early()
     if show_tensorflow_logs():
-        os.environ[rl.TF_LOGS_VARIABLE] = "1"
+        os.environ[_tf.TF_LOGS_VARIABLE] = "1"
     else:
         absl_logging.set_verbosity(absl_logging.WARNING)
     if FLAGS.training and FLAGS.copies <= 1 and FLAGS.num_workers > 0:
@@ -449,9 +449,9 @@ def main(argv: List[str]) -> int:
         # Copies side by side train in a train.py each: this process needs no TensorFlow,
         # and without its threads the fork of each copy is safe (preexec_fn).
         if FLAGS.copies_parallel == 1:
-            rl.import_tensorflow_quietly()
+            _tf.import_tensorflow_quietly()
         return run_copies(run_dirs, seeds)
-    rl.import_tensorflow_quietly()
+    _tf.import_tensorflow_quietly()
     if not FLAGS.training:
         return run_test()
     return run_training(FLAGS.output_dir, FLAGS.seed)
@@ -696,7 +696,7 @@ def copy_environment(parallel: int) -> Dict[str, str]:
     each, 101 with TensorFlow's default of one per core (which oversubscribes the cores);
     the weights were bit-identical either way (docs/benchmarks.md).
     """
-    return {**os.environ, **rl.tf_thread_share(parallel)}
+    return {**os.environ, **tf_thread_share(parallel)}
 
 
 def run_copies_in_processes(run_dirs: List[str], seeds: List[int]) -> int:
@@ -761,7 +761,7 @@ def run_in_slots(commands: List[List[str]], slots: int, environ: Dict[str, str])
             while waiting and len(running) < slots:
                 running.append(
                     subprocess.Popen(
-                        waiting.pop(0), env=environ, preexec_fn=rl.die_with_parent_hook()
+                        waiting.pop(0), env=environ, preexec_fn=die_with_parent_hook()
                     )
                 )
             # The first to end frees its slot (copies of one set can differ by hours).

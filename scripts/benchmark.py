@@ -659,7 +659,7 @@ def machine_costs(calls: int) -> Dict[str, float]:
     import gymnasium as gym
     import numpy as np
 
-    from rl import import_tensorflow_quietly
+    from rl._tf import import_tensorflow_quietly
 
     tf = import_tensorflow_quietly()  # its start-up lines would land between the table's rows
     rng = np.random.default_rng(0)
@@ -1239,7 +1239,7 @@ def second_half_rate(run_dir: str) -> Optional[float]:
     and the first update's compile weigh on short runs; this is the steady rate.
     None when fewer than two updates were logged in the second half.
     """
-    from rl import import_tensorflow_quietly
+    from rl._tf import import_tensorflow_quietly
     from rl.logbook import committed_event_files, scalar_events
 
     import_tensorflow_quietly()  # TensorBoard's event reader loads it, with start-up lines

@@ -13,6 +13,7 @@ import pytest
 from PIL import Image, ImageSequence
 
 import rl
+from rl.processes import usable_cpus
 from rl.video import gif_delay_ms
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -200,7 +201,7 @@ def test_copies_side_by_side_match_copies_one_after_another(copies_runs):
     assert summary["num_runs"] == 2
     # Side by side, each copy's TensorFlow got its share of the CPUs (one thread pool per
     # core oversubscribes them), recorded with the run; alone, TensorFlow's default.
-    share = str(max(1, rl.usable_cpus() // 2))
+    share = str(max(1, usable_cpus() // 2))
     for folder, expected in (("par", share), ("seq", None)):
         system = json.loads(
             (copies_runs / folder / "run_0" / "snapshot" / "system.json").read_text()

@@ -320,8 +320,7 @@ import sys
 
 from absl import flags
 
-import rl
-from rl import cli
+from rl import _tf, cli
 from rl.workers import pool, ray_actors
 
 cli.define_flags()
@@ -335,7 +334,7 @@ def report_and_stop():
     raise SystemExit(0)
 
 
-rl.import_tensorflow_quietly = report_and_stop
+_tf.import_tensorflow_quietly = report_and_stop
 cli.main(["train.py"])
 """
 

@@ -16,9 +16,9 @@ import subprocess
 import sys
 from typing import Dict, List, Optional, Sequence, Tuple
 
-import rl
+from rl.processes import RL_ROOT as ROOT
+from rl.processes import die_with_parent_hook
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(rl.__file__)))
 TRAIN_PY = os.path.join(ROOT, "train.py")
 EVAL_FILE = "eval.jsonl"
 
@@ -122,7 +122,7 @@ class TrialProcess:
                 env=env,
                 cwd=workdir,
                 start_new_session=True,
-                preexec_fn=rl.die_with_parent_hook(),
+                preexec_fn=die_with_parent_hook(),
             )
 
     def poll(self, after_step: int) -> Tuple[List[Evaluation], Optional[int]]:

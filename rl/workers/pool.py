@@ -21,9 +21,9 @@ from multiprocessing import Pipe
 from multiprocessing.connection import Connection, wait
 from typing import Callable, Deque, Dict, List, Optional, Tuple
 
-import rl
 from rl.agents.actor import PolicySnapshot
 from rl.hparams.base import HParams, HParamsError
+from rl.processes import RL_ROOT
 from rl.workers.messages import STOP, Chunk, ErrorReport, Grant, ProcessSetup, WorkerSpec
 
 BACKOFF_FIRST_SECONDS = 0.5
@@ -33,11 +33,6 @@ STOP_GRACE_SECONDS = 3.0
 
 class WorkerFailure(RuntimeError):
     """Workers failed more often than allowed; ``str()`` is one line."""
-
-
-# The folder holding rl: a child process with it on PYTHONPATH imports the same rl as
-# we do, wherever it is installed or checked out.
-RL_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(rl.__file__)))
 
 
 def python_path_with_rl() -> str:

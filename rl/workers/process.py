@@ -23,10 +23,11 @@ from typing import Deque, Dict, Optional, Tuple
 
 import numpy as np
 
-from rl import PR_SET_PDEATHSIG, plugins, registry, seeding
+from rl import plugins, registry, seeding
 from rl.agents.actor import Actor, act_and_observe
 from rl.algos.noise import action_noise_for
 from rl.envs import make_vec_env
+from rl.processes import PR_SET_PDEATHSIG
 from rl.workers.messages import (
     RL_VARIABLE_PREFIX,
     STOP,

@@ -21,12 +21,12 @@ from multiprocessing import AuthenticationError
 from multiprocessing.connection import Client, Connection, Listener
 from typing import Any, Deque, Dict, Optional
 
-from rl import captured_stderr
 from rl.errors import SystemUnavailableError
+from rl.processes import RL_ROOT, captured_stderr
 from rl.systems import unreachable_reason
 from rl.workers import process
 from rl.workers.messages import RL_VARIABLE_PREFIX, ProcessSetup, WorkerSpec
-from rl.workers.pool import RL_ROOT, WorkerFailure, python_path_with_rl
+from rl.workers.pool import WorkerFailure, python_path_with_rl
 
 CONNECT_TIMEOUT_SECONDS = 60.0
 _started_here = False  # this process started a local Ray (and so stops it)

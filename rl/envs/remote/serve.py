@@ -38,10 +38,10 @@ import gymnasium as gym
 import numpy as np
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
-import rl
 from rl import command_line
 from rl.envs.remote import codec, env_pb2, env_pb2_grpc
 from rl.envs.remote.address import PEM_CERTIFICATE, TOKEN_VARIABLE
+from rl.version import __version__
 
 LOG = logging.getLogger("rl.envs.remote.serve")
 ANY_ENV = "*"
@@ -281,7 +281,7 @@ class EnvService(env_pb2_grpc.EnvServiceServicer):
                 action_space=codec.encode_space(envs[0].action_space),
                 max_episode_steps=limit if 0 <= limit < 2**31 else 0,  # 0: none to report
                 metadata_json=json.dumps(codec.jsonable(dict(envs[0].metadata))),
-                server_version=rl.__version__,
+                server_version=__version__,
             )
         except BaseException as e:
             _close_all(envs)
