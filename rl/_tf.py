@@ -81,7 +81,6 @@ def import_tensorflow_quietly():
     return tensorflow
 
 
-
 class _OnFirstUse(types.ModuleType):
     """A stand-in for a module, which ``load()`` imports when an attribute is first read."""
 

@@ -16,6 +16,7 @@ from absl import flags
 from absl import logging as absl_logging
 
 from rl import _tf, seeding
+from rl.errors import USER_ERRORS, EnvServerError, PluginError
 from rl.processes import die_with_parent_hook, tf_thread_share
 
 FLAGS = flags.FLAGS
@@ -208,27 +209,6 @@ def flag_error_message(error: flags.Error) -> str:
     return f"{match.group(0)}{match.group(2)!r} is not {takes}"
 
 
-def user_errors() -> tuple:
-    """Exception types that mean bad input (reported as one line, exit 2)."""
-    from rl.errors import (
-        CheckpointError,
-        EnvServerError,
-        RunConflictError,
-        SystemUnavailableError,
-    )
-    from rl.hparams.base import HParamsError
-    from rl.registry import UnknownNameError
-
-    return (
-        UnknownNameError,
-        HParamsError,
-        RunConflictError,
-        CheckpointError,
-        SystemUnavailableError,
-        EnvServerError,  # at start-up: a wrong address or token
-    )
-
-
 # Flags that only training reads, and only --training=false reads: giving one
 # to the other mode is refused rather than silently ignored.
 TRAINING_ONLY = (
@@ -318,7 +298,7 @@ def check_early() -> None:
                         "--copies compares the copies' final evaluations (summary.json, "
                         "curves.png), which eval_episodes 0 turns off; give it at least 1"
                     )
-    except user_errors() as e:
+    except USER_ERRORS as e:
         fail(str(e))
     check_tracking()  # last: importing MLflow takes about a second
 
@@ -388,7 +368,6 @@ def show_tensorflow_logs() -> bool:
 def load_plugins() -> None:
     """Imports --plugins, or, without the flag, those the run in --output_dir recorded."""
     from rl import plugins
-    from rl.errors import PluginError
 
     modules = FLAGS.plugins
     if not modules and FLAGS.output_dir:
@@ -442,7 +421,7 @@ def main(argv: List[str]) -> int:
         system = registry.systems.get(FLAGS.sys)
         try:
             system({**system_options(), "num_workers": FLAGS.num_workers}).start_actors_early()
-        except user_errors() as e:
+        except USER_ERRORS as e:
             fail(str(e))
     if FLAGS.training and FLAGS.copies > 1:
         run_dirs, seeds = checked_copies()  # bad input is refused before TensorFlow loads
@@ -504,7 +483,7 @@ def build_experiment(output_dir: str, seed: Optional[int]):
             worker_restart_window=FLAGS.worker_restart_window,
             tracker=make_tracker(FLAGS.tracking, FLAGS.tracking_uri, FLAGS.tracking_experiment),
         )
-    except user_errors() as e:
+    except USER_ERRORS as e:
         fail(str(e))
 
 
@@ -512,7 +491,6 @@ def run_training(output_dir: str, seed: Optional[int]) -> int:
     experiment = build_experiment(output_dir, seed)
     if experiment.restored_from:
         print(f"rl: resuming from {experiment.restored_from}", file=sys.stderr)
-    from rl.errors import EnvServerError
 
     try:
         result = experiment.train()
@@ -598,7 +576,7 @@ def run_test_episodes(output_dir: str) -> Dict[str, Any]:
             render=FLAGS.render,
             verbose=False,
         )
-    except user_errors() + (FileNotFoundError,) as e:
+    except USER_ERRORS + (FileNotFoundError,) as e:
         fail(f"cannot test {output_dir}: {e}")
     try:
         result = experiment.evaluate(
@@ -636,7 +614,7 @@ def checked_copies() -> Tuple[List[str], List[int]]:
         for run_dir, seed in zip(run_dirs, seeds):  # check all before writing
             check_resume(run_dir, hp.replace(seed=seed), FLAGS.allow_hparam_change)
             check_not_in_use(run_dir)
-    except user_errors() as e:
+    except USER_ERRORS as e:
         fail(str(e))
     return run_dirs, seeds
 
@@ -760,9 +738,7 @@ def run_in_slots(commands: List[List[str]], slots: int, environ: Dict[str, str])
                 break
             while waiting and len(running) < slots:
                 running.append(
-                    subprocess.Popen(
-                        waiting.pop(0), env=environ, preexec_fn=die_with_parent_hook()
-                    )
+                    subprocess.Popen(waiting.pop(0), env=environ, preexec_fn=die_with_parent_hook())
                 )
             # The first to end frees its slot (copies of one set can differ by hours).
             ended = [proc for proc in running if proc.poll() is not None]

@@ -98,5 +98,3 @@ def captured_stderr():
             os.close(saved)
             sink.seek(0)
             captured.text = sink.read().decode(errors="replace")
-
-

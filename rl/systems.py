@@ -19,6 +19,7 @@ import os
 from typing import Any, ContextManager, Dict, Optional
 
 from rl import registry
+from rl.network import unreachable_reason
 
 
 class System:
@@ -272,22 +273,3 @@ class TPUSystem(MirroredSystem):
 # How long a TPU worker's address may take to accept a connection. TensorFlow's own
 # connect waits without end for an address where nothing listens.
 TPU_CONNECT_TIMEOUT_SECONDS = 10.0
-
-
-def unreachable_reason(address: str, timeout: float) -> Optional[str]:
-    """Why nothing accepts a TCP connection at ``host:port`` (no host: this machine), or
-    None if something does: a TPU worker's or a Ray cluster's address, checked before
-    a library that would wait on it without end.
-
-    Args:
-        address: ``host:port``.
-        timeout: seconds to wait for the connection.
-    """
-    import socket
-
-    host, _, port = address.rpartition(":")
-    try:
-        with socket.create_connection((host or "127.0.0.1", int(port)), timeout=timeout):
-            return None
-    except (OSError, ValueError) as e:
-        return getattr(e, "strerror", None) or str(e) or type(e).__name__

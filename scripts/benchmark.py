@@ -1590,10 +1590,9 @@ def check_rl_sets(
     resolves to valid hparams (an unknown set names the registered ones)."""
     from rl import (
         catalog,  # noqa: F401  (fills the registries)
-        cli,
         plugins,
     )
-    from rl.errors import PluginError
+    from rl.errors import USER_ERRORS, PluginError
     from rl.hparams.resolve import resolve_hparams
 
     try:
@@ -1608,7 +1607,7 @@ def check_rl_sets(
                     train_steps=train_steps,
                     eval_episodes=train_flags["eval_episodes"],
                 )
-    except cli.user_errors() + (PluginError,) as e:
+    except USER_ERRORS + (PluginError,) as e:
         fail(str(e))
 
 

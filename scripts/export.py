@@ -18,6 +18,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from rl import cli  # noqa: E402
 from rl._tf import import_tensorflow_quietly  # noqa: E402
+from rl.errors import USER_ERRORS  # noqa: E402
 
 
 def check_export_dir(export_dir: str) -> None:
@@ -53,7 +54,7 @@ def main(argv: Optional[List[str]] = None) -> int:
 
     try:
         run = experiment.load(args.output_dir)
-    except cli.user_errors() as e:
+    except USER_ERRORS as e:
         cli.fail(str(e))
     export_dir = args.export_dir or os.path.join(args.output_dir, "export", f"step_{run.step}")
     check_export_dir(export_dir)

@@ -631,7 +631,7 @@ def test_a_cluster_with_token_authentication_is_joined_with_its_token_or_refused
         env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
     )  # fmt: skip
     try:
-        from rl.systems import unreachable_reason
+        from rl.network import unreachable_reason
 
         address = f"127.0.0.1:{port}"
         wait_for(lambda: unreachable_reason(address, timeout=1) is None, "ray start", timeout=60)

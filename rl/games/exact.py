@@ -204,8 +204,7 @@ def report_rows(paths: Sequence[str]) -> List[Dict[str, object]]:
 
 
 def artefact_paths(run_dir: str, latest: bool) -> List[str]:
-    from rl.policy import artefact_dir, policy_steps
-    from rl.tournament.schedule import select_steps
+    from rl.policy import artefact_dir, policy_steps, select_steps
 
     steps = policy_steps(run_dir)
     if not steps:

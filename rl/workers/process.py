@@ -27,6 +27,7 @@ from rl import plugins, registry, seeding
 from rl.agents.actor import Actor, act_and_observe
 from rl.algos.noise import action_noise_for
 from rl.envs import make_vec_env
+from rl.games import registered as game_envs  # noqa: F401  (the games as envs, which a run may act in)
 from rl.processes import PR_SET_PDEATHSIG
 from rl.workers.messages import (
     RL_VARIABLE_PREFIX,

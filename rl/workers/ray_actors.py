@@ -22,8 +22,8 @@ from multiprocessing.connection import Client, Connection, Listener
 from typing import Any, Deque, Dict, Optional
 
 from rl.errors import SystemUnavailableError
+from rl.network import unreachable_reason
 from rl.processes import RL_ROOT, captured_stderr
-from rl.systems import unreachable_reason
 from rl.workers import process
 from rl.workers.messages import RL_VARIABLE_PREFIX, ProcessSetup, WorkerSpec
 from rl.workers.pool import WorkerFailure, python_path_with_rl
