@@ -87,7 +87,7 @@ def tidy_policies(output_dir: str, restored_step: int) -> List[str]:
     Returns:
         The artefact folders moved aside.
     """
-    from rl.run_folder import move_aside  # late: run_folder loads TensorFlow
+    from rl.run_folder import move_aside  # late: run_folder loads TensorBoard and Gymnasium
 
     folder = os.path.join(output_dir, POLICIES_DIR)
     if not os.path.isdir(folder):

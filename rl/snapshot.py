@@ -629,7 +629,7 @@ def _append_event(snapshot_dir: str, event: str, argv: list[str], git: dict) -> 
       argv: the command-line arguments.
       git: the result of `git_info`.
     """
-    from rl.logbook import drop_cut_last_line  # here: see _read_resumes
+    from rl.logbook import drop_cut_last_line  # late: it loads TensorBoard (see _read_resumes)
 
     path = os.path.join(snapshot_dir, RESUMES_FILE)
     drop_cut_last_line(path)  # a line a kill cut short, which readers skip too

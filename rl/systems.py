@@ -19,7 +19,10 @@ import os
 from typing import Any, ContextManager, Dict, Optional
 
 from rl import registry
+from rl._tf import tf  # a stand-in: naming a --sys target loads no TensorFlow
+from rl.errors import SystemUnavailableError
 from rl.network import unreachable_reason
+from rl.workers import pool, ray_actors
 
 
 class System:
@@ -96,8 +99,6 @@ class LocalSystem(System):
 
     def setup(self) -> Dict[str, str]:
         """Configures devices and returns a description for logs."""
-        from rl._tf import tf  # here, so naming a --sys target does not load TensorFlow
-
         gpus = tf.config.list_physical_devices("GPU")
         for gpu in gpus:
             # Share the GPU with other processes instead of claiming all memory.
@@ -107,8 +108,6 @@ class LocalSystem(System):
 
     def scope(self) -> ContextManager[Any]:
         """The default strategy's scope: variables are placed as without any strategy."""
-        from rl._tf import tf
-
         return tf.distribute.get_strategy().scope()
 
     @property
@@ -117,15 +116,11 @@ class LocalSystem(System):
 
     def actor_launcher(self, log_dir: Optional[str]):
         """Actor processes on this machine, joined to the learner by socket pairs."""
-        from rl.workers.pool import ProcessLauncher
-
-        return ProcessLauncher(log_dir)
+        return pool.ProcessLauncher(log_dir)
 
     def start_actors_early(self) -> None:
         """Local actor processes, started while the learner imports TensorFlow."""
-        from rl.workers.pool import start_early
-
-        start_early(self.num_workers)
+        pool.start_early(self.num_workers)
 
 
 @registry.systems.register("ray")
@@ -148,10 +143,8 @@ class RaySystem(LocalSystem):
 
     def setup(self) -> Dict[str, str]:
         """Connects to Ray (or starts it here), then prepares the learner's device."""
-        from rl.workers.ray_actors import connect
-
         description = super().setup()
-        description.update(sys="ray", ray=connect(self.address, self._local_cpus()))
+        description.update(sys="ray", ray=ray_actors.connect(self.address, self._local_cpus()))
         return description
 
     def _local_cpus(self) -> int:
@@ -162,9 +155,7 @@ class RaySystem(LocalSystem):
         return max(os.cpu_count() or 1, self.num_workers + 1)
 
     def close(self) -> None:
-        from rl.workers.ray_actors import disconnect
-
-        disconnect()
+        ray_actors.disconnect()
 
     def workers_output(self, log_dir: str) -> str:
         del log_dir  # Ray keeps each actor's output in its own session logs
@@ -175,15 +166,11 @@ class RaySystem(LocalSystem):
 
     def actor_launcher(self, log_dir: Optional[str]):
         """Ray actors running the actor-process code, connected back to this learner over TCP."""
-        from rl.workers.ray_actors import launcher
-
-        return launcher(log_dir)
+        return ray_actors.launcher(log_dir)
 
     def start_actors_early(self) -> None:
         """Connects to Ray (or starts it) and starts the actors, before TensorFlow loads."""
-        from rl.workers.ray_actors import start_early
-
-        start_early(self.address, self._local_cpus(), self.num_workers)
+        ray_actors.start_early(self.address, self._local_cpus(), self.num_workers)
 
 
 @registry.systems.register("mirrored")
@@ -201,9 +188,6 @@ class MirroredSystem(LocalSystem):
         self.strategy = None
 
     def setup(self) -> Dict[str, str]:
-        from rl._tf import tf
-        from rl.errors import SystemUnavailableError
-
         cpu_replicas = int(self.options.get("cpu_replicas") or 0)
         if cpu_replicas:
             cpu = tf.config.list_physical_devices("CPU")[0]
@@ -246,9 +230,6 @@ class TPUSystem(MirroredSystem):
     name = "tpu"
 
     def setup(self) -> Dict[str, str]:
-        from rl._tf import tf
-        from rl.errors import SystemUnavailableError
-
         tpu = self.options.get("tpu")
         if not tpu:
             raise SystemUnavailableError(
