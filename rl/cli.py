@@ -10,7 +10,7 @@ import os
 import re
 import sys
 import time
-from typing import Any, Dict, List, NoReturn, Optional, Tuple
+from typing import Any, Dict, List, NoReturn
 
 from absl import flags
 from absl import logging as absl_logging
@@ -255,17 +255,27 @@ def system_options() -> dict:
     return {name: FLAGS[name].value for name in SYSTEM_FLAGS}
 
 
-def check_early() -> None:
-    """Every check that needs no TensorFlow, so mistakes answer in well under a second."""
+def check_early():
+    """Every check that needs no TensorFlow, so mistakes answer in well under a second.
+
+    Returns:
+        For one training run, its ``CheckedRun`` (rl/early_checks.py: the resolved
+        hparams and the run folder's verdict), which the experiment takes as it is;
+        None for --copies N (``checked_copies`` checks each copy) and --training=false
+        (the run is only loaded).
+    """
+    # Late: the catalog and the checks load Gymnasium, which --help does without.
     from rl import (
         catalog,  # noqa: F401  (fills the registries)
         registry,
     )
+    from rl.early_checks import check_run
 
     check_mode_flags()
     if FLAGS["copies_parallel"].present and FLAGS.copies <= 1:
         fail("--copies_parallel is for --copies N with N > 1; add --copies or remove it")
     load_plugins()
+    checked = None
     try:
         registry.systems.check(FLAGS.sys)
         for flag, target in SYSTEM_FLAGS.items():
@@ -276,46 +286,31 @@ def check_early() -> None:
                 )
         if not FLAGS.output_dir:
             fail("--output_dir is required, e.g. --output_dir runs/ppo_cartpole")
-        if FLAGS.training:
-            from rl.hparams.resolve import load_run_hparams
-
+        if FLAGS.training and FLAGS.copies <= 1:
             # A new run's set, or the run already in output_dir, with the changes asked for.
-            saved = load_run_hparams(FLAGS.output_dir) if FLAGS.hparams is None else None
-            if FLAGS.hparams is None and saved is None and FLAGS.copies <= 1:
-                fail(
-                    "--hparams is required for a new run, e.g. --hparams ppo_cartpole "
-                    "(list them with --list)"
-                )
-            if FLAGS.hparams is not None or saved is not None:
-                from rl.workers.pool import check_workers
-
-                hp = hparams_from_flags(saved)
-                check_workers(hp, FLAGS.num_workers)
-                if FLAGS.copies <= 1:
-                    check_run_folder(hp)
-                elif hp.eval_episodes == 0:
-                    fail(
-                        "--copies compares the copies' final evaluations (summary.json, "
-                        "curves.png), which eval_episodes 0 turns off; give it at least 1"
-                    )
+            checked = check_run(
+                FLAGS.hparams,
+                FLAGS.output_dir,
+                FLAGS.hparam_override,
+                env=FLAGS.env,
+                seed=FLAGS.seed,
+                train_steps=FLAGS.train_steps,
+                eval_episodes=FLAGS.eval_episodes,
+                allow_hparam_change=FLAGS.allow_hparam_change,
+                num_workers=FLAGS.num_workers,
+            )
     except USER_ERRORS as e:
         fail(str(e))
     check_tracking()  # last: importing MLflow takes about a second
+    return checked
 
 
-def check_run_folder(hp) -> None:
-    """--output_dir can take this run: a folder it can write, whose run (if any) has
-    these hparams and a readable eval log (as Experiment checks again).
+def make_system():
+    """The run's one --sys target, from the flags; the experiment closes it."""
+    from rl import registry
 
-    Raises:
-        RunConflictError: naming the folder and what is wrong.
-    """
-    from rl.run_folder import check_not_in_use, check_output_dir, check_resume, read_eval_file
-
-    check_resume(FLAGS.output_dir, hp, FLAGS.allow_hparam_change)
-    check_output_dir(FLAGS.output_dir)
-    check_not_in_use(FLAGS.output_dir)
-    read_eval_file(FLAGS.output_dir)
+    target = registry.systems.get(FLAGS.sys)
+    return target({**system_options(), "num_workers": FLAGS.num_workers})
 
 
 # Flags that only --tracking mlflow reads.
@@ -410,30 +405,29 @@ def main(argv: List[str]) -> int:
         load_plugins()  # so their names are listed too
         print(catalog.list_all(gymnasium=True))
         return 0
-    check_early()
+    checked = check_early()
     if show_tensorflow_logs():
         os.environ[_tf.TF_LOGS_VARIABLE] = "1"
     else:
         absl_logging.set_verbosity(absl_logging.WARNING)
-    if FLAGS.training and FLAGS.copies <= 1 and FLAGS.num_workers > 0:
-        from rl import registry
-
-        system = registry.systems.get(FLAGS.sys)
-        try:
-            system({**system_options(), "num_workers": FLAGS.num_workers}).start_actors_early()
-        except USER_ERRORS as e:
-            fail(str(e))
     if FLAGS.training and FLAGS.copies > 1:
-        run_dirs, seeds = checked_copies()  # bad input is refused before TensorFlow loads
+        copies = checked_copies()  # bad input is refused before TensorFlow loads
         # Copies side by side train in a train.py each: this process needs no TensorFlow,
         # and without its threads the fork of each copy is safe (preexec_fn).
         if FLAGS.copies_parallel == 1:
             _tf.import_tensorflow_quietly()
-        return run_copies(run_dirs, seeds)
-    _tf.import_tensorflow_quietly()
+        return run_copies(copies)
     if not FLAGS.training:
+        _tf.import_tensorflow_quietly()
         return run_test()
-    return run_training(FLAGS.output_dir, FLAGS.seed)
+    system = make_system()
+    if FLAGS.num_workers > 0:
+        try:
+            system.start_actors_early()  # their start-up overlaps TensorFlow's import
+        except USER_ERRORS as e:
+            fail(str(e))
+    _tf.import_tensorflow_quietly()
+    return run_training(checked, system)
 
 
 def say_gymnasium_warnings_once() -> None:
@@ -457,28 +451,27 @@ def say_gymnasium_warnings_once() -> None:
     warnings.showwarning = show
 
 
-def build_experiment(output_dir: str, seed: Optional[int]):
-    """An Experiment from the flags; bad input ends the process (exit 2)."""
+def build_experiment(checked, system):
+    """An Experiment of the checked run on the run's system; bad input ends the process
+    (exit 2).
+
+    Args:
+        checked: the run's ``CheckedRun`` from the early checks.
+        system: the run's --sys target (``make_system``).
+    """
+    # Late, both: the experiment loads TensorFlow, which the early checks do without,
+    # and the tracking module MLflow's client.
     from rl.experiment import Experiment
     from rl.tracking import make_tracker
 
     try:
         return Experiment(
-            hparams=FLAGS.hparams,
-            output_dir=output_dir,
-            overrides=FLAGS.hparam_override,
-            env=FLAGS.env,
-            seed=seed,
-            train_steps=FLAGS.train_steps,
-            eval_episodes=FLAGS.eval_episodes,
-            allow_hparam_change=FLAGS.allow_hparam_change,
-            sys_name=FLAGS.sys,
-            sys_options=system_options(),
+            checked=checked,
+            system=system,
             record_video=FLAGS.record_video,
             render=FLAGS.render,
             argv=sys.argv,
             flags=our_flags(),
-            num_workers=FLAGS.num_workers,
             worker_restarts=FLAGS.worker_restarts,
             worker_restart_window=FLAGS.worker_restart_window,
             tracker=make_tracker(FLAGS.tracking, FLAGS.tracking_uri, FLAGS.tracking_experiment),
@@ -487,8 +480,9 @@ def build_experiment(output_dir: str, seed: Optional[int]):
         fail(str(e))
 
 
-def run_training(output_dir: str, seed: Optional[int]) -> int:
-    experiment = build_experiment(output_dir, seed)
+def run_training(checked, system) -> int:
+    """Trains the checked run on ``system``; returns train.py's exit code."""
+    experiment = build_experiment(checked, system)
     if experiment.restored_from:
         print(f"rl: resuming from {experiment.restored_from}", file=sys.stderr)
 
@@ -598,45 +592,59 @@ def run_test_episodes(output_dir: str) -> Dict[str, Any]:
     return result
 
 
-def checked_copies() -> Tuple[List[str], List[int]]:
-    """--copies N: the copies' folders (run_<i>) and seeds, once every one of them can
-    start or resume there; bad input ends the process before anything is written."""
-    from rl.run_folder import check_copies_folder, check_not_in_use, check_resume
+def checked_copies() -> list:
+    """--copies N: each copy's ``CheckedRun`` (in run_<i>, with its own seed), once every
+    one of them can start or resume there; bad input ends the process before anything
+    is written."""
+    from rl.early_checks import check_run
+    from rl.run_folder import check_copies_folder
 
     output_dir = FLAGS.output_dir
-    run_dirs = [os.path.join(output_dir, f"run_{i}") for i in range(FLAGS.copies)]
     try:
         if FLAGS.hparams is None:
             fail("--hparams is required with --copies, e.g. --hparams ppo_cartpole")
         hp = hparams_from_flags()
-        seeds = seeding.copy_seeds(hp.seed, FLAGS.copies)
+        if hp.eval_episodes == 0:
+            fail(
+                "--copies compares the copies' final evaluations (summary.json, "
+                "curves.png), which eval_episodes 0 turns off; give it at least 1"
+            )
         check_copies_folder(output_dir)
-        for run_dir, seed in zip(run_dirs, seeds):  # check all before writing
-            check_resume(run_dir, hp.replace(seed=seed), FLAGS.allow_hparam_change)
-            check_not_in_use(run_dir)
+        seeds = seeding.copy_seeds(hp.seed, FLAGS.copies)
+        return [  # all checked before any is written
+            check_run(
+                hp.replace(seed=seed),
+                os.path.join(output_dir, f"run_{i}"),
+                allow_hparam_change=FLAGS.allow_hparam_change,
+                num_workers=FLAGS.num_workers,
+            )
+            for i, seed in enumerate(seeds)
+        ]
     except USER_ERRORS as e:
         fail(str(e))
-    return run_dirs, seeds
 
 
-def run_copies(run_dirs: List[str], seeds: List[int]) -> int:
+def run_copies(copies: list) -> int:
     """--copies N: N runs in run_<i>, one after another or side by side, then the summary.
 
     Args:
-        run_dirs: the copies' folders, from ``checked_copies``.
-        seeds: their seeds.
+        copies: the copies' ``CheckedRun``s, from ``checked_copies``.
     """
     from rl import analysis
 
+    run_dirs = [copy.output_dir for copy in copies]
     if FLAGS.copies_parallel > 1:
-        code = run_copies_in_processes(run_dirs, seeds)
+        code = run_copies_in_processes(run_dirs, [copy.hp.seed for copy in copies])
         if code < 0:
             killed_by(-code)
     else:
         code = 0
-        for i, (run_dir, seed) in enumerate(zip(run_dirs, seeds)):
-            print(f"rl: copy {i + 1}/{FLAGS.copies} (seed {seed}) in {run_dir}", file=sys.stderr)
-            code = run_training(run_dir, seed)
+        for i, copy in enumerate(copies):
+            print(
+                f"rl: copy {i + 1}/{FLAGS.copies} (seed {copy.hp.seed}) in {copy.output_dir}",
+                file=sys.stderr,
+            )
+            code = run_training(copy, make_system())
             if code:
                 break
     if code:

@@ -35,6 +35,9 @@ class System:
         options: target-specific settings from flags (``ray_address``, ...).
         """
         self.options = dict(options or {})
+        # The launcher whose actors ``start_actors_early`` started, until
+        # ``actor_launcher`` hands it out (or ``close`` stops them).
+        self.early_launcher = None
 
     def setup(self) -> Dict[str, str]:
         """Configures devices before anything is built; returns a description for logs."""
@@ -45,7 +48,11 @@ class System:
         raise NotImplementedError
 
     def close(self) -> None:
-        """Releases what ``setup`` took (a local Ray it started); nothing by default."""
+        """Stops the actors started early that no run took, then releases what ``setup``
+        took (a local Ray it started)."""
+        launcher, self.early_launcher = self.early_launcher, None
+        if launcher is not None:
+            launcher.close()
 
     @property
     def replica_count(self) -> int:
@@ -66,7 +73,8 @@ class System:
         return log_dir
 
     def actor_launcher(self, log_dir: Optional[str]):
-        """What starts actor processes for --num_workers (rl/workers/pool.py).
+        """What starts actor processes for --num_workers (rl/workers/pool.py): the one
+        ``start_actors_early`` started, once, else a new one.
 
         Args:
             log_dir: where each worker's output goes; None: this process's stderr.
@@ -76,13 +84,21 @@ class System:
             ``prepare(count)``, which may start the hosts of ``count`` workers at once
             before their ``spawn`` calls, and ``close()``, which releases what it holds.
         """
+        launcher, self.early_launcher = self.early_launcher, None
+        if launcher is None:
+            return self.new_launcher(log_dir)
+        launcher.log_dir = log_dir
+        return launcher
+
+    def new_launcher(self, log_dir: Optional[str]):
+        """A launcher of this system's actors (see ``actor_launcher``)."""
         raise NotImplementedError
 
     def start_actors_early(self) -> None:
         """Starts the run's ``num_workers`` actors before TensorFlow loads, if it can.
 
-        train.py calls this on a system made from the same options as the run's,
-        so that the actors' start-up overlaps the learner's TensorFlow import;
+        train.py calls this on the run's own system before the experiment is built, so
+        that the actors' start-up overlaps the learner's TensorFlow import;
         ``actor_launcher`` then hands out the actors started here. Nothing by
         default.
 
@@ -114,13 +130,14 @@ class LocalSystem(System):
     def replica_count(self) -> int:
         return 1
 
-    def actor_launcher(self, log_dir: Optional[str]):
+    def new_launcher(self, log_dir: Optional[str]):
         """Actor processes on this machine, joined to the learner by socket pairs."""
         return pool.ProcessLauncher(log_dir)
 
     def start_actors_early(self) -> None:
         """Local actor processes, started while the learner imports TensorFlow."""
-        pool.start_early(self.num_workers)
+        self.early_launcher = pool.ProcessLauncher(None)
+        self.early_launcher.start_early(self.num_workers)
 
 
 @registry.systems.register("ray")
@@ -155,6 +172,7 @@ class RaySystem(LocalSystem):
         return max(os.cpu_count() or 1, self.num_workers + 1)
 
     def close(self) -> None:
+        super().close()
         ray_actors.disconnect()
 
     def workers_output(self, log_dir: str) -> str:
@@ -164,13 +182,16 @@ class RaySystem(LocalSystem):
             "/tmp/ray unless set, on the node that ran each actor)"
         )
 
-    def actor_launcher(self, log_dir: Optional[str]):
+    def new_launcher(self, log_dir: Optional[str]):
         """Ray actors running the actor-process code, connected back to this learner over TCP."""
-        return ray_actors.launcher(log_dir)
+        return ray_actors.RayLauncher(log_dir)
 
     def start_actors_early(self) -> None:
-        """Connects to Ray (or starts it) and starts the actors, before TensorFlow loads."""
-        ray_actors.start_early(self.address, self._local_cpus(), self.num_workers)
+        """Connects to Ray (or starts it) and starts the actors, before TensorFlow loads:
+        their start-up (a Ray worker importing Ray and rl, seconds each) overlaps it."""
+        ray_actors.connect(self.address, self._local_cpus())
+        self.early_launcher = ray_actors.RayLauncher(None)
+        self.early_launcher.prepare(self.num_workers)
 
 
 @registry.systems.register("mirrored")
