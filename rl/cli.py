@@ -5,12 +5,13 @@ conflicting output_dir, unreadable checkpoint) ends as one line on stderr and
 exit code 2, raised before anything is written.
 """
 
+import dataclasses
 import json
 import os
 import re
 import sys
 import time
-from typing import Any, Dict, List, NoReturn
+from typing import Any, Callable, Dict, List, NoReturn, Optional
 
 from absl import flags
 from absl import logging as absl_logging
@@ -26,138 +27,263 @@ EXIT_WORKERS = 4  # actor processes failed more often than --worker_restarts all
 EXIT_ENV_SERVER = 5  # a grpc:// env server went away (or its env raised) during training
 
 
-def define_flags() -> None:
-    """Defines train.py's flags (once per process)."""
-    flags.DEFINE_string("sys", "local", "Where to run: a registered --sys target.")
-    flags.DEFINE_string(
+TRAINING, TEST, BOTH = "training", "test", "both"  # the modes that read a flag
+
+
+@dataclasses.dataclass(frozen=True)
+class Flag:
+    """One of train.py's flags: how absl defines it, and who reads it.
+
+    Attributes:
+        name: the flag's name.
+        define: absl's definer (``flags.DEFINE_string``, ...).
+        default: its default.
+        help: its --help text.
+        mode: TRAINING or TEST when only that mode reads it (the other refuses it), else BOTH.
+        system: the --sys target that alone reads it, if one (others refuse it).
+        tracking: only --tracking mlflow reads it (without it the flag is refused).
+        to_copies: --copies N passes it on to each copy's train.py (the ones that are
+            each copy's own, or this process's, are not).
+        options: more arguments for ``define`` (``lower_bound``, ``enum_values``).
+    """
+
+    name: str
+    define: Callable[..., Any]
+    default: Any
+    help: str
+    mode: str = BOTH
+    system: Optional[str] = None
+    tracking: bool = False
+    to_copies: bool = True
+    options: Dict[str, Any] = dataclasses.field(default_factory=dict)
+
+
+# train.py's flags, once: --help, the mode, --sys and --tracking checks and what
+# --copies passes to each copy all read this table.
+FLAG_TABLE = (
+    Flag("sys", flags.DEFINE_string, "local", "Where to run: a registered --sys target."),
+    Flag(
         "ray_address",
+        flags.DEFINE_string,
         None,
         "With --sys ray: the cluster to attach to (host:port or auto; default the "
         "RAY_ADDRESS variable, else a local Ray for this run).",
-    )
-    flags.DEFINE_string(
+        system="ray",
+    ),
+    Flag(
         "tpu",
+        flags.DEFINE_string,
         None,
         "With --sys tpu: the Cloud TPU's name or grpc://address ('local' on a TPU VM).",
-    )
-    flags.DEFINE_integer(
+        system="tpu",
+    ),
+    Flag(
         "cpu_replicas",
+        flags.DEFINE_integer,
         None,
         "With --sys mirrored: split the CPU into N logical devices, one replica each "
         "(without it the replicas are the visible GPUs).",
-        lower_bound=2,
-    )
-    flags.DEFINE_string(
+        system="mirrored",
+        options={"lower_bound": 2},
+    ),
+    Flag(
         "hparams",
+        flags.DEFINE_string,
         None,
         "Registered hparams set, e.g. ppo_cartpole (default: the run in --output_dir).",
-    )
-    flags.DEFINE_string(
-        "hparam_override", "", 'Overrides, e.g. "learning_rate=1e-3,hidden_sizes=[128,128]".'
-    )
-    flags.DEFINE_string(
+        mode=TRAINING,
+    ),
+    Flag(
+        "hparam_override",
+        flags.DEFINE_string,
+        "",
+        'Overrides, e.g. "learning_rate=1e-3,hidden_sizes=[128,128]".',
+        mode=TRAINING,
+    ),
+    Flag(
         "env",
+        flags.DEFINE_string,
         None,
         "Registered env name, Gymnasium id, or grpc://host:port/ID of an env server "
         "(overrides the hparams' env).",
-    )
-    flags.DEFINE_multi_string(
+        mode=TRAINING,
+    ),
+    Flag(
         "plugins",
+        flags.DEFINE_multi_string,
         [],
         "Python modules to import first (repeatable), e.g. my_pkg.my_rl: they register "
         "agents, models, losses, envs or hparam sets. A resumed run reloads its own.",
-    )
-    flags.DEFINE_string("output_dir", None, "Folder for checkpoints, logs, videos.")
-    flags.DEFINE_integer("train_steps", None, "Total env steps (overrides hparams).", lower_bound=1)
-    flags.DEFINE_integer(
+    ),
+    Flag(
+        "output_dir",
+        flags.DEFINE_string,
+        None,
+        "Folder for checkpoints, logs, videos.",
+        to_copies=False,  # each copy has its run_<i>
+    ),
+    Flag(
+        "train_steps",
+        flags.DEFINE_integer,
+        None,
+        "Total env steps (overrides hparams).",
+        mode=TRAINING,
+        options={"lower_bound": 1},
+    ),
+    Flag(
         "eval_episodes",
+        flags.DEFINE_integer,
         None,
         "Episodes per evaluation, acted with the hparams' eval_act_select (greedy unless "
         "the set says otherwise); 0: no evaluation (overrides hparams).",
-        lower_bound=0,
-    )
+        mode=TRAINING,
+        options={"lower_bound": 0},
+    ),
     # Its range is the hparam's (rl/hparams), checked with the other hparams.
-    flags.DEFINE_integer("seed", None, "Random seed (overrides hparams).")
-    flags.DEFINE_bool("list", False, "Print every registered name by kind and exit.")
-    flags.DEFINE_bool(
+    Flag(
+        "seed",
+        flags.DEFINE_integer,
+        None,
+        "Random seed (overrides hparams).",
+        mode=TRAINING,
+        to_copies=False,  # each copy has its own, derived from this one
+    ),
+    Flag(
+        "list",
+        flags.DEFINE_bool,
+        False,
+        "Print every registered name by kind and exit.",
+        to_copies=False,
+    ),
+    Flag(
         "allow_hparam_change",
+        flags.DEFINE_bool,
         False,
         "Resume a run in --output_dir with hparams that differ "
         "from its hparams.json (the old file is kept).",
-    )
-    flags.DEFINE_bool(
+        mode=TRAINING,
+    ),
+    Flag(
         "training",
+        flags.DEFINE_bool,
         True,
         "false: load the latest checkpoint in --output_dir and run "
         "--test_episodes evaluation episodes into test.json; nothing "
         "is trained or overwritten.",
-    )
-    flags.DEFINE_integer("test_episodes", 10, "Episodes of --training=false.", lower_bound=1)
-    flags.DEFINE_integer(
+        to_copies=False,  # copies train
+    ),
+    Flag(
+        "test_episodes",
+        flags.DEFINE_integer,
+        10,
+        "Episodes of --training=false.",
+        mode=TEST,
+        to_copies=False,
+        options={"lower_bound": 1},
+    ),
+    Flag(
         "copies",
+        flags.DEFINE_integer,
         1,
         "Train N independent copies with seeds "
         "derived from --seed into --output_dir/run_<i>, then "
         "write summary.json and curves.png.",
-        lower_bound=1,
-    )
-    flags.DEFINE_integer(
+        mode=TRAINING,
+        to_copies=False,  # a copy is one run
+        options={"lower_bound": 1},
+    ),
+    Flag(
         "copies_parallel",
+        flags.DEFINE_integer,
         1,
         "How many copies run at once (each in its own process when > 1).",
-        lower_bound=1,
-    )
-    flags.DEFINE_integer(
+        mode=TRAINING,
+        to_copies=False,
+        options={"lower_bound": 1},
+    ),
+    Flag(
         "num_workers",
+        flags.DEFINE_integer,
         0,
         "Actor processes stepping the env copies (num_envs is shared among them) "
         "and feeding the learner in this process; 0: this process acts and learns.",
-        lower_bound=0,
-    )
-    flags.DEFINE_integer(
+        mode=TRAINING,
+        options={"lower_bound": 0},
+    ),
+    Flag(
         "worker_restarts",
+        flags.DEFINE_integer,
         5,
         "With --num_workers: failed workers restarted within --worker_restart_window "
         "seconds before training stops (keeping its last checkpoint).",
-        lower_bound=0,
-    )
-    flags.DEFINE_float(
+        mode=TRAINING,
+        options={"lower_bound": 0},
+    ),
+    Flag(
         "worker_restart_window",
+        flags.DEFINE_float,
         300.0,
         "Seconds over which --worker_restarts counts failures.",
-        lower_bound=1.0,
-    )
-    flags.DEFINE_bool(
+        mode=TRAINING,
+        options={"lower_bound": 1.0},
+    ),
+    Flag(
         "record_video",
+        flags.DEFINE_bool,
         False,
         "Record evaluation episodes (every hparams.video_interval "
         "steps; 0: every evaluation) and test episodes to "
         "--output_dir/videos as MP4 and GIF.",
-    )
-    flags.DEFINE_bool(
+    ),
+    Flag(
         "render",
+        flags.DEFINE_bool,
         False,
         "Show evaluation/test episodes on screen; without a display, says so once and carries on.",
-    )
+        to_copies=False,  # not N windows at once
+    ),
     # Experiment tracking besides TensorBoard (rl/tracking.py; make_tracker refuses others).
-    flags.DEFINE_enum(
+    Flag(
         "tracking",
+        flags.DEFINE_enum,
         "none",
-        ["none", "mlflow"],
         "Also copy the run to an experiment tracker: mlflow (one MLflow run per run, "
         "continued on resume; the tracking extra). TensorBoard is always written.",
-    )
-    flags.DEFINE_string(
+        mode=TRAINING,
+        options={"enum_values": ["none", "mlflow"]},
+    ),
+    Flag(
         "tracking_uri",
+        flags.DEFINE_string,
         None,
         "With --tracking mlflow: any MLflow tracking URI (default: the run's own, else "
         "sqlite:///<parent of --output_dir>/mlruns.db).",
-    )
-    flags.DEFINE_string(
+        mode=TRAINING,
+        tracking=True,
+    ),
+    Flag(
         "tracking_experiment",
+        flags.DEFINE_string,
         None,
         "With --tracking mlflow: the MLflow experiment of a new run (default: the --hparams name).",
-    )
+        mode=TRAINING,
+        tracking=True,
+    ),
+)
+
+# Flags that only training reads, and only --training=false reads: giving one
+# to the other mode is refused rather than silently ignored.
+TRAINING_ONLY = tuple(flag.name for flag in FLAG_TABLE if flag.mode == TRAINING)
+TEST_ONLY = tuple(flag.name for flag in FLAG_TABLE if flag.mode == TEST)
+# Flags that only one --sys target reads, and only --tracking mlflow reads.
+SYSTEM_FLAGS = {flag.name: flag.system for flag in FLAG_TABLE if flag.system}
+TRACKING_FLAGS = tuple(flag.name for flag in FLAG_TABLE if flag.tracking)
+
+
+def define_flags() -> None:
+    """Defines train.py's flags (once per process), from ``FLAG_TABLE``."""
+    for flag in FLAG_TABLE:
+        flag.define(flag.name, flag.default, help=flag.help, **flag.options)
 
 
 HELP_FLAGS = {"--help", "-h", "-?", "--helpshort", "--helpfull", "--helpxml"}
@@ -209,28 +335,6 @@ def flag_error_message(error: flags.Error) -> str:
     return f"{match.group(0)}{match.group(2)!r} is not {takes}"
 
 
-# Flags that only training reads, and only --training=false reads: giving one
-# to the other mode is refused rather than silently ignored.
-TRAINING_ONLY = (
-    "hparams",
-    "hparam_override",
-    "env",
-    "seed",
-    "train_steps",
-    "eval_episodes",
-    "allow_hparam_change",
-    "copies",
-    "copies_parallel",
-    "num_workers",
-    "worker_restarts",
-    "worker_restart_window",
-    "tracking",
-    "tracking_uri",
-    "tracking_experiment",
-)
-TEST_ONLY = ("test_episodes",)
-
-
 def check_mode_flags() -> None:
     """Flags given for the other mode end the process (exit 2)."""
     unused = TRAINING_ONLY if not FLAGS.training else TEST_ONLY
@@ -244,10 +348,6 @@ def check_mode_flags() -> None:
         fail(
             f"{', '.join(given)} cannot be used with {mode}; remove {'it' if len(given) == 1 else 'them'}"
         )
-
-
-# Flags that only one --sys target reads.
-SYSTEM_FLAGS = {"ray_address": "ray", "tpu": "tpu", "cpu_replicas": "mirrored"}
 
 
 def system_options() -> dict:
@@ -313,8 +413,6 @@ def make_system():
     return target({**system_options(), "num_workers": FLAGS.num_workers})
 
 
-# Flags that only --tracking mlflow reads.
-TRACKING_FLAGS = ("tracking_uri", "tracking_experiment")
 TRACKING_INSTALL = "pip install -e '.[tracking]' (or pip install 'mlflow-skinny>=3.17,<4')"
 
 
@@ -687,27 +785,15 @@ def copy_environment(parallel: int) -> Dict[str, str]:
 
 def run_copies_in_processes(run_dirs: List[str], seeds: List[int]) -> int:
     """Runs copies as train.py subprocesses, ``copies_parallel`` at a time."""
-    passed = [
-        f"--{name}={FLAGS[name].value}"
-        for name in (
-            "sys",
-            "hparams",
-            "hparam_override",
-            "env",
-            "train_steps",
-            "eval_episodes",
-            "allow_hparam_change",
-            "record_video",
-            "num_workers",
-            "worker_restarts",
-            "worker_restart_window",
-            "tracking",
-            *TRACKING_FLAGS,
-            *SYSTEM_FLAGS,
-        )
-        if FLAGS[name].value is not None
-    ]
-    passed += [f"--plugins={name}" for name in FLAGS.plugins]
+    passed = []
+    for flag in FLAG_TABLE:
+        value = FLAGS[flag.name].value
+        if not flag.to_copies or value is None:
+            continue
+        if flag.define is flags.DEFINE_multi_string:
+            passed += [f"--{flag.name}={item}" for item in value]
+        else:
+            passed.append(f"--{flag.name}={value}")
     commands = [
         [sys.executable, os.path.abspath(sys.argv[0]), *passed, f"--output_dir={run_dir}",
          f"--seed={seed}"]
