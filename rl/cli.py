@@ -16,9 +16,11 @@ from typing import Any, Callable, Dict, List, NoReturn, Optional
 from absl import flags
 from absl import logging as absl_logging
 
-from rl import _tf, seeding
+from rl import _tf, plugins, registry, seeding
 from rl.errors import USER_ERRORS, EnvServerError, PluginError
+from rl.files import read_json_object, set_aside, write_text_atomic
 from rl.processes import die_with_parent_hook, tf_thread_share
+from rl.snapshot import FLAGS_FILE, SNAPSHOT_DIR
 
 FLAGS = flags.FLAGS
 PROG = "train.py"
@@ -365,10 +367,7 @@ def check_early():
         (the run is only loaded).
     """
     # Late: the catalog and the checks load Gymnasium, which --help does without.
-    from rl import (
-        catalog,  # noqa: F401  (fills the registries)
-        registry,
-    )
+    from rl import catalog  # noqa: F401  (fills the registries)
     from rl.early_checks import check_run
 
     check_mode_flags()
@@ -407,8 +406,6 @@ def check_early():
 
 def make_system():
     """The run's one --sys target, from the flags; the experiment closes it."""
-    from rl import registry
-
     target = registry.systems.get(FLAGS.sys)
     return target({**system_options(), "num_workers": FLAGS.num_workers})
 
@@ -441,7 +438,7 @@ def hparams_from_flags(base=None):
     Raises:
         UnknownNameError, HParamsError: as ``resolve_hparams``.
     """
-    from rl.hparams.resolve import resolve_hparams
+    from rl.hparams.resolve import resolve_hparams  # late: it loads Gymnasium
 
     return resolve_hparams(
         FLAGS.hparams if base is None else base,
@@ -460,8 +457,6 @@ def show_tensorflow_logs() -> bool:
 
 def load_plugins() -> None:
     """Imports --plugins, or, without the flag, those the run in --output_dir recorded."""
-    from rl import plugins
-
     modules = FLAGS.plugins
     if not modules and FLAGS.output_dir:
         modules = recorded_plugins(FLAGS.output_dir)
@@ -473,9 +468,6 @@ def load_plugins() -> None:
 
 def recorded_plugins(output_dir: str) -> List[str]:
     """The --plugins a run in ``output_dir`` was started with ([] if none or unreadable)."""
-    from rl.files import read_json_object
-    from rl.snapshot import FLAGS_FILE, SNAPSHOT_DIR
-
     try:
         recorded = read_json_object(os.path.join(output_dir, SNAPSHOT_DIR, FLAGS_FILE))
     except (OSError, ValueError):
@@ -498,7 +490,7 @@ def main(argv: List[str]) -> int:
         fail(f"unexpected arguments {' '.join(argv[1:])!r}; flags look like --name=value")
     say_gymnasium_warnings_once()
     if FLAGS.list:
-        from rl import catalog
+        from rl import catalog  # late: it loads Gymnasium
 
         load_plugins()  # so their names are listed too
         print(catalog.list_all(gymnasium=True))
@@ -539,7 +531,7 @@ def say_gymnasium_warnings_once() -> None:
     def show(message, category, filename, lineno, file=None, line=None):
         if f"{os.sep}gymnasium{os.sep}" not in filename:
             return default(message, category, filename, lineno, file, line)
-        from rl.envs.check import warning_text  # Gymnasium is loaded by now
+        from rl.envs.check import warning_text  # late: it loads Gymnasium (loaded by now)
 
         text = warning_text(message)
         if text not in shown:
@@ -623,8 +615,7 @@ def run_test() -> int:
     A --copies folder (run_<i> inside, no hparams.json) tests every copy and
     writes test_summary.json beside them.
     """
-    from rl import analysis
-    from rl.files import set_aside, write_text_atomic
+    from rl import analysis  # late: it loads TensorBoard
 
     output_dir = FLAGS.output_dir
     if os.path.exists(os.path.join(output_dir, "hparams.json")):
@@ -654,8 +645,7 @@ def run_test() -> int:
 
 def run_test_episodes(output_dir: str) -> Dict[str, Any]:
     """Tests one run folder into its test.json; bad input ends the process."""
-    from rl.experiment import Experiment
-    from rl.files import set_aside, write_text_atomic
+    from rl.experiment import Experiment  # late: it loads TensorFlow
 
     try:
         experiment = Experiment(
@@ -694,6 +684,7 @@ def checked_copies() -> list:
     """--copies N: each copy's ``CheckedRun`` (in run_<i>, with its own seed), once every
     one of them can start or resume there; bad input ends the process before anything
     is written."""
+    # Late, both: they load Gymnasium and TensorBoard, which --help does without.
     from rl.early_checks import check_run
     from rl.run_folder import check_copies_folder
 
@@ -728,7 +719,7 @@ def run_copies(copies: list) -> int:
     Args:
         copies: the copies' ``CheckedRun``s, from ``checked_copies``.
     """
-    from rl import analysis
+    from rl import analysis  # late: it loads TensorBoard
 
     run_dirs = [copy.output_dir for copy in copies]
     if FLAGS.copies_parallel > 1:

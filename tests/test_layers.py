@@ -15,7 +15,8 @@ from typing import List
 
 import grimp
 import pytest
-from importlinter import cli as import_linter
+from importlinter import configuration
+from importlinter.application import use_cases
 
 pytestmark = pytest.mark.unit
 
@@ -25,8 +26,13 @@ PLANTED = "rl_planted"
 
 
 def lint_layers(config: str) -> bool:
-    """Runs the contracts of ``config`` as ``lint-imports`` does (report on stdout)."""
-    return import_linter.lint_imports(config_filename=config, no_cache=True, no_logo=True) == 0
+    """Runs the contracts of ``config`` as ``lint-imports`` does (report on stdout).
+
+    import-linter's use case, not its command: the command also sets up logging, which
+    closes the handlers TensorFlow's absl put on an earlier stderr (pytest's capture).
+    """
+    configuration.configure()  # import-linter's readers and graph builder
+    return use_cases.lint_imports(config_filename=config, cache_dir=None, no_logo=True)
 
 
 def import_circles(package: str) -> List[str]:
