@@ -40,6 +40,8 @@ setup(
             # subprocesses that each keep one core busy.
             "pytest-xdist>=3.6",
             "ruff>=0.6",
+            # tests/test_layers.py: the import layers of .importlinter (grimp comes with it).
+            "import-linter>=2.1,<3",
             "hypothesis>=6.100",
             "werkzeug>=3.0",
             # tests read GIF frames back with Pillow (imageio's GIF plugin uses it too).

@@ -2,7 +2,7 @@
 
 Modules of rl write ``from rl._tf import tf`` (and ``keras``) instead of
 ``import tensorflow as tf``, so whichever of them uses TensorFlow first, a user sees only rl's own
-output unless RL_TF_LOGS=1 (see rl/__init__.py).
+output unless RL_TF_LOGS=1 (``TF_LOGS_VARIABLE``).
 
 ``tf`` is a stand-in module that imports TensorFlow when one of its attributes
 is first read. Modules that only use TensorFlow inside functions (acting on
@@ -10,10 +10,75 @@ the host, action heads, act_select rules) therefore import without it: an
 actor process that acts in NumPy never pays TensorFlow's ~2 s and ~400 MB.
 """
 
+import contextlib
+import os
+import sys
 import types
 from typing import Callable
 
-from rl import import_tensorflow_quietly
+from rl.processes import captured_stderr
+
+# Set RL_TF_LOGS=1 (or pass train.py --verbosity=0) to see TensorFlow's own log lines.
+TF_LOGS_VARIABLE = "RL_TF_LOGS"
+
+
+# TensorFlow imports Keras 3, which imports these for its plotting helpers
+# (keras.visualization), which rl never calls: about 1 s of every process that
+# loads TensorFlow, mostly matplotlib.pyplot.
+KERAS_UNUSED_OPTIONAL_IMPORTS = ("matplotlib", "cv2")
+
+
+@contextlib.contextmanager
+def _absent(names):
+    """Makes ``import`` of these packages fail inside the block, as if not installed.
+
+    Keras guards the imports with ``except ImportError``; a None entry in
+    sys.modules raises it. The entries go afterwards, so rl's own plots and
+    Atari preprocessing still import the packages. Ones already imported are
+    left alone.
+    """
+    hidden = [name for name in names if name not in sys.modules]
+    for name in hidden:
+        sys.modules[name] = None
+    try:
+        yield
+    finally:
+        for name in hidden:
+            if sys.modules.get(name, ...) is None:
+                del sys.modules[name]
+
+
+def import_tensorflow_quietly():
+    """Imports and returns TensorFlow, with its C++ start-up chatter hidden.
+
+    TF 2.21 prints CUDA probing and oneDNN notices through absl before it
+    reads TF_CPP_MIN_LOG_LEVEL, so what reaches stderr while it loads is
+    captured and dropped (``captured_stderr``); Python errors still show
+    (stderr is restored before any exception propagates). Every module of rl
+    imports TensorFlow through ``rl._tf``, which calls this. With RL_TF_LOGS=1
+    nothing is hidden.
+    """
+    if "tensorflow" in sys.modules:
+        import tensorflow
+
+        return tensorflow
+    if os.environ.get(TF_LOGS_VARIABLE):
+        with _absent(KERAS_UNUSED_OPTIONAL_IMPORTS):
+            import tensorflow
+
+        return tensorflow
+    # Later C++ messages (oneDNN fallbacks during training): fatal ones only.
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    with captured_stderr():  # and dropped
+        # TFP's package imported first, while TensorFlow is absent, leaves its
+        # experimental and layers subpackages to load on first use: ~0.3 s less before
+        # a policy head builds its first distribution. It imports nothing else.
+        with _absent(KERAS_UNUSED_OPTIONAL_IMPORTS):
+            import tensorflow_probability  # noqa: F401, I001  (before TensorFlow, as said)
+            import tensorflow
+
+        tensorflow.config.list_physical_devices()
+    return tensorflow
 
 
 class _OnFirstUse(types.ModuleType):

@@ -5,6 +5,7 @@ so every registry is complete; nothing else registers by side effect.
 """
 
 from rl import agents, algos, envs, games, hparams, models, systems  # noqa: F401
+from rl.games import registered as game_envs  # noqa: F401  (the games as envs)
 from rl.registry import ALL
 from rl.registry import list_all as list_registered
 

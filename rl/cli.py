@@ -5,17 +5,21 @@ conflicting output_dir, unreadable checkpoint) ends as one line on stderr and
 exit code 2, raised before anything is written.
 """
 
+import dataclasses
 import json
 import os
 import re
 import sys
-from typing import Any, Dict, List, NoReturn, Optional, Tuple
+from typing import Any, Callable, Dict, List, NoReturn, Optional
 
 from absl import flags
 from absl import logging as absl_logging
 
-import rl
-from rl import seeding, slots
+from rl import _tf, plugins, registry, seeding, slots
+from rl.errors import USER_ERRORS, EnvServerError, PluginError
+from rl.files import read_json_object, set_aside, write_text_atomic
+from rl.processes import tf_thread_share
+from rl.snapshot import FLAGS_FILE, SNAPSHOT_DIR
 
 FLAGS = flags.FLAGS
 PROG = "train.py"
@@ -24,138 +28,263 @@ EXIT_WORKERS = 4  # actor processes failed more often than --worker_restarts all
 EXIT_ENV_SERVER = 5  # a grpc:// env server went away (or its env raised) during training
 
 
-def define_flags() -> None:
-    """Defines train.py's flags (once per process)."""
-    flags.DEFINE_string("sys", "local", "Where to run: a registered --sys target.")
-    flags.DEFINE_string(
+TRAINING, TEST, BOTH = "training", "test", "both"  # the modes that read a flag
+
+
+@dataclasses.dataclass(frozen=True)
+class Flag:
+    """One of train.py's flags: how absl defines it, and who reads it.
+
+    Attributes:
+        name: the flag's name.
+        define: absl's definer (``flags.DEFINE_string``, ...).
+        default: its default.
+        help: its --help text.
+        mode: TRAINING or TEST when only that mode reads it (the other refuses it), else BOTH.
+        system: the --sys target that alone reads it, if one (others refuse it).
+        tracking: only --tracking mlflow reads it (without it the flag is refused).
+        to_copies: --copies N passes it on to each copy's train.py (the ones that are
+            each copy's own, or this process's, are not).
+        options: more arguments for ``define`` (``lower_bound``, ``enum_values``).
+    """
+
+    name: str
+    define: Callable[..., Any]
+    default: Any
+    help: str
+    mode: str = BOTH
+    system: Optional[str] = None
+    tracking: bool = False
+    to_copies: bool = True
+    options: Dict[str, Any] = dataclasses.field(default_factory=dict)
+
+
+# train.py's flags, once: --help, the mode, --sys and --tracking checks and what
+# --copies passes to each copy all read this table.
+FLAG_TABLE = (
+    Flag("sys", flags.DEFINE_string, "local", "Where to run: a registered --sys target."),
+    Flag(
         "ray_address",
+        flags.DEFINE_string,
         None,
         "With --sys ray: the cluster to attach to (host:port or auto; default the "
         "RAY_ADDRESS variable, else a local Ray for this run).",
-    )
-    flags.DEFINE_string(
+        system="ray",
+    ),
+    Flag(
         "tpu",
+        flags.DEFINE_string,
         None,
         "With --sys tpu: the Cloud TPU's name or grpc://address ('local' on a TPU VM).",
-    )
-    flags.DEFINE_integer(
+        system="tpu",
+    ),
+    Flag(
         "cpu_replicas",
+        flags.DEFINE_integer,
         None,
         "With --sys mirrored: split the CPU into N logical devices, one replica each "
         "(without it the replicas are the visible GPUs).",
-        lower_bound=2,
-    )
-    flags.DEFINE_string(
+        system="mirrored",
+        options={"lower_bound": 2},
+    ),
+    Flag(
         "hparams",
+        flags.DEFINE_string,
         None,
         "Registered hparams set, e.g. ppo_cartpole (default: the run in --output_dir).",
-    )
-    flags.DEFINE_string(
-        "hparam_override", "", 'Overrides, e.g. "learning_rate=1e-3,hidden_sizes=[128,128]".'
-    )
-    flags.DEFINE_string(
+        mode=TRAINING,
+    ),
+    Flag(
+        "hparam_override",
+        flags.DEFINE_string,
+        "",
+        'Overrides, e.g. "learning_rate=1e-3,hidden_sizes=[128,128]".',
+        mode=TRAINING,
+    ),
+    Flag(
         "env",
+        flags.DEFINE_string,
         None,
         "Registered env name, Gymnasium id, or grpc://host:port/ID of an env server "
         "(overrides the hparams' env).",
-    )
-    flags.DEFINE_multi_string(
+        mode=TRAINING,
+    ),
+    Flag(
         "plugins",
+        flags.DEFINE_multi_string,
         [],
         "Python modules to import first (repeatable), e.g. my_pkg.my_rl: they register "
         "agents, models, losses, envs or hparam sets. A resumed run reloads its own.",
-    )
-    flags.DEFINE_string("output_dir", None, "Folder for checkpoints, logs, videos.")
-    flags.DEFINE_integer("train_steps", None, "Total env steps (overrides hparams).", lower_bound=1)
-    flags.DEFINE_integer(
+    ),
+    Flag(
+        "output_dir",
+        flags.DEFINE_string,
+        None,
+        "Folder for checkpoints, logs, videos.",
+        to_copies=False,  # each copy has its run_<i>
+    ),
+    Flag(
+        "train_steps",
+        flags.DEFINE_integer,
+        None,
+        "Total env steps (overrides hparams).",
+        mode=TRAINING,
+        options={"lower_bound": 1},
+    ),
+    Flag(
         "eval_episodes",
+        flags.DEFINE_integer,
         None,
         "Episodes per evaluation, acted with the hparams' eval_act_select (greedy unless "
         "the set says otherwise); 0: no evaluation (overrides hparams).",
-        lower_bound=0,
-    )
+        mode=TRAINING,
+        options={"lower_bound": 0},
+    ),
     # Its range is the hparam's (rl/hparams), checked with the other hparams.
-    flags.DEFINE_integer("seed", None, "Random seed (overrides hparams).")
-    flags.DEFINE_bool("list", False, "Print every registered name by kind and exit.")
-    flags.DEFINE_bool(
+    Flag(
+        "seed",
+        flags.DEFINE_integer,
+        None,
+        "Random seed (overrides hparams).",
+        mode=TRAINING,
+        to_copies=False,  # each copy has its own, derived from this one
+    ),
+    Flag(
+        "list",
+        flags.DEFINE_bool,
+        False,
+        "Print every registered name by kind and exit.",
+        to_copies=False,
+    ),
+    Flag(
         "allow_hparam_change",
+        flags.DEFINE_bool,
         False,
         "Resume a run in --output_dir with hparams that differ "
         "from its hparams.json (the old file is kept).",
-    )
-    flags.DEFINE_bool(
+        mode=TRAINING,
+    ),
+    Flag(
         "training",
+        flags.DEFINE_bool,
         True,
         "false: load the latest checkpoint in --output_dir and run "
         "--test_episodes evaluation episodes into test.json; nothing "
         "is trained or overwritten.",
-    )
-    flags.DEFINE_integer("test_episodes", 10, "Episodes of --training=false.", lower_bound=1)
-    flags.DEFINE_integer(
+        to_copies=False,  # copies train
+    ),
+    Flag(
+        "test_episodes",
+        flags.DEFINE_integer,
+        10,
+        "Episodes of --training=false.",
+        mode=TEST,
+        to_copies=False,
+        options={"lower_bound": 1},
+    ),
+    Flag(
         "copies",
+        flags.DEFINE_integer,
         1,
         "Train N independent copies with seeds "
         "derived from --seed into --output_dir/run_<i>, then "
         "write summary.json and curves.png.",
-        lower_bound=1,
-    )
-    flags.DEFINE_integer(
+        mode=TRAINING,
+        to_copies=False,  # a copy is one run
+        options={"lower_bound": 1},
+    ),
+    Flag(
         "copies_parallel",
+        flags.DEFINE_integer,
         1,
         "How many copies run at once (each in its own process when > 1).",
-        lower_bound=1,
-    )
-    flags.DEFINE_integer(
+        mode=TRAINING,
+        to_copies=False,
+        options={"lower_bound": 1},
+    ),
+    Flag(
         "num_workers",
+        flags.DEFINE_integer,
         0,
         "Actor processes stepping the env copies (num_envs is shared among them) "
         "and feeding the learner in this process; 0: this process acts and learns.",
-        lower_bound=0,
-    )
-    flags.DEFINE_integer(
+        mode=TRAINING,
+        options={"lower_bound": 0},
+    ),
+    Flag(
         "worker_restarts",
+        flags.DEFINE_integer,
         5,
         "With --num_workers: failed workers restarted within --worker_restart_window "
         "seconds before training stops (keeping its last checkpoint).",
-        lower_bound=0,
-    )
-    flags.DEFINE_float(
+        mode=TRAINING,
+        options={"lower_bound": 0},
+    ),
+    Flag(
         "worker_restart_window",
+        flags.DEFINE_float,
         300.0,
         "Seconds over which --worker_restarts counts failures.",
-        lower_bound=1.0,
-    )
-    flags.DEFINE_bool(
+        mode=TRAINING,
+        options={"lower_bound": 1.0},
+    ),
+    Flag(
         "record_video",
+        flags.DEFINE_bool,
         False,
         "Record evaluation episodes (every hparams.video_interval "
         "steps; 0: every evaluation) and test episodes to "
         "--output_dir/videos as MP4 and GIF.",
-    )
-    flags.DEFINE_bool(
+    ),
+    Flag(
         "render",
+        flags.DEFINE_bool,
         False,
         "Show evaluation/test episodes on screen; without a display, says so once and carries on.",
-    )
+        to_copies=False,  # not N windows at once
+    ),
     # Experiment tracking besides TensorBoard (rl/tracking.py; make_tracker refuses others).
-    flags.DEFINE_enum(
+    Flag(
         "tracking",
+        flags.DEFINE_enum,
         "none",
-        ["none", "mlflow"],
         "Also copy the run to an experiment tracker: mlflow (one MLflow run per run, "
         "continued on resume; the tracking extra). TensorBoard is always written.",
-    )
-    flags.DEFINE_string(
+        mode=TRAINING,
+        options={"enum_values": ["none", "mlflow"]},
+    ),
+    Flag(
         "tracking_uri",
+        flags.DEFINE_string,
         None,
         "With --tracking mlflow: any MLflow tracking URI (default: the run's own, else "
         "sqlite:///<parent of --output_dir>/mlruns.db).",
-    )
-    flags.DEFINE_string(
+        mode=TRAINING,
+        tracking=True,
+    ),
+    Flag(
         "tracking_experiment",
+        flags.DEFINE_string,
         None,
         "With --tracking mlflow: the MLflow experiment of a new run (default: the --hparams name).",
-    )
+        mode=TRAINING,
+        tracking=True,
+    ),
+)
+
+# Flags that only training reads, and only --training=false reads: giving one
+# to the other mode is refused rather than silently ignored.
+TRAINING_ONLY = tuple(flag.name for flag in FLAG_TABLE if flag.mode == TRAINING)
+TEST_ONLY = tuple(flag.name for flag in FLAG_TABLE if flag.mode == TEST)
+# Flags that only one --sys target reads, and only --tracking mlflow reads.
+SYSTEM_FLAGS = {flag.name: flag.system for flag in FLAG_TABLE if flag.system}
+TRACKING_FLAGS = tuple(flag.name for flag in FLAG_TABLE if flag.tracking)
+
+
+def define_flags() -> None:
+    """Defines train.py's flags (once per process), from ``FLAG_TABLE``."""
+    for flag in FLAG_TABLE:
+        flag.define(flag.name, flag.default, help=flag.help, **flag.options)
 
 
 HELP_FLAGS = {"--help", "-h", "-?", "--helpshort", "--helpfull", "--helpxml"}
@@ -207,49 +336,6 @@ def flag_error_message(error: flags.Error) -> str:
     return f"{match.group(0)}{match.group(2)!r} is not {takes}"
 
 
-def user_errors() -> tuple:
-    """Exception types that mean bad input (reported as one line, exit 2)."""
-    from rl.errors import (
-        CheckpointError,
-        EnvServerError,
-        RunConflictError,
-        SystemUnavailableError,
-    )
-    from rl.hparams.base import HParamsError
-    from rl.registry import UnknownNameError
-
-    return (
-        UnknownNameError,
-        HParamsError,
-        RunConflictError,
-        CheckpointError,
-        SystemUnavailableError,
-        EnvServerError,  # at start-up: a wrong address or token
-    )
-
-
-# Flags that only training reads, and only --training=false reads: giving one
-# to the other mode is refused rather than silently ignored.
-TRAINING_ONLY = (
-    "hparams",
-    "hparam_override",
-    "env",
-    "seed",
-    "train_steps",
-    "eval_episodes",
-    "allow_hparam_change",
-    "copies",
-    "copies_parallel",
-    "num_workers",
-    "worker_restarts",
-    "worker_restart_window",
-    "tracking",
-    "tracking_uri",
-    "tracking_experiment",
-)
-TEST_ONLY = ("test_episodes",)
-
-
 def check_mode_flags() -> None:
     """Flags given for the other mode end the process (exit 2)."""
     unused = TRAINING_ONLY if not FLAGS.training else TEST_ONLY
@@ -265,26 +351,29 @@ def check_mode_flags() -> None:
         )
 
 
-# Flags that only one --sys target reads.
-SYSTEM_FLAGS = {"ray_address": "ray", "tpu": "tpu", "cpu_replicas": "mirrored"}
-
-
 def system_options() -> dict:
     """The --sys target's settings from its flags."""
     return {name: FLAGS[name].value for name in SYSTEM_FLAGS}
 
 
-def check_early() -> None:
-    """Every check that needs no TensorFlow, so mistakes answer in well under a second."""
-    from rl import (
-        catalog,  # noqa: F401  (fills the registries)
-        registry,
-    )
+def check_early():
+    """Every check that needs no TensorFlow, so mistakes answer in well under a second.
+
+    Returns:
+        For one training run, its ``CheckedRun`` (rl/early_checks.py: the resolved
+        hparams and the run folder's verdict), which the experiment takes as it is;
+        None for --copies N (``checked_copies`` checks each copy) and --training=false
+        (the run is only loaded).
+    """
+    # Late: the catalog and the checks load Gymnasium, which --help does without.
+    from rl import catalog  # noqa: F401  (fills the registries)
+    from rl.early_checks import check_run
 
     check_mode_flags()
     if FLAGS["copies_parallel"].present and FLAGS.copies <= 1:
         fail("--copies_parallel is for --copies N with N > 1; add --copies or remove it")
     load_plugins()
+    checked = None
     try:
         registry.systems.check(FLAGS.sys)
         for flag, target in SYSTEM_FLAGS.items():
@@ -295,50 +384,31 @@ def check_early() -> None:
                 )
         if not FLAGS.output_dir:
             fail("--output_dir is required, e.g. --output_dir runs/ppo_cartpole")
-        if FLAGS.training:
-            from rl.hparams.resolve import load_run_hparams
-
+        if FLAGS.training and FLAGS.copies <= 1:
             # A new run's set, or the run already in output_dir, with the changes asked for.
-            saved = load_run_hparams(FLAGS.output_dir) if FLAGS.hparams is None else None
-            if FLAGS.hparams is None and saved is None and FLAGS.copies <= 1:
-                fail(
-                    "--hparams is required for a new run, e.g. --hparams ppo_cartpole "
-                    "(list them with --list)"
-                )
-            if FLAGS.hparams is not None or saved is not None:
-                from rl.workers.pool import check_workers
-
-                hp = hparams_from_flags(saved)
-                check_workers(hp, FLAGS.num_workers)
-                if FLAGS.copies <= 1:
-                    check_run_folder(hp)
-                elif hp.eval_episodes == 0:
-                    fail(
-                        "--copies compares the copies' final evaluations (summary.json, "
-                        "curves.png), which eval_episodes 0 turns off; give it at least 1"
-                    )
-    except user_errors() as e:
+            checked = check_run(
+                FLAGS.hparams,
+                FLAGS.output_dir,
+                FLAGS.hparam_override,
+                env=FLAGS.env,
+                seed=FLAGS.seed,
+                train_steps=FLAGS.train_steps,
+                eval_episodes=FLAGS.eval_episodes,
+                allow_hparam_change=FLAGS.allow_hparam_change,
+                num_workers=FLAGS.num_workers,
+            )
+    except USER_ERRORS as e:
         fail(str(e))
     check_tracking()  # last: importing MLflow takes about a second
+    return checked
 
 
-def check_run_folder(hp) -> None:
-    """--output_dir can take this run: a folder it can write, whose run (if any) has
-    these hparams and a readable eval log (as Experiment checks again).
-
-    Raises:
-        RunConflictError: naming the folder and what is wrong.
-    """
-    from rl.run_folder import check_not_in_use, check_output_dir, check_resume, read_eval_file
-
-    check_resume(FLAGS.output_dir, hp, FLAGS.allow_hparam_change)
-    check_output_dir(FLAGS.output_dir)
-    check_not_in_use(FLAGS.output_dir)
-    read_eval_file(FLAGS.output_dir)
+def make_system():
+    """The run's one --sys target, from the flags; the experiment closes it."""
+    target = registry.systems.get(FLAGS.sys)
+    return target({**system_options(), "num_workers": FLAGS.num_workers})
 
 
-# Flags that only --tracking mlflow reads.
-TRACKING_FLAGS = ("tracking_uri", "tracking_experiment")
 TRACKING_INSTALL = "pip install -e '.[tracking]' (or pip install 'mlflow-skinny>=3.17,<4')"
 
 
@@ -367,7 +437,7 @@ def hparams_from_flags(base=None):
     Raises:
         UnknownNameError, HParamsError: as ``resolve_hparams``.
     """
-    from rl.hparams.resolve import resolve_hparams
+    from rl.hparams.resolve import resolve_hparams  # late: it loads Gymnasium
 
     return resolve_hparams(
         FLAGS.hparams if base is None else base,
@@ -386,9 +456,6 @@ def show_tensorflow_logs() -> bool:
 
 def load_plugins() -> None:
     """Imports --plugins, or, without the flag, those the run in --output_dir recorded."""
-    from rl import plugins
-    from rl.errors import PluginError
-
     modules = FLAGS.plugins
     if not modules and FLAGS.output_dir:
         modules = recorded_plugins(FLAGS.output_dir)
@@ -400,9 +467,6 @@ def load_plugins() -> None:
 
 def recorded_plugins(output_dir: str) -> List[str]:
     """The --plugins a run in ``output_dir`` was started with ([] if none or unreadable)."""
-    from rl.files import read_json_object
-    from rl.snapshot import FLAGS_FILE, SNAPSHOT_DIR
-
     try:
         recorded = read_json_object(os.path.join(output_dir, SNAPSHOT_DIR, FLAGS_FILE))
     except (OSError, ValueError):
@@ -425,35 +489,34 @@ def main(argv: List[str]) -> int:
         fail(f"unexpected arguments {' '.join(argv[1:])!r}; flags look like --name=value")
     say_gymnasium_warnings_once()
     if FLAGS.list:
-        from rl import catalog
+        from rl import catalog  # late: it loads Gymnasium
 
         load_plugins()  # so their names are listed too
         print(catalog.list_all(gymnasium=True))
         return 0
-    check_early()
+    checked = check_early()
     if show_tensorflow_logs():
-        os.environ[rl.TF_LOGS_VARIABLE] = "1"
+        os.environ[_tf.TF_LOGS_VARIABLE] = "1"
     else:
         absl_logging.set_verbosity(absl_logging.WARNING)
-    if FLAGS.training and FLAGS.copies <= 1 and FLAGS.num_workers > 0:
-        from rl import registry
-
-        system = registry.systems.get(FLAGS.sys)
-        try:
-            system({**system_options(), "num_workers": FLAGS.num_workers}).start_actors_early()
-        except user_errors() as e:
-            fail(str(e))
     if FLAGS.training and FLAGS.copies > 1:
-        run_dirs, seeds = checked_copies()  # bad input is refused before TensorFlow loads
+        copies = checked_copies()  # bad input is refused before TensorFlow loads
         # Copies side by side train in a train.py each: this process needs no TensorFlow,
         # and without its threads the fork of each copy is safe (preexec_fn).
         if FLAGS.copies_parallel == 1:
-            rl.import_tensorflow_quietly()
-        return run_copies(run_dirs, seeds)
-    rl.import_tensorflow_quietly()
+            _tf.import_tensorflow_quietly()
+        return run_copies(copies)
     if not FLAGS.training:
+        _tf.import_tensorflow_quietly()
         return run_test()
-    return run_training(FLAGS.output_dir, FLAGS.seed)
+    system = make_system()
+    if FLAGS.num_workers > 0:
+        try:
+            system.start_actors_early()  # their start-up overlaps TensorFlow's import
+        except USER_ERRORS as e:
+            fail(str(e))
+    _tf.import_tensorflow_quietly()
+    return run_training(checked, system)
 
 
 def say_gymnasium_warnings_once() -> None:
@@ -467,7 +530,7 @@ def say_gymnasium_warnings_once() -> None:
     def show(message, category, filename, lineno, file=None, line=None):
         if f"{os.sep}gymnasium{os.sep}" not in filename:
             return default(message, category, filename, lineno, file, line)
-        from rl.envs.check import warning_text  # Gymnasium is loaded by now
+        from rl.envs.check import warning_text  # late: it loads Gymnasium (loaded by now)
 
         text = warning_text(message)
         if text not in shown:
@@ -477,41 +540,40 @@ def say_gymnasium_warnings_once() -> None:
     warnings.showwarning = show
 
 
-def build_experiment(output_dir: str, seed: Optional[int]):
-    """An Experiment from the flags; bad input ends the process (exit 2)."""
+def build_experiment(checked, system):
+    """An Experiment of the checked run on the run's system; bad input ends the process
+    (exit 2).
+
+    Args:
+        checked: the run's ``CheckedRun`` from the early checks.
+        system: the run's --sys target (``make_system``).
+    """
+    # Late, both: the experiment loads TensorFlow, which the early checks do without,
+    # and the tracking module MLflow's client.
     from rl.experiment import Experiment
     from rl.tracking import make_tracker
 
     try:
         return Experiment(
-            hparams=FLAGS.hparams,
-            output_dir=output_dir,
-            overrides=FLAGS.hparam_override,
-            env=FLAGS.env,
-            seed=seed,
-            train_steps=FLAGS.train_steps,
-            eval_episodes=FLAGS.eval_episodes,
-            allow_hparam_change=FLAGS.allow_hparam_change,
-            sys_name=FLAGS.sys,
-            sys_options=system_options(),
+            checked=checked,
+            system=system,
             record_video=FLAGS.record_video,
             render=FLAGS.render,
             argv=sys.argv,
             flags=our_flags(),
-            num_workers=FLAGS.num_workers,
             worker_restarts=FLAGS.worker_restarts,
             worker_restart_window=FLAGS.worker_restart_window,
             tracker=make_tracker(FLAGS.tracking, FLAGS.tracking_uri, FLAGS.tracking_experiment),
         )
-    except user_errors() as e:
+    except USER_ERRORS as e:
         fail(str(e))
 
 
-def run_training(output_dir: str, seed: Optional[int]) -> int:
-    experiment = build_experiment(output_dir, seed)
+def run_training(checked, system) -> int:
+    """Trains the checked run on ``system``; returns train.py's exit code."""
+    experiment = build_experiment(checked, system)
     if experiment.restored_from:
         print(f"rl: resuming from {experiment.restored_from}", file=sys.stderr)
-    from rl.errors import EnvServerError
 
     try:
         result = experiment.train()
@@ -552,8 +614,7 @@ def run_test() -> int:
     A --copies folder (run_<i> inside, no hparams.json) tests every copy and
     writes test_summary.json beside them.
     """
-    from rl import analysis
-    from rl.files import set_aside, write_text_atomic
+    from rl import analysis  # late: it loads TensorBoard
 
     output_dir = FLAGS.output_dir
     if os.path.exists(os.path.join(output_dir, "hparams.json")):
@@ -583,8 +644,7 @@ def run_test() -> int:
 
 def run_test_episodes(output_dir: str) -> Dict[str, Any]:
     """Tests one run folder into its test.json; bad input ends the process."""
-    from rl.experiment import Experiment
-    from rl.files import set_aside, write_text_atomic
+    from rl.experiment import Experiment  # late: it loads TensorFlow
 
     try:
         experiment = Experiment(
@@ -597,7 +657,7 @@ def run_test_episodes(output_dir: str) -> Dict[str, Any]:
             render=FLAGS.render,
             verbose=False,
         )
-    except user_errors() + (FileNotFoundError,) as e:
+    except USER_ERRORS + (FileNotFoundError,) as e:
         fail(f"cannot test {output_dir}: {e}")
     try:
         result = experiment.evaluate(
@@ -619,45 +679,60 @@ def run_test_episodes(output_dir: str) -> Dict[str, Any]:
     return result
 
 
-def checked_copies() -> Tuple[List[str], List[int]]:
-    """--copies N: the copies' folders (run_<i>) and seeds, once every one of them can
-    start or resume there; bad input ends the process before anything is written."""
-    from rl.run_folder import check_copies_folder, check_not_in_use, check_resume
+def checked_copies() -> list:
+    """--copies N: each copy's ``CheckedRun`` (in run_<i>, with its own seed), once every
+    one of them can start or resume there; bad input ends the process before anything
+    is written."""
+    # Late, both: they load Gymnasium and TensorBoard, which --help does without.
+    from rl.early_checks import check_run
+    from rl.run_folder import check_copies_folder
 
     output_dir = FLAGS.output_dir
-    run_dirs = [os.path.join(output_dir, f"run_{i}") for i in range(FLAGS.copies)]
     try:
         if FLAGS.hparams is None:
             fail("--hparams is required with --copies, e.g. --hparams ppo_cartpole")
         hp = hparams_from_flags()
-        seeds = seeding.copy_seeds(hp.seed, FLAGS.copies)
+        if hp.eval_episodes == 0:
+            fail(
+                "--copies compares the copies' final evaluations (summary.json, "
+                "curves.png), which eval_episodes 0 turns off; give it at least 1"
+            )
         check_copies_folder(output_dir)
-        for run_dir, seed in zip(run_dirs, seeds):  # check all before writing
-            check_resume(run_dir, hp.replace(seed=seed), FLAGS.allow_hparam_change)
-            check_not_in_use(run_dir)
-    except user_errors() as e:
+        seeds = seeding.copy_seeds(hp.seed, FLAGS.copies)
+        return [  # all checked before any is written
+            check_run(
+                hp.replace(seed=seed),
+                os.path.join(output_dir, f"run_{i}"),
+                allow_hparam_change=FLAGS.allow_hparam_change,
+                num_workers=FLAGS.num_workers,
+            )
+            for i, seed in enumerate(seeds)
+        ]
+    except USER_ERRORS as e:
         fail(str(e))
-    return run_dirs, seeds
 
 
-def run_copies(run_dirs: List[str], seeds: List[int]) -> int:
+def run_copies(copies: list) -> int:
     """--copies N: N runs in run_<i>, one after another or side by side, then the summary.
 
     Args:
-        run_dirs: the copies' folders, from ``checked_copies``.
-        seeds: their seeds.
+        copies: the copies' ``CheckedRun``s, from ``checked_copies``.
     """
-    from rl import analysis
+    from rl import analysis  # late: it loads TensorBoard
 
+    run_dirs = [copy.output_dir for copy in copies]
     if FLAGS.copies_parallel > 1:
-        code = run_copies_in_processes(run_dirs, seeds)
+        code = run_copies_in_processes(run_dirs, [copy.hp.seed for copy in copies])
         if code < 0:
             killed_by(-code)
     else:
         code = 0
-        for i, (run_dir, seed) in enumerate(zip(run_dirs, seeds)):
-            print(f"rl: copy {i + 1}/{FLAGS.copies} (seed {seed}) in {run_dir}", file=sys.stderr)
-            code = run_training(run_dir, seed)
+        for i, copy in enumerate(copies):
+            print(
+                f"rl: copy {i + 1}/{FLAGS.copies} (seed {copy.hp.seed}) in {copy.output_dir}",
+                file=sys.stderr,
+            )
+            code = run_training(copy, make_system())
             if code:
                 break
     if code:
@@ -692,32 +767,20 @@ def copy_environment(parallel: int) -> Dict[str, str]:
     each, 101 with TensorFlow's default of one per core (which oversubscribes the cores);
     the weights were bit-identical either way (docs/benchmarks.md).
     """
-    return {**os.environ, **rl.tf_thread_share(parallel)}
+    return {**os.environ, **tf_thread_share(parallel)}
 
 
 def run_copies_in_processes(run_dirs: List[str], seeds: List[int]) -> int:
     """Runs copies as train.py subprocesses, ``copies_parallel`` at a time."""
-    passed = [
-        f"--{name}={FLAGS[name].value}"
-        for name in (
-            "sys",
-            "hparams",
-            "hparam_override",
-            "env",
-            "train_steps",
-            "eval_episodes",
-            "allow_hparam_change",
-            "record_video",
-            "num_workers",
-            "worker_restarts",
-            "worker_restart_window",
-            "tracking",
-            *TRACKING_FLAGS,
-            *SYSTEM_FLAGS,
-        )
-        if FLAGS[name].value is not None
-    ]
-    passed += [f"--plugins={name}" for name in FLAGS.plugins]
+    passed = []
+    for flag in FLAG_TABLE:
+        value = FLAGS[flag.name].value
+        if not flag.to_copies or value is None:
+            continue
+        if flag.define is flags.DEFINE_multi_string:
+            passed += [f"--{flag.name}={item}" for item in value]
+        else:
+            passed.append(f"--{flag.name}={value}")
     commands = [
         [sys.executable, os.path.abspath(sys.argv[0]), *passed, f"--output_dir={run_dir}",
          f"--seed={seed}"]

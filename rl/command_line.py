@@ -9,6 +9,8 @@ import argparse
 import sys
 from typing import Callable, NoReturn
 
+from rl.registry import did_you_mean
+
 EXIT_BAD_INPUT = 2
 
 
@@ -38,8 +40,6 @@ class OneLineParser(argparse.ArgumentParser):
     def parse_args(self, args=None, namespace=None):
         parsed, extras = self.parse_known_args(args, namespace)
         if extras:
-            from rl.registry import did_you_mean
-
             ours = [flag for action in self._actions for flag in action.option_strings]
             unknown = [e.split("=", 1)[0] for e in extras if e.startswith("--")]
             hint = did_you_mean(unknown[0], ours, cutoff=0.6) if unknown else ""

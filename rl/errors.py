@@ -1,7 +1,20 @@
-"""Errors that mean a run folder cannot be used as asked (reported as one line, exit 2).
+"""Errors that mean bad input (reported as one line, exit 2), in the lowest layer.
 
-Kept apart from rl/experiment.py so train.py can name them without loading TensorFlow.
+Kept apart from the modules that raise them so any layer may raise or catch them, and
+train.py can name them without loading TensorFlow.
 """
+
+
+class UnknownNameError(KeyError):
+    """A name that is not registered (rl/registry.py). ``str()`` gives one readable line."""
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+class HParamsError(ValueError):
+    """A bad override or hparams file; ``str()`` is one readable line. Here, below
+    rl/hparams, because rl/envs raises it too for a bad env name."""
 
 
 class RunConflictError(ValueError):
@@ -24,3 +37,15 @@ class EnvServerError(RuntimeError):
 
 class PluginError(ImportError):
     """A --plugins module that cannot be imported or fails while registering; one line."""
+
+
+# What train.py and the other commands (rl.envs.check, scripts) report as one line and
+# exit code 2: bad input, as opposed to a failure of rl or of an env.
+USER_ERRORS = (
+    UnknownNameError,
+    HParamsError,
+    RunConflictError,
+    CheckpointError,
+    SystemUnavailableError,
+    EnvServerError,  # at start-up: a wrong address or token
+)

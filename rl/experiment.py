@@ -34,11 +34,12 @@ from rl._tf import tf
 from rl.agents.base import Agent, NonFiniteError
 from rl.agents.experience import ExperienceSource, OwnActor
 from rl.counters import Counters
+from rl.early_checks import CheckedRun, check_run
 from rl.envs import make_vec_env
 from rl.errors import CheckpointError, RunConflictError  # noqa: F401  (re-exported)
 from rl.evaluation import Evaluator
 from rl.hparams.base import HParams, HParamsError
-from rl.hparams.resolve import HPARAMS_FILE, load_run_hparams, resolve_hparams
+from rl.hparams.resolve import HPARAMS_FILE, load_run_hparams
 from rl.logbook import recent_scalars
 from rl.policy import RUN_DIR_VARIABLE, tidy_policies, write_policy_artefact
 from rl.run_folder import (  # noqa: F401  (re-exported: older callers import them from here)
@@ -58,9 +59,10 @@ from rl.run_folder import (  # noqa: F401  (re-exported: older callers import th
     say,
     write_checkpoint_index,
 )
+from rl.systems import System
 from rl.tracking import FAILED, FINISHED, KILLED, NoTracking, Tracker
 from rl.workers.experience import WorkerPool
-from rl.workers.pool import WorkerFailure, check_workers
+from rl.workers.pool import WorkerFailure
 
 
 def build_envs_and_agent(hp: HParams, num_envs: Optional[int] = None):
@@ -111,8 +113,11 @@ class Experiment:
         worker_restarts: int = 5,
         worker_restart_window: float = 300.0,
         tracker: Optional[Tracker] = None,
+        checked: Optional[CheckedRun] = None,
+        system: Optional[System] = None,
     ):
-        """Checks everything, then creates output_dir and builds the agent.
+        """Checks everything (unless given ``checked``), then creates output_dir and builds
+        the agent.
 
         Nothing is written until every name and value has been checked. If
         output_dir holds a run, its hparams are used (``hparams=None``) or must
@@ -143,39 +148,41 @@ class Experiment:
             worker_restart_window: seconds.
             tracker: where committed records are copied besides TensorBoard
                 (rl/tracking.py, e.g. ``MLflowTracking()``); None: nowhere.
+            checked: the early checks' result (rl/early_checks.py, as train.py has
+                them); given, it replaces the arguments from ``hparams`` to
+                ``allow_hparam_change``, ``read_only`` and ``num_workers``.
+            system: the run's --sys target, made by the caller (train.py starts its
+                actors early); None: made here from ``sys_name`` and ``sys_options``.
+                The experiment closes it.
         """
-        self.system = registry.systems.get(sys_name)(
-            {**(sys_options or {}), "num_workers": num_workers}
-        )
-        existing = None
-        if output_dir is not None and hparams is None:
-            existing = load_run_hparams(output_dir)
-            if existing is None:
-                raise HParamsError(f"{output_dir} holds no {HPARAMS_FILE}; name --hparams")
-            hparams = existing
-        hp = resolve_hparams(
-            hparams,
-            overrides,
-            env=env,
-            seed=seed,
-            train_steps=train_steps,
-            eval_episodes=eval_episodes,
-        )
-        eval_records: List[Dict[str, Any]] = []
-        self._lock: Optional[BinaryIO] = None  # the run folder's, once this run writes
-        if output_dir is not None:
-            existing = check_resume(
-                output_dir, hp, allow_hparam_change or read_only, writing=not read_only
+        if checked is None:
+            checked = check_run(
+                hparams,
+                output_dir,
+                overrides,
+                env=env,
+                seed=seed,
+                train_steps=train_steps,
+                eval_episodes=eval_episodes,
+                allow_hparam_change=allow_hparam_change,
+                read_only=read_only,
+                num_workers=num_workers,
             )
-            if not read_only:
-                check_output_dir(output_dir)
-            eval_records = read_eval_file(output_dir)
-        check_workers(hp, num_workers)
+        hp, output_dir, existing = checked.hp, checked.output_dir, checked.existing
+        eval_records, read_only, num_workers = (
+            list(checked.eval_records),
+            checked.read_only,
+            checked.num_workers,
+        )
+        if system is None:
+            system = registry.systems.get(sys_name)(
+                {**(sys_options or {}), "num_workers": num_workers}
+            )
+        self.system = system
+        self._lock: Optional[BinaryIO] = None  # the run folder's, once this run writes
         self.num_workers = num_workers
         self.worker_restarts = worker_restarts
         self.worker_restart_window = worker_restart_window
-        if read_only and (output_dir is None or existing is None):
-            raise CheckpointError(f"{output_dir} holds no run to load ({HPARAMS_FILE} missing)")
         self.hp = hp
         self.verbose = verbose
         self.read_only = read_only

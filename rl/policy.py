@@ -18,7 +18,7 @@ import json
 import os
 import shutil
 import zipfile
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Sequence
 
 import numpy as np
 
@@ -87,7 +87,7 @@ def tidy_policies(output_dir: str, restored_step: int) -> List[str]:
     Returns:
         The artefact folders moved aside.
     """
-    from rl.run_folder import move_aside  # late: run_folder loads TensorFlow
+    from rl.run_folder import move_aside  # late: run_folder loads TensorBoard and Gymnasium
 
     folder = os.path.join(output_dir, POLICIES_DIR)
     if not os.path.isdir(folder):
@@ -111,6 +111,20 @@ def policy_steps(output_dir: str) -> List[int]:
         if name.startswith("ckpt-") and name[5:].isdigit():
             steps.append(int(name[5:]))
     return sorted(steps)
+
+
+def select_steps(steps: Sequence[int], every: Optional[int], latest: bool) -> List[int]:
+    """The artefact steps a run enters with, oldest first.
+
+    Args:
+        steps: the run's artefact steps, oldest first.
+        every: take every ``every``-th, counting from the oldest (1st, every+1-th, ...),
+            so the selection only grows as the run trains on; None: all.
+        latest: take only the newest.
+    """
+    if latest:
+        return list(steps[-1:])
+    return list(steps[:: every or 1])
 
 
 def read_artefact(path: str) -> Dict[str, Any]:

@@ -23,6 +23,8 @@ import importlib
 import re
 from typing import Callable, Dict, Iterable, Iterator, List, Optional, TypeVar
 
+from rl.errors import UnknownNameError
+
 T = TypeVar("T")
 
 
@@ -48,13 +50,6 @@ def did_you_mean(name: str, candidates: Iterable[str], cutoff: float = 0.4, coun
     """
     matches = difflib.get_close_matches(name, list(candidates), n=count, cutoff=cutoff)
     return f"did you mean {', '.join(repr(m) for m in matches)}? " if matches else ""
-
-
-class UnknownNameError(KeyError):
-    """A name that is not registered. ``str()`` gives one readable line."""
-
-    def __str__(self) -> str:
-        return str(self.args[0])
 
 
 class Registry:

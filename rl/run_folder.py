@@ -30,7 +30,6 @@ import sys
 import tempfile
 import time
 from typing import (
-    TYPE_CHECKING,
     Any,
     BinaryIO,
     Dict,
@@ -41,15 +40,14 @@ from typing import (
     Tuple,
 )
 
+from rl import snapshot
+from rl._tf import tf  # a stand-in: TensorFlow loads with the first checkpoint, after the checks
 from rl.analysis import SUMMARY_NAME, copy_dirs
 from rl.errors import CheckpointError, RunConflictError
 from rl.files import lock_exclusively, lock_holder, set_aside, write_text_atomic
 from rl.hparams.base import RESUMABLE_FIELDS, HParams, differences
 from rl.hparams.resolve import HPARAMS_FILE, load_run_hparams
 from rl.logbook import EVAL_FILE, JsonLinesError, Logbook, read_eval_records
-
-if TYPE_CHECKING:  # only RunFolder's checkpoints need it: the checks run before it loads
-    from rl._tf import tf
 
 CHECKPOINT_DIR = "checkpoints"
 RUN_LOCK_FILE = "train.lock"
@@ -390,8 +388,6 @@ class RunFolder:
             flags: the flag values to record.
             device_info: the system's description of its devices.
         """
-        from rl._tf import tf
-
         self._write_hparams_and_snapshot(hp, existing, argv, flags, device_info)
         self._tidy_checkpoints(unreadable)
         self.manager = tf.train.CheckpointManager(
@@ -412,8 +408,6 @@ class RunFolder:
             # Keep the old file: nothing already written is lost.
             set_aside(self.file(HPARAMS_FILE))
         write_text_atomic(self.file(HPARAMS_FILE), json.dumps(hp.to_dict(), indent=2) + "\n")
-        from rl import snapshot
-
         snapshot.write_snapshot(
             self.path,
             list(argv if argv is not None else sys.argv),

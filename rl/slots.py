@@ -20,7 +20,7 @@ import subprocess
 import time
 from typing import Callable, Dict, List, Optional, Protocol, Sequence
 
-import rl
+from rl.processes import die_with_parent_hook
 
 POLL_SECONDS = 0.5
 
@@ -58,7 +58,7 @@ class Child:
                 env=environ,
                 cwd=cwd,
                 start_new_session=own_session,
-                preexec_fn=rl.die_with_parent_hook(),
+                preexec_fn=die_with_parent_hook(),
             )
         finally:
             if log is not None:
@@ -120,7 +120,7 @@ class Slots:
         on_signal: told the first caught signal (to say what happens now).
         second_signal_kills: a second caught signal kills the jobs at once. Off where a
             second SIGTERM can come from our own death (a child of ours that runs jobs
-            gets SIGTERM when we die, rl.die_with_parent_hook): the jobs then still
+            gets SIGTERM when we die, die_with_parent_hook): the jobs then still
             checkpoint.
         """
         self.count = count

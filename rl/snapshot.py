@@ -32,8 +32,9 @@ import tempfile
 import urllib.parse
 from typing import Any
 
-import rl
+from rl._tf import import_tensorflow_quietly
 from rl.files import fsync_dir, read_json_object, write_text_atomic
+from rl.processes import usable_cpus
 
 SNAPSHOT_DIR = "snapshot"
 COMMAND_FILE = "command.txt"
@@ -539,7 +540,7 @@ def system_info(include_tf: bool = True) -> dict:
         "cpu": {
             "model": _cpu_model(),
             "count": os.cpu_count(),
-            "usable": rl.usable_cpus(),
+            "usable": usable_cpus(),
         },
         "memory_bytes": _total_memory(),
         "env": {name: os.environ[name] for name in _ENV_VARS if name in os.environ},
@@ -553,7 +554,7 @@ def tensorflow_info() -> dict:
     """What TensorFlow reports about itself and the devices it sees; never raises."""
     try:
         # Lazy: train.py has it loaded already, tests may not.
-        tf = rl.import_tensorflow_quietly()
+        tf = import_tensorflow_quietly()
     except Exception as e:  # A broken install is worth recording, not crashing on.
         return {"error": f"{type(e).__name__}: {e}"}
     info: dict[str, Any] = {"version": getattr(tf, "__version__", None)}
@@ -628,7 +629,7 @@ def _append_event(snapshot_dir: str, event: str, argv: list[str], git: dict) -> 
       argv: the command-line arguments.
       git: the result of `git_info`.
     """
-    from rl.logbook import drop_cut_last_line  # here: see _read_resumes
+    from rl.logbook import drop_cut_last_line  # late: it loads TensorBoard (see _read_resumes)
 
     path = os.path.join(snapshot_dir, RESUMES_FILE)
     drop_cut_last_line(path)  # a line a kill cut short, which readers skip too

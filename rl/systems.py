@@ -19,6 +19,10 @@ import os
 from typing import Any, ContextManager, Dict, Optional
 
 from rl import registry
+from rl._tf import tf  # a stand-in: naming a --sys target loads no TensorFlow
+from rl.errors import SystemUnavailableError
+from rl.network import unreachable_reason
+from rl.workers import pool, ray_actors
 
 
 class System:
@@ -31,6 +35,9 @@ class System:
         options: target-specific settings from flags (``ray_address``, ...).
         """
         self.options = dict(options or {})
+        # The launcher whose actors ``start_actors_early`` started, until
+        # ``actor_launcher`` hands it out (or ``close`` stops them).
+        self.early_launcher = None
 
     def setup(self) -> Dict[str, str]:
         """Configures devices before anything is built; returns a description for logs."""
@@ -41,7 +48,11 @@ class System:
         raise NotImplementedError
 
     def close(self) -> None:
-        """Releases what ``setup`` took (a local Ray it started); nothing by default."""
+        """Stops the actors started early that no run took, then releases what ``setup``
+        took (a local Ray it started)."""
+        launcher, self.early_launcher = self.early_launcher, None
+        if launcher is not None:
+            launcher.close()
 
     @property
     def replica_count(self) -> int:
@@ -62,7 +73,8 @@ class System:
         return log_dir
 
     def actor_launcher(self, log_dir: Optional[str]):
-        """What starts actor processes for --num_workers (rl/workers/pool.py).
+        """What starts actor processes for --num_workers (rl/workers/pool.py): the one
+        ``start_actors_early`` started, once, else a new one.
 
         Args:
             log_dir: where each worker's output goes; None: this process's stderr.
@@ -72,13 +84,21 @@ class System:
             ``prepare(count)``, which may start the hosts of ``count`` workers at once
             before their ``spawn`` calls, and ``close()``, which releases what it holds.
         """
+        launcher, self.early_launcher = self.early_launcher, None
+        if launcher is None:
+            return self.new_launcher(log_dir)
+        launcher.log_dir = log_dir
+        return launcher
+
+    def new_launcher(self, log_dir: Optional[str]):
+        """A launcher of this system's actors (see ``actor_launcher``)."""
         raise NotImplementedError
 
     def start_actors_early(self) -> None:
         """Starts the run's ``num_workers`` actors before TensorFlow loads, if it can.
 
-        train.py calls this on a system made from the same options as the run's,
-        so that the actors' start-up overlaps the learner's TensorFlow import;
+        train.py calls this on the run's own system before the experiment is built, so
+        that the actors' start-up overlaps the learner's TensorFlow import;
         ``actor_launcher`` then hands out the actors started here. Nothing by
         default.
 
@@ -95,8 +115,6 @@ class LocalSystem(System):
 
     def setup(self) -> Dict[str, str]:
         """Configures devices and returns a description for logs."""
-        from rl._tf import tf  # here, so naming a --sys target does not load TensorFlow
-
         gpus = tf.config.list_physical_devices("GPU")
         for gpu in gpus:
             # Share the GPU with other processes instead of claiming all memory.
@@ -106,25 +124,20 @@ class LocalSystem(System):
 
     def scope(self) -> ContextManager[Any]:
         """The default strategy's scope: variables are placed as without any strategy."""
-        from rl._tf import tf
-
         return tf.distribute.get_strategy().scope()
 
     @property
     def replica_count(self) -> int:
         return 1
 
-    def actor_launcher(self, log_dir: Optional[str]):
+    def new_launcher(self, log_dir: Optional[str]):
         """Actor processes on this machine, joined to the learner by socket pairs."""
-        from rl.workers.pool import ProcessLauncher
-
-        return ProcessLauncher(log_dir)
+        return pool.ProcessLauncher(log_dir)
 
     def start_actors_early(self) -> None:
         """Local actor processes, started while the learner imports TensorFlow."""
-        from rl.workers.pool import start_early
-
-        start_early(self.num_workers)
+        self.early_launcher = pool.ProcessLauncher(None)
+        self.early_launcher.start_early(self.num_workers)
 
 
 @registry.systems.register("ray")
@@ -147,10 +160,8 @@ class RaySystem(LocalSystem):
 
     def setup(self) -> Dict[str, str]:
         """Connects to Ray (or starts it here), then prepares the learner's device."""
-        from rl.workers.ray_actors import connect
-
         description = super().setup()
-        description.update(sys="ray", ray=connect(self.address, self._local_cpus()))
+        description.update(sys="ray", ray=ray_actors.connect(self.address, self._local_cpus()))
         return description
 
     def _local_cpus(self) -> int:
@@ -161,9 +172,8 @@ class RaySystem(LocalSystem):
         return max(os.cpu_count() or 1, self.num_workers + 1)
 
     def close(self) -> None:
-        from rl.workers.ray_actors import disconnect
-
-        disconnect()
+        super().close()
+        ray_actors.disconnect()
 
     def workers_output(self, log_dir: str) -> str:
         del log_dir  # Ray keeps each actor's output in its own session logs
@@ -172,17 +182,16 @@ class RaySystem(LocalSystem):
             "/tmp/ray unless set, on the node that ran each actor)"
         )
 
-    def actor_launcher(self, log_dir: Optional[str]):
+    def new_launcher(self, log_dir: Optional[str]):
         """Ray actors running the actor-process code, connected back to this learner over TCP."""
-        from rl.workers.ray_actors import launcher
-
-        return launcher(log_dir)
+        return ray_actors.RayLauncher(log_dir)
 
     def start_actors_early(self) -> None:
-        """Connects to Ray (or starts it) and starts the actors, before TensorFlow loads."""
-        from rl.workers.ray_actors import start_early
-
-        start_early(self.address, self._local_cpus(), self.num_workers)
+        """Connects to Ray (or starts it) and starts the actors, before TensorFlow loads:
+        their start-up (a Ray worker importing Ray and rl, seconds each) overlaps it."""
+        ray_actors.connect(self.address, self._local_cpus())
+        self.early_launcher = ray_actors.RayLauncher(None)
+        self.early_launcher.prepare(self.num_workers)
 
 
 @registry.systems.register("mirrored")
@@ -200,9 +209,6 @@ class MirroredSystem(LocalSystem):
         self.strategy = None
 
     def setup(self) -> Dict[str, str]:
-        from rl._tf import tf
-        from rl.errors import SystemUnavailableError
-
         cpu_replicas = int(self.options.get("cpu_replicas") or 0)
         if cpu_replicas:
             cpu = tf.config.list_physical_devices("CPU")[0]
@@ -245,9 +251,6 @@ class TPUSystem(MirroredSystem):
     name = "tpu"
 
     def setup(self) -> Dict[str, str]:
-        from rl._tf import tf
-        from rl.errors import SystemUnavailableError
-
         tpu = self.options.get("tpu")
         if not tpu:
             raise SystemUnavailableError(
@@ -272,22 +275,3 @@ class TPUSystem(MirroredSystem):
 # How long a TPU worker's address may take to accept a connection. TensorFlow's own
 # connect waits without end for an address where nothing listens.
 TPU_CONNECT_TIMEOUT_SECONDS = 10.0
-
-
-def unreachable_reason(address: str, timeout: float) -> Optional[str]:
-    """Why nothing accepts a TCP connection at ``host:port`` (no host: this machine), or
-    None if something does: a TPU worker's or a Ray cluster's address, checked before
-    a library that would wait on it without end.
-
-    Args:
-        address: ``host:port``.
-        timeout: seconds to wait for the connection.
-    """
-    import socket
-
-    host, _, port = address.rpartition(":")
-    try:
-        with socket.create_connection((host or "127.0.0.1", int(port)), timeout=timeout):
-            return None
-    except (OSError, ValueError) as e:
-        return getattr(e, "strerror", None) or str(e) or type(e).__name__

@@ -37,13 +37,13 @@ import time
 import warnings
 from typing import Any, Callable, Dict, Iterator, List, Optional, Protocol
 
-import rl
 from rl.files import lock_exclusively, read_json_object, set_aside, write_text_atomic
 from rl.hparams.resolve import HPARAMS_FILE
 from rl.logbook import EVAL_FILE, committed_event_files, read_eval_records, scalar_events
 from rl.policy import artefact_dir, policy_steps
 from rl.run_folder import first_line, say
 from rl.snapshot import SNAPSHOT_DIR, read_snapshot
+from rl.version import __version__
 
 TRACKING_FILE = "tracking.json"
 # The default store: one SQLite file beside the run folder, shared by the runs there
@@ -407,7 +407,7 @@ def run_tags(output_dir: str, snapshot: Dict[str, Any]) -> Dict[str, str]:
     """A new MLflow run's tags: rl's version, the snapshot's git commit, command and --sys."""
     git, flags = snapshot["git"], snapshot["flags"]
     tags = {
-        "rl.version": rl.__version__,
+        "rl.version": __version__,
         "rl.command": snapshot["command"],
         "rl.output_dir": os.path.abspath(output_dir),
         "rl.git_dirty": json.dumps(git.get("dirty")),

@@ -16,8 +16,9 @@ from typing import List, Optional
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-import rl  # noqa: E402
 from rl import cli  # noqa: E402
+from rl._tf import import_tensorflow_quietly  # noqa: E402
+from rl.errors import USER_ERRORS  # noqa: E402
 
 
 def check_export_dir(export_dir: str) -> None:
@@ -48,12 +49,12 @@ def main(argv: Optional[List[str]] = None) -> int:
         cli.fail(f"{args.output_dir} holds no trained run (no hparams.json)")
     if args.export_dir:
         check_export_dir(args.export_dir)  # before loading TensorFlow and the run
-    rl.import_tensorflow_quietly()
+    import_tensorflow_quietly()
     from rl import experiment
 
     try:
         run = experiment.load(args.output_dir)
-    except cli.user_errors() as e:
+    except USER_ERRORS as e:
         cli.fail(str(e))
     export_dir = args.export_dir or os.path.join(args.output_dir, "export", f"step_{run.step}")
     check_export_dir(export_dir)

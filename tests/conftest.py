@@ -15,13 +15,13 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 
-import rl  # noqa: E402  (after the repo root is on the path)
+from rl.processes import TF_THREAD_VARIABLES, tf_thread_share  # noqa: E402  (after the repo root is on the path)
 
 # Test workers (-n 2) running TensorFlow with a thread pool per core each oversubscribe the
 # cores: each gets its share, as train.py's copies side by side do (the learning tests took
 # 12% less time; docs/benchmarks.md). The training subprocesses of its tests inherit it.
 if os.environ.get("PYTEST_XDIST_WORKER_COUNT"):
-    os.environ.update(rl.tf_thread_share(int(os.environ["PYTEST_XDIST_WORKER_COUNT"])))
+    os.environ.update(tf_thread_share(int(os.environ["PYTEST_XDIST_WORKER_COUNT"])))
 
 
 @contextlib.contextmanager
@@ -58,7 +58,7 @@ def copies_runs(tmp_path_factory):
                 [sys.executable, "train.py", "--hparams=ppo_tiny", "--copies=2", *more,
                  f"--output_dir={root / folder}"],
                 cwd=ROOT, capture_output=True, text=True, timeout=600,
-                env={k: v for k, v in os.environ.items() if k not in rl.TF_THREAD_VARIABLES},
+                env={k: v for k, v in os.environ.items() if k not in TF_THREAD_VARIABLES},
             )  # fmt: skip
             assert proc.returncode == 0, proc.stderr
     return root

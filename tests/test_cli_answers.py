@@ -227,11 +227,11 @@ def test_mistakes_on_an_existing_run_are_reported_without_loading_tensorflow(tmp
 @pytest.mark.process
 def test_tensorflow_loads_without_keras_plotting_imports_which_still_load_later():
     # Keras 3 imports matplotlib.pyplot and cv2 while TensorFlow loads (~1 s); rl keeps
-    # them out (rl.KERAS_UNUSED_OPTIONAL_IMPORTS) and rl's own plots and Atari
+    # them out (rl._tf.KERAS_UNUSED_OPTIONAL_IMPORTS) and rl's own plots and Atari
     # preprocessing import them afterwards as usual.
     code = (
-        "import sys, rl; rl.import_tensorflow_quietly(); "
-        "print(sorted(m for m in rl.KERAS_UNUSED_OPTIONAL_IMPORTS if m in sys.modules)); "
+        "import sys; from rl import _tf; _tf.import_tensorflow_quietly(); "
+        "print(sorted(m for m in _tf.KERAS_UNUSED_OPTIONAL_IMPORTS if m in sys.modules)); "
         "import matplotlib.pyplot, cv2; print(cv2.resize is not None)"
     )
     proc = subprocess.run(
@@ -246,13 +246,14 @@ def test_captured_stderr_holds_what_native_code_wrote_and_restores_the_descripto
     # As C++ writes: straight to file descriptor 2, past sys.stderr. Run in a child so
     # the descriptor pytest captures is not the one redirected.
     code = (
-        "import os, sys, rl\n"
-        "with rl.captured_stderr() as log:\n"
+        "import os, sys\n"
+        "from rl.processes import captured_stderr\n"
+        "with captured_stderr() as log:\n"
         "    os.write(2, b'[W gcs_client.cc:210] retry\\n')\n"
         "    print('from python', file=sys.stderr)\n"
         "print(repr(log.text))\n"
         "try:\n"
-        "    with rl.captured_stderr() as failed:\n"
+        "    with captured_stderr() as failed:\n"
         "        os.write(2, b'before the error\\n')\n"
         "        raise KeyError('x')\n"
         "except KeyError:\n"

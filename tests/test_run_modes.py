@@ -13,6 +13,7 @@ import pytest
 from PIL import Image, ImageSequence
 
 import rl
+from rl.processes import usable_cpus
 from rl.video import gif_delay_ms
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -208,7 +209,7 @@ def test_copies_side_by_side_match_copies_one_after_another(copies_runs):
     assert summary["num_runs"] == 2
     # Side by side, each copy's TensorFlow got its share of the CPUs (one thread pool per
     # core oversubscribes them), recorded with the run; alone, TensorFlow's default.
-    share = str(max(1, rl.usable_cpus() // 2))
+    share = str(max(1, usable_cpus() // 2))
     for folder, expected in (("par", share), ("seq", None)):
         system = json.loads(
             (copies_runs / folder / "run_0" / "snapshot" / "system.json").read_text()
@@ -335,11 +336,11 @@ def test_train_py_ends_with_the_signal_that_killed_a_copy_and_the_other_saves(tm
 
 @pytest.mark.unit
 def test_a_users_thread_settings_are_kept_for_copies_side_by_side(monkeypatch):
-    from rl import cli
+    from rl import cli, processes
 
     monkeypatch.delenv("TF_NUM_INTRAOP_THREADS", raising=False)
     monkeypatch.delenv("TF_NUM_INTEROP_THREADS", raising=False)
-    monkeypatch.setattr(rl, "usable_cpus", lambda: 8)
+    monkeypatch.setattr(processes, "usable_cpus", lambda: 8)
     environ = cli.copy_environment(3)
     assert environ["TF_NUM_INTRAOP_THREADS"] == environ["TF_NUM_INTEROP_THREADS"] == "2"
     assert cli.copy_environment(16)["TF_NUM_INTRAOP_THREADS"] == "1"

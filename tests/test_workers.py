@@ -213,11 +213,11 @@ def test_a_process_started_early_becomes_a_worker_and_writes_to_its_log(tmp_path
     from rl.workers.messages import ErrorReport
 
     launcher = pool.ProcessLauncher(str(tmp_path / "workers"))
-    pool.start_early(2)
-    early = pool.waiting_early()
+    launcher.start_early(2)
+    early = launcher.waiting_early()
     try:
         process, conn = launcher.spawn(spec_for("no_such_env"))
-        assert process.pid == early[0] and pool.waiting_early() == early[1:]
+        assert process.pid == early[0] and launcher.waiting_early() == early[1:]
         # The env cannot be made: the worker says so, and its traceback is in its log.
         report = conn.recv()
         assert isinstance(report, ErrorReport) and "no_such_env" in report.message
@@ -226,7 +226,7 @@ def test_a_process_started_early_becomes_a_worker_and_writes_to_its_log(tmp_path
         conn.close()
     finally:
         launcher.close()  # the one nobody took exits
-    assert pool.waiting_early() == []
+    assert launcher.waiting_early() == []
     assert not alive(early[1])
 
 
@@ -235,14 +235,14 @@ def test_a_process_that_died_before_it_was_taken_is_replaced(tmp_path):
     from rl.workers import pool
     from rl.workers.messages import ErrorReport
 
-    pool.start_early(1)
-    (dead,) = pool.waiting_early()
-    os.kill(dead, signal.SIGKILL)
-    wait_for(lambda: pool._early[0][0].poll() is not None, "the early process to die")
     launcher = pool.ProcessLauncher(str(tmp_path / "workers"))
+    launcher.start_early(1)
+    (dead,) = launcher.waiting_early()
+    os.kill(dead, signal.SIGKILL)
+    wait_for(lambda: launcher.early[0][0].poll() is not None, "the early process to die")
     try:
         process, conn = launcher.spawn(spec_for("no_such_env"))
-        assert process.pid != dead and pool.waiting_early() == []
+        assert process.pid != dead and launcher.waiting_early() == []
         assert isinstance(conn.recv(), ErrorReport)  # the fresh one runs (and reports)
         process.wait(timeout=60)
         conn.close()
@@ -277,11 +277,12 @@ def test_a_worker_takes_the_learners_environment_of_when_it_becomes_one(monkeypa
     from rl.workers import pool, process
 
     ours, theirs = Pipe()
-    monkeypatch.setattr(pool, "_early", [(_PipeLauncher._Idle(), ours)])
+    launcher = pool.ProcessLauncher(None)
+    launcher.early = [(_PipeLauncher._Idle(), ours)]
     monkeypatch.delenv("RL_RUN_DIR", raising=False)
     began = dict(os.environ)  # the environment the early process started with
     monkeypatch.setenv("RL_RUN_DIR", str(tmp_path))
-    pool.ProcessLauncher(None).spawn(spec_for("CartPole-v1", index=1))
+    launcher.spawn(spec_for("CartPole-v1", index=1))
     monkeypatch.delenv("RL_RUN_DIR")
     try:
         os.environ.clear()
@@ -294,7 +295,7 @@ def test_a_worker_takes_the_learners_environment_of_when_it_becomes_one(monkeypa
     finally:
         os.environ.clear()
         os.environ.update(began)
-    assert spec.index == 1 and pool.waiting_early() == []
+    assert spec.index == 1 and launcher.waiting_early() == []
 
 
 @pytest.mark.unit
@@ -327,22 +328,25 @@ import sys
 
 from absl import flags
 
-import rl
-from rl import cli
-from rl.workers import pool, ray_actors
+from rl import _tf, cli
 
 cli.define_flags()
 flags.FLAGS(["train.py", *sys.argv[1:]])
+made = []  # the run's one system, as cli.main makes it
+make_system = cli.make_system
+cli.make_system = lambda: made.append(make_system()) or made[-1]
 
 
 def report_and_stop():
-    ray = ray_actors._early
-    started = {"local": pool.waiting_early(), "ray": len(ray.pending) if ray else 0}
+    (system,) = made
+    early = system.early_launcher
+    local = early.waiting_early() if hasattr(early, "waiting_early") else []
+    started = {"local": local, "ray": len(early.pending) if hasattr(early, "pending") else 0}
     print(json.dumps(started), flush=True)
     raise SystemExit(0)
 
 
-rl.import_tensorflow_quietly = report_and_stop
+_tf.import_tensorflow_quietly = report_and_stop
 cli.main(["train.py"])
 """
 
@@ -651,7 +655,7 @@ def test_a_cluster_with_token_authentication_is_joined_with_its_token_or_refused
         env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
     )  # fmt: skip
     try:
-        from rl.systems import unreachable_reason
+        from rl.network import unreachable_reason
 
         address = f"127.0.0.1:{port}"
         wait_for(lambda: unreachable_reason(address, timeout=1) is None, "ray start", timeout=60)

@@ -31,7 +31,7 @@ from gymnasium.utils.env_checker import check_env
 from rl import command_line, plugins
 from rl.command_line import int_at_least
 from rl.envs.make import env_factory
-from rl.errors import PluginError
+from rl.errors import USER_ERRORS, PluginError
 
 PROG = "python -m rl.envs.check"
 PASS, WARN, FAIL = "PASS", "WARN", "FAIL"
@@ -102,13 +102,6 @@ def one_line(error: BaseException) -> str:
     """
     lines = str(error).strip().splitlines()
     return f"{type(error).__name__}: {lines[0]}" if lines else type(error).__name__
-
-
-def user_errors() -> tuple:
-    """Exception types that mean bad input (one line, exit code 2), as train.py's."""
-    from rl.cli import user_errors as train_user_errors
-
-    return train_user_errors()
 
 
 def as_factory(env: Union[str, EnvFactory]) -> EnvFactory:
@@ -196,12 +189,12 @@ def check_make(make: EnvFactory) -> CheckResult:
         make: returns a fresh env.
 
     Raises:
-        the ``user_errors()`` types: bad input, not a failing env.
+        the ``USER_ERRORS`` types: bad input, not a failing env.
     """
     try:
         env = make()
         observation, action = env.observation_space, env.action_space
-    except user_errors():
+    except USER_ERRORS:
         raise
     except Exception as error:
         return CheckResult("make", FAIL, f"the env could not be made: {one_line(error)}")
@@ -737,7 +730,7 @@ def main(argv: Sequence[str]) -> int:
     try:
         plugins.load(args.plugins)
         results = run_checks(args.env, args.episodes, args.seed, args.max_steps)
-    except user_errors() + (PluginError,) as error:
+    except USER_ERRORS + (PluginError,) as error:
         fail(str(error))
     print(format_report(args.env, results), flush=True)
     return exit_code(results)

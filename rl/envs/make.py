@@ -22,7 +22,7 @@ from gymnasium.envs.registration import load_env_creator
 from rl import registry
 from rl.envs import atari
 from rl.envs.remote import address as remote_url
-from rl.hparams.base import HParamsError
+from rl.errors import HParamsError
 
 # Gymnasium families that need more than rl's own requirements: the module
 # each imports, and how to install it.

@@ -12,14 +12,13 @@ from typing import Optional
 import gymnasium as gym
 import numpy as np
 
+from rl.games.registered import game_of_env
 from rl.games.spec import GameSpec, check_game_name, learner_observation
 from rl.policy import PolicyArtefactError, load_host_policy, read_artefact
 
 
 def artefact_game(path: str) -> str:
     """The game an artefact's run played (from its env name), or raises PolicyArtefactError."""
-    from rl.games.registered import game_of_env
-
     env = read_artefact(path)["hparams"].get("env", "")
     game = game_of_env(env)
     if game is None:

@@ -27,6 +27,9 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from rl import command_line, registry
+from rl.games.artefact import ArtefactPlayer
+from rl.games.spec import check_game_name
+from rl.policy import PolicyArtefactError, artefact_dir, policy_steps, select_steps
 
 GAME = "tictactoe"
 Position = Tuple[int, ...]
@@ -186,9 +189,6 @@ OPPONENTS = ("random", "one_step_lookahead", "perfect")
 def report_rows(paths: Sequence[str]) -> List[Dict[str, object]]:
     """One row per artefact: losses per 1,000 games (seats alternating) against each
     opponent, and the losing lines from either seat."""
-    from rl.games.artefact import ArtefactPlayer
-    from rl.games.spec import check_game_name
-
     spec = check_game_name(GAME)
     opponents = {name: registry.players.get(name)(spec) for name in OPPONENTS}
     rows = []
@@ -204,9 +204,6 @@ def report_rows(paths: Sequence[str]) -> List[Dict[str, object]]:
 
 
 def artefact_paths(run_dir: str, latest: bool) -> List[str]:
-    from rl.policy import artefact_dir, policy_steps
-    from rl.tournament.schedule import select_steps
-
     steps = policy_steps(run_dir)
     if not steps:
         command_line.fail(PROG, f"{run_dir} holds no policy artefacts (policies/ckpt-<step>/)")
@@ -223,8 +220,6 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="tic-tac-toe run folders")
     parser.add_argument("--latest", action="store_true", help="only each run's newest artefact")
     args = parser.parse_args(argv)
-    from rl.policy import PolicyArtefactError
-
     paths = []
     for run_dir in args.run_dirs:
         if not os.path.isdir(run_dir):

@@ -17,6 +17,7 @@ import typing
 from typing import Any, Dict, List, Optional, Tuple
 
 from rl import registry
+from rl.errors import HParamsError
 from rl.fields import MAX_SEED, MAX_STEPS, Limits, bounded, named, one_of, positive
 
 # RMSprop's epsilon under the root as TF1 and OpenAI Baselines' A2C had it, and as rl's
@@ -25,10 +26,6 @@ from rl.fields import MAX_SEED, MAX_STEPS, Limits, bounded, named, one_of, posit
 # (docs/benchmarks.md): a2c_cartpole holds 500, a2c_acrobot matches RL-Zoo;
 # impala_cartpole keeps TF1's form, as IMPALA had it.
 BASELINES_RMSPROP_EPSILON = 1e-5
-
-
-class HParamsError(ValueError):
-    """A bad override or hparams file; ``str()`` is one readable line."""
 
 
 # Fields that may differ when a run is resumed: how long and how often things
@@ -399,7 +396,7 @@ def check_ranges(hp: HParams) -> None:
 
 def _check_value(name: str, value: Any, limits: Limits) -> None:
     if limits.kind == "envs":
-        from rl.envs import check_env_name  # late: rl.envs imports Gymnasium
+        from rl.envs.make import check_env_name  # late: rl.envs.make imports Gymnasium
 
         check_env_name(value)
     elif limits.kind is not None:

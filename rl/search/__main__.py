@@ -20,6 +20,10 @@ from typing import List, NoReturn, Optional, Sequence
 
 from rl import command_line
 from rl.command_line import int_at_least
+from rl.errors import PluginError, RunConflictError, SystemUnavailableError, UnknownNameError
+
+# The other modules of rl are imported inside the functions: rl.search.study and the
+# hparams load Gymnasium and TensorBoard, which --help and a flag mistake answer without.
 
 PROG = "python -m rl.search"
 
@@ -110,9 +114,7 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
 
 def user_errors() -> tuple:
     """Exception types that mean bad input (one line, exit 2)."""
-    from rl.errors import PluginError, RunConflictError, SystemUnavailableError
     from rl.hparams.base import HParamsError
-    from rl.registry import UnknownNameError
     from rl.search.space import SpaceError
 
     return (

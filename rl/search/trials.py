@@ -14,10 +14,9 @@ import os
 import sys
 from typing import Dict, List, Optional, Sequence, Tuple
 
-import rl
+from rl.processes import RL_ROOT as ROOT
 from rl.slots import Child
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(rl.__file__)))
 TRAIN_PY = os.path.join(ROOT, "train.py")
 EVAL_FILE = "eval.jsonl"
 
@@ -74,7 +73,7 @@ def read_evaluations(run_dir: str, after_step: int, copies: int = 1) -> List[Eva
         after_step: the last step already read (-1: none).
         copies: 1, or the trial's ``--copies``.
     """
-    from rl.logbook import read_eval_records
+    from rl.logbook import read_eval_records  # late: it loads TensorBoard
 
     def curve(folder: str) -> Dict[int, float]:
         records = read_eval_records(os.path.join(folder, EVAL_FILE))
@@ -82,7 +81,7 @@ def read_evaluations(run_dir: str, after_step: int, copies: int = 1) -> List[Eva
 
     if copies == 1:
         return [(step, value) for step, value in curve(run_dir).items() if step > after_step]
-    from rl.analysis import interquartile_mean
+    from rl.analysis import interquartile_mean  # late: it loads TensorBoard
 
     curves = [curve(os.path.join(run_dir, f"run_{i}")) for i in range(copies)]
     steps = sorted(set.intersection(*(set(c) for c in curves)))

@@ -29,6 +29,7 @@ from rl.registry import UnknownNameError
 from rl.run_folder import check_output_dir
 from rl.tournament import play, records, report, schedule
 from rl.tournament.schedule import Entrant, GameKey, TournamentError
+from rl.workers.ray_actors import connect, disconnect
 
 PROG = "python -m rl.tournament"
 SYSTEMS = ("local", "ray")
@@ -314,8 +315,6 @@ def run(plan: Plan, workers: int, system: str) -> int:
 
 def connect_ray(workers: int) -> Optional[str]:
     """Attaches to RAY_ADDRESS's cluster, or starts a local Ray with ``workers`` CPUs."""
-    from rl.workers.ray_actors import connect
-
     return connect(os.environ.get("RAY_ADDRESS"), workers)
 
 
@@ -347,6 +346,4 @@ def main(argv: Sequence[str]) -> int:
         return EXIT_INTERRUPTED
     finally:
         if args.sys == "ray":
-            from rl.workers.ray_actors import disconnect
-
             disconnect()

@@ -51,7 +51,7 @@ def read_games(path: str) -> List[Dict[str, Any]]:
     Raises:
         TournamentError: a complete line that is not a game record.
     """
-    from rl.logbook import JsonLinesError, parse_json_lines
+    from rl.logbook import JsonLinesError, parse_json_lines  # late: it loads TensorBoard
 
     try:
         parsed = parse_json_lines(

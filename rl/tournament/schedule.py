@@ -17,8 +17,15 @@ import os
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from rl import registry, seeding
+from rl.games.artefact import artefact_game
 from rl.games.spec import GameSpec
-from rl.policy import PolicyArtefactError, artefact_dir, policy_steps, read_artefact
+from rl.policy import (
+    PolicyArtefactError,
+    artefact_dir,
+    policy_steps,
+    read_artefact,
+    select_steps,
+)
 
 SCRIPTED = "scripted"
 ARTEFACT = "artefact"
@@ -52,20 +59,6 @@ class GameKey:
     index: int
 
 
-def select_steps(steps: Sequence[int], every: Optional[int], latest: bool) -> List[int]:
-    """The artefact steps a run enters with, oldest first.
-
-    Args:
-        steps: the run's artefact steps, oldest first.
-        every: take every ``every``-th, counting from the oldest (1st, every+1-th, ...),
-            so the selection only grows as the run trains on; None: all.
-        latest: take only the newest.
-    """
-    if latest:
-        return list(steps[-1:])
-    return list(steps[:: every or 1])
-
-
 def run_entrants(run_dir: str, spec: GameSpec, every: Optional[int], latest: bool) -> List[Entrant]:
     """The entrants of one run folder: its selected policy artefacts.
 
@@ -79,8 +72,6 @@ def run_entrants(run_dir: str, spec: GameSpec, every: Optional[int], latest: boo
         TournamentError: not a folder, no artefacts, an unreadable one, or a run of
             another game.
     """
-    from rl.games.artefact import artefact_game  # late: reads the game env registry
-
     if not os.path.isdir(run_dir):
         raise TournamentError(f"{run_dir} is not a folder")
     steps = policy_steps(run_dir)

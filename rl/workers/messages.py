@@ -25,7 +25,7 @@ class ProcessSetup:
     """What a local actor process takes on as it becomes a worker.
 
     Sent rather than given at its start, since a process started early
-    (``pool.start_early``) exists before the run folder and before the
+    (``ProcessLauncher.start_early``) exists before the run folder and before the
     variables the learner sets for its envs (``RL_RUN_DIR`` for self-play).
 
     A Ray actor, which may run on another machine with its own paths, takes only

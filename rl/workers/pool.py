@@ -21,9 +21,9 @@ from multiprocessing import Pipe
 from multiprocessing.connection import Connection, wait
 from typing import Callable, Deque, Dict, List, Optional, Tuple
 
-import rl
 from rl.agents.actor import PolicySnapshot
 from rl.hparams.base import HParams, HParamsError
+from rl.processes import RL_ROOT
 from rl.workers.messages import STOP, Chunk, ErrorReport, Grant, ProcessSetup, WorkerSpec
 
 BACKOFF_FIRST_SECONDS = 0.5
@@ -33,11 +33,6 @@ STOP_GRACE_SECONDS = 3.0
 
 class WorkerFailure(RuntimeError):
     """Workers failed more often than allowed; ``str()`` is one line."""
-
-
-# The folder holding rl: a child process with it on PYTHONPATH imports the same rl as
-# we do, wherever it is installed or checked out.
-RL_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(rl.__file__)))
 
 
 def python_path_with_rl() -> str:
@@ -77,47 +72,32 @@ def _start_process(output: Optional[str] = None) -> Tuple[subprocess.Popen, Conn
     return process, ours
 
 
-# Actor processes started by ``start_early``, not yet given a spec.
-_early: List[Tuple[subprocess.Popen, Connection]] = []
-
-
-def start_early(count: int) -> None:
-    """Starts ``count`` actor processes now, for the next ``ProcessLauncher.spawn`` calls.
-
-    train.py calls this before it imports TensorFlow: the workers' own imports
-    (NumPy, Gymnasium, rl) then run on the other core during the learner's,
-    instead of after it. A process nobody takes exits when this one does (its
-    connection closes), or at ``discard_early``.
-    """
-    for _ in range(count):
-        _early.append(_start_process())
-
-
-def waiting_early() -> List[int]:
-    """The pids of processes started early that no worker has taken yet."""
-    return [process.pid for process, _ in _early]
-
-
-def discard_early() -> None:
-    """Stops the early processes that were not taken (they are still waiting for a spec)."""
-    while _early:
-        process, conn = _early.pop()
-        conn.close()  # it reads end-of-file and exits
-        try:
-            process.wait(timeout=STOP_GRACE_SECONDS)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-
-
 class ProcessLauncher:
     """Starts a worker as ``python -m rl.workers.process`` joined by a socket pair."""
 
     def __init__(self, log_dir: Optional[str]):
         """Args:
         log_dir: where each worker's output goes (worker_<i>.log); None: inherit ours.
+            The run's system sets it when it hands out a launcher started early.
         """
         self.log_dir = log_dir
+        # Actor processes started by ``start_early``, not yet given a spec.
+        self.early: List[Tuple[subprocess.Popen, Connection]] = []
+
+    def start_early(self, count: int) -> None:
+        """Starts ``count`` actor processes now, for the next ``spawn`` calls.
+
+        train.py has its system call this before it imports TensorFlow: the workers'
+        own imports (NumPy, Gymnasium, rl) then run on the other core during the
+        learner's, instead of after it. A process nobody takes exits when this one does
+        (its connection closes), or at ``close``.
+        """
+        for _ in range(count):
+            self.early.append(_start_process())
+
+    def waiting_early(self) -> List[int]:
+        """The pids of processes started early that no worker has taken yet."""
+        return [process.pid for process, _ in self.early]
 
     def spawn(self, spec: WorkerSpec):
         """Starts the worker (or takes one started early), sends it its spec.
@@ -130,8 +110,8 @@ class ProcessLauncher:
             os.makedirs(self.log_dir, exist_ok=True)
             output = os.path.join(self.log_dir, f"worker_{spec.index}.log")
         process, conn = None, None
-        while _early and process is None:
-            process, conn = _early.pop(0)
+        while self.early and process is None:
+            process, conn = self.early.pop(0)
             if process.poll() is not None:  # it died waiting: start a fresh one
                 conn.close()
                 process, conn = None, None
@@ -153,8 +133,16 @@ class ProcessLauncher:
         del count
 
     def close(self) -> None:
-        """Stops early processes that no worker took; the pool stops the workers."""
-        discard_early()
+        """Stops early processes that no worker took (they are still waiting for a spec);
+        the pool stops the workers."""
+        while self.early:
+            process, conn = self.early.pop()
+            conn.close()  # it reads end-of-file and exits
+            try:
+                process.wait(timeout=STOP_GRACE_SECONDS)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
 
 
 class WorkerSlot:

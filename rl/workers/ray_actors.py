@@ -21,12 +21,12 @@ from multiprocessing import AuthenticationError
 from multiprocessing.connection import Client, Connection, Listener
 from typing import Any, Deque, Dict, Optional
 
-from rl import captured_stderr
 from rl.errors import SystemUnavailableError
-from rl.systems import unreachable_reason
+from rl.network import unreachable_reason
+from rl.processes import RL_ROOT, captured_stderr
 from rl.workers import process
 from rl.workers.messages import RL_VARIABLE_PREFIX, ProcessSetup, WorkerSpec
-from rl.workers.pool import RL_ROOT, WorkerFailure, python_path_with_rl
+from rl.workers.pool import WorkerFailure, python_path_with_rl
 
 CONNECT_TIMEOUT_SECONDS = 60.0
 _started_here = False  # this process started a local Ray (and so stops it)
@@ -149,12 +149,9 @@ def rl_variables() -> Dict[str, str]:
 def disconnect() -> None:
     """Stops the local Ray this process started (an attached cluster keeps running).
 
-    Actors started early that no run took are stopped first.
+    The run's system closes the actors it started early and no worker took, first.
     """
-    global _started_here, _early
-    if _early is not None:
-        _early.close()
-        _early = None
+    global _started_here
     if _started_here:
         import ray
 
@@ -347,32 +344,6 @@ class RayLauncher:
             for conn in self.connections.values():
                 conn.close()
             self.connections.clear()
-
-
-# A launcher whose actors train.py started before it imported TensorFlow.
-_early: Optional[RayLauncher] = None
-
-
-def start_early(address: Optional[str], local_cpus: int, count: int) -> None:
-    """Connects to Ray and starts ``count`` actors, for the run's ``launcher`` to hand out.
-
-    The actors' start-up (a Ray worker process importing Ray and rl, seconds
-    each) then overlaps the learner's TensorFlow import.
-
-    Raises:
-        SystemUnavailableError: as ``connect``.
-    """
-    global _early
-    connect(address, local_cpus)
-    _early = RayLauncher(None)
-    _early.prepare(count)
-
-
-def launcher(log_dir: Optional[str]) -> RayLauncher:
-    """The launcher started early (once), else a new one."""
-    global _early
-    found, _early = _early, None
-    return found if found is not None else RayLauncher(log_dir)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -12,7 +12,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 from rl import plugins
 from rl.command_line import int_at_least
-from rl.errors import PluginError
+from rl.errors import USER_ERRORS, PluginError
 from scripts.bench import children, peer_settings
 
 # The train.py flags the rl runs of the table and --peer pass on; the benchmark sets
@@ -87,7 +87,6 @@ def check_rl_sets(
     """Ends the process (exit 2) unless each set, with each seed and the train.py flags,
     resolves to valid hparams (an unknown set names the registered ones)."""
     from rl import catalog  # noqa: F401  (fills the registries; heavy, see the top)
-    from rl import cli as train_cli  # train.py's command line; heavy
     from rl.hparams.resolve import resolve_hparams  # heavy
 
     try:
@@ -102,7 +101,7 @@ def check_rl_sets(
                     train_steps=train_steps,
                     eval_episodes=train_flags["eval_episodes"],
                 )
-    except train_cli.user_errors() + (PluginError,) as e:
+    except USER_ERRORS + (PluginError,) as e:
         children.fail(str(e))
 
 

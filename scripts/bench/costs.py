@@ -49,7 +49,7 @@ def machine_costs(calls: int) -> Dict[str, float]:
     import gymnasium as gym
     import numpy as np
 
-    from rl import import_tensorflow_quietly
+    from rl._tf import import_tensorflow_quietly
 
     tf = import_tensorflow_quietly()  # its start-up lines would land between the table's rows
     rng = np.random.default_rng(0)

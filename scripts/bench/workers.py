@@ -16,7 +16,7 @@ def second_half_rate(run_dir: str) -> Optional[float]:
     """
     # Imported here: rl.logbook loads NumPy, which the peer and cost processes (this same
     # script) must not pay for.
-    from rl import import_tensorflow_quietly
+    from rl._tf import import_tensorflow_quietly
     from rl.logbook import committed_event_files, scalar_events
 
     import_tensorflow_quietly()  # TensorBoard's event reader loads it, with start-up lines

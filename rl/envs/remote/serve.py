@@ -38,10 +38,12 @@ import gymnasium as gym
 import numpy as np
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
-import rl
-from rl import command_line
+from rl import command_line, plugins
+from rl.envs.make import check_env_name, make_raw_env
 from rl.envs.remote import codec, env_pb2, env_pb2_grpc
 from rl.envs.remote.address import PEM_CERTIFICATE, TOKEN_VARIABLE
+from rl.errors import PluginError, UnknownNameError
+from rl.version import __version__
 
 LOG = logging.getLogger("rl.envs.remote.serve")
 ANY_ENV = "*"
@@ -192,9 +194,6 @@ class SessionTable:
 
 def env_maker(env_ids: Sequence[str]):
     """A function (env_id, render_mode, kwargs) -> gym.Env for the ids this server serves."""
-    from rl.envs.make import check_env_name, make_raw_env  # no TensorFlow
-    from rl.registry import UnknownNameError
-
     allowed = None if ANY_ENV in env_ids else set(env_ids)
 
     def make(env_id: str, render_mode: Optional[str], kwargs: Dict[str, Any]) -> gym.Env:
@@ -281,7 +280,7 @@ class EnvService(env_pb2_grpc.EnvServiceServicer):
                 action_space=codec.encode_space(envs[0].action_space),
                 max_episode_steps=limit if 0 <= limit < 2**31 else 0,  # 0: none to report
                 metadata_json=json.dumps(codec.jsonable(dict(envs[0].metadata))),
-                server_version=rl.__version__,
+                server_version=__version__,
             )
         except BaseException as e:
             _close_all(envs)
@@ -600,10 +599,6 @@ class ServeError(ValueError):
 
 
 def check_args(args: argparse.Namespace) -> None:
-    from rl import plugins
-    from rl.envs.make import check_env_name
-    from rl.errors import PluginError
-
     try:
         plugins.load(args.plugins)
     except PluginError as e:

@@ -1,0 +1,100 @@
+"""Helpers about this process and the processes it starts: the CPUs it may use, a
+child that dies with its parent, TensorFlow's thread pools per process side by side,
+and native stderr captured for a block.
+
+Low layer: standard library only, so every part of rl (and the tests) can use them
+without importing anything else of rl.
+"""
+
+import contextlib
+import os
+import sys
+from typing import Callable, Dict, Optional
+
+
+def usable_cpus() -> int:
+    """The CPUs this process may run on (its affinity where the OS has one)."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
+# The folder holding rl: a child process with it on PYTHONPATH imports the same rl as
+# we do, wherever it is installed or checked out.
+RL_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
+
+
+def die_with_parent_hook() -> Optional[Callable[[], None]]:
+    """A ``preexec_fn`` that has Linux send the child SIGTERM when this process dies.
+
+    SIGTERM, not SIGKILL: a train.py child saves a checkpoint and stops, so rerunning
+    the parent's command resumes it. None where the OS has no such request.
+    """
+    if not sys.platform.startswith("linux"):
+        return None
+    import ctypes
+    import signal
+
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl  # looked up before the fork
+    except (OSError, AttributeError):
+        return None
+    parent = os.getpid()
+
+    def hook() -> None:
+        prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+        if os.getppid() != parent:  # the parent died before the call
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    return hook
+
+
+# The sizes of TensorFlow's two thread pools (default: one thread per core each).
+TF_THREAD_VARIABLES = ("TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS")
+
+
+def tf_thread_share(processes: int) -> Dict[str, str]:
+    """The pool sizes for one of ``processes`` TensorFlow processes side by side: the usable
+    CPUs divided among them (one pool per core each would oversubscribe the cores); {}
+    when the user set either size."""
+    if any(name in os.environ for name in TF_THREAD_VARIABLES):
+        return {}
+    return dict.fromkeys(TF_THREAD_VARIABLES, str(max(1, usable_cpus() // processes)))
+
+
+class CapturedStderr:
+    """What native code wrote to file descriptor 2 inside ``captured_stderr()``.
+
+    Attributes:
+        text: the captured text, set when the block ends.
+    """
+
+    text = ""
+
+
+@contextlib.contextmanager
+def captured_stderr():
+    """Points file descriptor 2 at a temporary file for the block, so that C++ log lines
+    (TensorFlow's start-up notices, Ray's connection retries) can be kept out of the
+    terminal and read afterwards; yields a ``CapturedStderr``. Python's ``sys.stderr`` is
+    flushed first, and descriptor 2 is restored before an exception leaves the block.
+    A native crash inside the block takes what it wrote with it.
+    """
+    import tempfile
+
+    captured = CapturedStderr()
+    sys.stderr.flush()
+    with tempfile.TemporaryFile() as sink:
+        saved = os.dup(2)  # after the sink: a failure to make it leaves nothing open
+        try:
+            os.dup2(sink.fileno(), 2)
+            yield captured
+        finally:
+            sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
+            sink.seek(0)
+            captured.text = sink.read().decode(errors="replace")
