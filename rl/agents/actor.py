@@ -23,10 +23,12 @@ import numpy as np
 from rl import registry
 from rl._tf import tf
 from rl.algos.act_select.base import ActSelect
-from rl.algos.noise import OrnsteinUhlenbeckNoise, action_noise_for
+from rl.algos.noise import OrnsteinUhlenbeckNoise
 from rl.algos.schedules import constant_schedule
 from rl.envs import true_next_obs
 from rl.envs.atari import LIFE_LOST
+from rl.hparams.base import HParams
+from rl.hparams.continuous import TD3HParams
 
 # What an actor can record beside each action, for its learner.
 ACTOR_EXTRAS = ("log_prob",)
@@ -195,6 +197,14 @@ class Actor:
         if "log_prob" in self.extras:
             return actions, self.head.log_prob(policy, actions)
         return actions, tf.zeros([tf.shape(obs)[0]])
+
+
+def action_noise_for(hp: HParams) -> Optional[OrnsteinUhlenbeckNoise]:
+    """The noise process a training actor adds to its actions; None: none beyond the
+    act_select's (only TD3 and DDPG hparams name one)."""
+    if not isinstance(hp, TD3HParams) or hp.noise_process != "ornstein_uhlenbeck":
+        return None
+    return OrnsteinUhlenbeckNoise(hp.ou_theta, hp.exploration_noise, hp.ou_dt)
 
 
 def build_actor(

@@ -10,9 +10,6 @@ from typing import Optional
 
 import numpy as np
 
-from rl.hparams.base import HParams
-from rl.hparams.continuous import TD3HParams
-
 
 class OrnsteinUhlenbeckNoise:
     """x <- x - theta x dt + sigma sqrt(dt) N(0, 1), per env copy and action dimension.
@@ -36,11 +33,3 @@ class OrnsteinUhlenbeckNoise:
         """Restarts the processes of the env copies whose episode ended."""
         if self.state is not None:
             self.state[np.asarray(done, bool)] = 0.0
-
-
-def action_noise_for(hp: HParams) -> Optional[OrnsteinUhlenbeckNoise]:
-    """The noise process a training actor adds to its actions; None: none beyond the
-    act_select's (only TD3 and DDPG hparams name one)."""
-    if not isinstance(hp, TD3HParams) or hp.noise_process != "ornstein_uhlenbeck":
-        return None
-    return OrnsteinUhlenbeckNoise(hp.ou_theta, hp.exploration_noise, hp.ou_dt)
