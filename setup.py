@@ -40,8 +40,10 @@ setup(
             # subprocesses that each keep one core busy.
             "pytest-xdist>=3.6",
             "ruff>=0.6",
-            # tests/test_layers.py: the import layers of .importlinter (grimp comes with it).
+            # tests/test_layers.py: the import layers of .importlinter, and grimp (import-linter's
+            # graph library) to name every import of a circle.
             "import-linter>=2.1,<3",
+            "grimp>=3.5,<4",
             "hypothesis>=6.100",
             "werkzeug>=3.0",
             # tests read GIF frames back with Pillow (imageio's GIF plugin uses it too).

@@ -14,8 +14,8 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from rl import catalog, registry  # noqa: F401  (fills the registries)
-from rl.experiment import resolve_hparams
 from rl.hparams.base import HParamsError, apply_overrides, format_value
+from rl.hparams.resolve import resolve_hparams
 from rl.registry import UnknownNameError
 
 pytestmark = pytest.mark.unit

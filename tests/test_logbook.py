@@ -170,7 +170,7 @@ def test_event_files_are_the_same_bytes_with_and_without_tensorflow(tmp_path, mo
     # With TensorFlow loaded, TFRecordWriter checksums in C++; without, TensorBoard's writer.
     import sys
 
-    from rl import import_tensorflow_quietly
+    from rl._tf import import_tensorflow_quietly
     from rl.logbook import scalar_events, summary_event, write_event_file
 
     import_tensorflow_quietly()

@@ -209,7 +209,7 @@ def test_bad_overrides_raise_one_clear_line(text, message):
     ],
 )
 def test_plain_literals_of_the_declared_type_are_read(text, field, value):
-    from rl.experiment import resolve_hparams
+    from rl.hparams.resolve import resolve_hparams
 
     hp = resolve_hparams("ppo_cartpole", text)
     assert getattr(hp, field) == value
@@ -347,7 +347,7 @@ def test_names_must_exist_and_values_fit_their_declared_range(hparams, override,
 
 
 def test_flags_and_dict_overrides_are_checked_too():
-    from rl.experiment import resolve_hparams
+    from rl.hparams.resolve import resolve_hparams
 
     with pytest.raises(HParamsError, match="hparam 'seed' must be in"):
         resolve_hparams("ppo_tiny", seed=2**31)
@@ -426,7 +426,8 @@ def test_every_allowed_activation_is_a_keras_activation():
 
 def test_the_largest_seed_builds_and_runs_an_agent():
 
-    from rl.experiment import build_envs_and_agent, resolve_hparams
+    from rl.experiment import build_envs_and_agent
+    from rl.hparams.resolve import resolve_hparams
 
     for name in ("ppo_tiny", "dqn_tiny"):  # ActorCritic seeds its value MLP with seed + 1000
         hp = resolve_hparams(name, seed=MAX_SEED)
