@@ -2,7 +2,8 @@
 
 Every table that lists algorithms, hparam sets, hparam fields, train.py's flags or benchmark
 results is built here: from the registries (after ``import rl.catalog``), the field metadata
-of rl/fields.py, absl's definitions of train.py's flags, and docs/results/*.json. A page (or
+of rl/fields.py, absl's definitions of train.py's flags, docs/results/*.json, and the import
+layers from .importlinter. A page (or
 README.md) holds a marked block::
 
     <!-- generated: algorithms -->
@@ -10,7 +11,7 @@ README.md) holds a marked block::
     <!-- end -->
 
 README.md's blocks are written into the file (``python scripts/docs.py --write``; a unit test
-fails while they are stale). The site's pages keep their blocks empty: docs/hooks.py fills them
+fails while they are stale). The site's pages keep their blocks empty: scripts/mkdocs_hooks.py fills them
 while ``mkdocs build`` runs, so no generated page is committed.
 
     python scripts/docs.py --write     # rewrite README.md's generated blocks
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import configparser
 import dataclasses
 import functools
 import glob
@@ -34,7 +36,7 @@ import sys
 import tokenize
 import typing
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # run as a script: rl is the checkout's own
@@ -47,6 +49,8 @@ from rl.hparams.base import HParams, declared_limits, format_value, type_name  #
 
 README = ROOT / "README.md"
 RESULTS_DIR = ROOT / "docs" / "results"
+IMPORT_LAYERS = ROOT / ".importlinter"
+LAYERS_CONTRACT = "importlinter:contract:layers"
 WRITE_COMMAND = "python scripts/docs.py --write"
 # A block: its opening marker names the generator; everything up to `<!-- end -->` is its text.
 BLOCK = re.compile(r"(<!-- generated: ([\w-]+) -->\n)(.*?)(<!-- end -->)", re.S)
@@ -532,6 +536,41 @@ def curves_gallery() -> str:
     return "\n".join(parts)
 
 
+def import_layers(path: Path = IMPORT_LAYERS) -> List[Tuple[str, List[str], bool]]:
+    """The layers contract of ``path``, top first: (what it is, its modules, independent).
+
+    The comment line(s) above a layer say what it is; the file's own comments above the
+    first section are skipped, and only ``;`` would start a comment inside the value, so
+    the ``#`` lines stay in it and are read here. Modules joined by ``|`` are independent
+    (they may not import each other), ones joined by ``:`` may.
+    """
+    text = path.read_text(encoding="utf-8")
+    parser = configparser.ConfigParser(comment_prefixes=(";",), inline_comment_prefixes=None)
+    parser.read_string(text[text.index("[") :])
+    layers, note = [], []
+    for line in parser[LAYERS_CONTRACT]["layers"].splitlines():
+        line = line.strip()
+        if line.startswith("#"):
+            note.append(line.lstrip("# "))
+        elif line:
+            independent = ":" not in line
+            modules = [m.strip() for m in re.split(r"[|:]", line)]
+            layers.append((" ".join(note), modules, independent))
+            note = []
+    return layers
+
+
+def layers_list(path: Path = IMPORT_LAYERS) -> str:
+    """The import layers as a numbered list, top (imports the most) to bottom."""
+    lines = []
+    for i, (note, modules, independent) in enumerate(import_layers(path), 1):
+        names = ", ".join(f"`{m}`" for m in modules)
+        if len(modules) > 1:
+            names += " (independent)" if independent else " (may import each other)"
+        lines.append(f"{i}. {names}: {note}")
+    return "\n".join(lines) + "\n"
+
+
 # ---------------------------------------------------------------- blocks
 
 
@@ -548,6 +587,7 @@ def generators(readme: bool = False) -> Dict[str, Callable[[], str]]:
         "speed": speed_table,
         "provenance": provenance,
         "curves": curves_gallery,
+        "layers": layers_list,
     }
 
 
