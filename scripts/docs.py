@@ -1,18 +1,17 @@
 """Generates the docs' tables from the code and the result files, so that no prose lists them.
 
-Every table that lists algorithms, hparam sets, hparam fields, train.py's flags or benchmark
-results is built here: from the registries (after ``import rl.catalog``), the field metadata
-of rl/fields.py, absl's definitions of train.py's flags, docs/results/*.json, and the import
-layers from .importlinter. A page (or
-README.md) holds a marked block::
+Every table that lists algorithms, hparam sets, hparam fields, train.py's flags, benchmark
+results or the import layers is built here: from the registries (after ``import rl.catalog``),
+the field metadata of rl/fields.py, absl's definitions of train.py's flags,
+docs/results/*.json and .importlinter. A page (or README.md) holds a marked block::
 
     <!-- generated: algorithms -->
     ...
     <!-- end -->
 
 README.md's blocks are written into the file (``python scripts/docs.py --write``; a unit test
-fails while they are stale). The site's pages keep their blocks empty: scripts/mkdocs_hooks.py fills them
-while ``mkdocs build`` runs, so no generated page is committed.
+fails while they are stale). The site's pages keep their blocks empty: scripts/mkdocs_hooks.py
+fills them while ``mkdocs build`` runs, so no generated page is committed.
 
     python scripts/docs.py --write     # rewrite README.md's generated blocks
     python scripts/docs.py --check     # exit 1 naming README.md's stale blocks
