@@ -1,10 +1,14 @@
-"""QR-DQN's quantile Huber loss against values computed by hand, eagerly and compiled."""
+"""QR-DQN: the quantile Huber loss against values computed by hand, eagerly and
+compiled; the quantile head."""
 
+import gymnasium as gym
 import numpy as np
 import pytest
 import tensorflow as tf
 
+from rl import catalog, registry  # noqa: F401  (fills the registries)
 from rl.algos.grad_comp.quantile import quantile_huber_loss, quantile_midpoints, quantile_td_loss
+from rl.models.networks import QNetwork
 
 pytestmark = pytest.mark.unit
 
@@ -122,3 +126,21 @@ def test_ranks_and_batch_sizes_are_checked():
         quantile_td_loss(
             QUANTILES_TM1, tf.constant([0, 1]), tf.ones(2), tf.ones(2), QUANTILES_T_TARGET
         )
+
+
+def quantile_network(**changes):
+    settings = registry.hparams.get("qrdqn_tiny")().replace(num_quantiles=4, **changes)
+    return QNetwork(settings, gym.spaces.Box(-1, 1, (4,), np.float32), gym.spaces.Discrete(3), 0)
+
+
+@pytest.mark.parametrize("dueling", [False, True])
+def test_q_values_are_the_means_of_the_quantiles_on_the_host_and_in_the_graph(dueling):
+    net = quantile_network(dueling=dueling)
+    obs = np.random.default_rng(0).normal(size=(6, 4)).astype(np.float32)
+    quantiles = net.logits(tf.constant(obs)).numpy()
+    assert quantiles.shape == (6, 3, 4)
+    graph = net.policy(tf.constant(obs)).numpy()
+    np.testing.assert_allclose(graph, quantiles.mean(-1), rtol=1e-6)
+    host = net.host_network()(obs, [v.numpy() for v in net.acting_variables()])
+    np.testing.assert_allclose(host, graph, rtol=1e-5, atol=1e-5)
+
