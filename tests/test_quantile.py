@@ -143,4 +143,3 @@ def test_q_values_are_the_means_of_the_quantiles_on_the_host_and_in_the_graph(du
     np.testing.assert_allclose(graph, quantiles.mean(-1), rtol=1e-6)
     host = net.host_network()(obs, [v.numpy() for v in net.acting_variables()])
     np.testing.assert_allclose(host, graph, rtol=1e-5, atol=1e-5)
-

@@ -15,9 +15,7 @@ def quantile_midpoints(num_quantiles: int) -> tf.Tensor:
     return (tf.range(num_quantiles, dtype=tf.float32) + 0.5) / tf.cast(num_quantiles, tf.float32)
 
 
-def quantile_huber_loss(
-    quantiles: tf.Tensor, targets: tf.Tensor, kappa: float = 1.0
-) -> tf.Tensor:
+def quantile_huber_loss(quantiles: tf.Tensor, targets: tf.Tensor, kappa: float = 1.0) -> tf.Tensor:
     """The quantile Huber loss of N predicted quantiles against M target samples.
 
     For u_ij = targets_j - quantiles_i, the loss of quantile i is
