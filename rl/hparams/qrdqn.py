@@ -14,7 +14,9 @@ from rl.hparams.dqn import DQNHParams
 
 @dataclasses.dataclass(frozen=True)
 class QRDQNHParams(DQNHParams):
-    """DQN's fields with a quantile head; huber_delta is the loss's kappa."""
+    """QR-DQN (Dabney et al. 2018): DQN with a head of quantile values per action and the
+    quantile Huber loss (huber_delta is its kappa); double Q, dueling, noisy, n-step and
+    prioritised replay as for DQN."""
 
     agent: str = one_of("qrdqn", ("qrdqn",))  # these fields are QR-DQN's
     num_quantiles: int = bounded(200, 2, 1001)  # quantiles per action (the paper: 200)
@@ -24,11 +26,13 @@ class QRDQNHParams(DQNHParams):
 
 @registry.hparams.register
 def qrdqn_base() -> QRDQNHParams:
+    """`QRDQNHParams` defaults; the base the QR-DQN sets build on."""
     return QRDQNHParams()
 
 
 @registry.hparams.register
 def qrdqn_cartpole() -> QRDQNHParams:
+    """QR-DQN on CartPole: `dqn_cartpole`'s settings with 10 quantiles per action."""
     # dqn_cartpole's settings (RL-Zoo's CartPole bursts of 128 gradient steps every 256
     # env steps, on 100k steps) with RL-Zoo's 10 quantiles for its CartPole QR-DQN.
     return qrdqn_base().replace(
@@ -56,6 +60,8 @@ def qrdqn_cartpole() -> QRDQNHParams:
 
 @registry.hparams.register
 def qrdqn_lunar_lander() -> QRDQNHParams:
+    """QR-DQN on LunarLander-v3 (the `box2d` extra): RL-Zoo's settings, 170 quantiles, 256
+    gradient steps every 256 env steps."""
     # RL-Zoo's LunarLander QR-DQN: 100k steps on one env, 256 x 256, 170 quantiles,
     # lr 1.5e-3 annealed linearly to 0, batch 128, 100k replay, 10k steps before
     # learning, gamma 0.995, epsilon 1 -> 0.18 over 24% of the run, and every 256 env
