@@ -177,6 +177,8 @@ def test_the_loss_follows_from_the_head():
 def test_the_loss_cannot_be_set_apart_from_the_head():
     with pytest.raises(HParamsError, match="'grad_comp' follows from the other fields"):
         q_settings(grad_comp="categorical_td")
+    assert q_settings(grad_comp="dqn_td") == q_settings()  # what it is anyway
+    assert q_settings(num_atoms=5, grad_comp="categorical_td").num_atoms == 5
     saved = q_settings().to_dict()
     assert "grad_comp" not in saved  # derived: not written to hparams.json
     # An older hparams.json names it: read when it agrees, refused when it does not.

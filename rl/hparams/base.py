@@ -93,9 +93,10 @@ class HParams:
         for key in changes:
             if key not in names:
                 raise HParamsError(unknown_field_message(key, names))
-            if key in derived_field_names(type(self)):
-                raise HParamsError(derived_field_message(key, getattr(self, key)))
-        return dataclasses.replace(self, **changes)
+        derived = derived_field_names(type(self))
+        hp = dataclasses.replace(self, **{k: v for k, v in changes.items() if k not in derived})
+        check_derived_fields(hp, changes)
+        return hp
 
     def to_dict(self) -> Dict[str, Any]:
         """Plain JSON-ready values (tuples become lists); derived fields are left out."""
@@ -142,11 +143,20 @@ def derived_field_names(cls: type) -> Tuple[str, ...]:
     return tuple(f.name for f in dataclasses.fields(cls) if not f.init)
 
 
-def derived_field_message(key: str, value: Any) -> str:
-    return (
-        f"hparam '{key}' follows from the other fields ({value!r} here) and cannot be set: "
-        "change the fields it follows from"
-    )
+def check_derived_fields(hp: HParams, values: Dict[str, Any]) -> None:
+    """Derived fields given in ``values`` (an override, an older hparams.json) must
+    equal what ``hp`` derives.
+
+    Raises:
+        HParamsError: naming the field, its derived value and the one given.
+    """
+    for key in derived_field_names(type(hp)):
+        if key in values and values[key] != getattr(hp, key):
+            raise HParamsError(
+                f"hparam '{key}' follows from the other fields ({getattr(hp, key)!r} here) "
+                f"and cannot be set to {_shorten(repr(values[key]))}: change the fields it "
+                "follows from"
+            )
 
 
 def unknown_field_message(key: str, names: List[str]) -> str:
@@ -466,9 +476,7 @@ def from_dict(cls: type, values: Dict[str, Any]) -> HParams:
         raise HParamsError(unknown_field_message(_shorten(str(unknown[0])), names))
     derived = derived_field_names(cls)
     hp = cls(**{k: coerce(k, v, hints[k]) for k, v in values.items() if k not in derived})
-    for key in derived:  # older hparams.json files hold them: they must agree
-        if key in values and values[key] != getattr(hp, key):
-            raise HParamsError(derived_field_message(key, getattr(hp, key)))
+    check_derived_fields(hp, values)  # older hparams.json files hold them
     return hp
 
 
