@@ -194,6 +194,8 @@ def describe_limits(limits: Optional[Limits]) -> str:
 
 
 def field_default(field: dataclasses.Field) -> str:
+    if not field.init:  # set by the class from its other fields (DQN's grad_comp)
+        return "derived"
     if field.default == "":
         return '`""`'
     if field.default is not dataclasses.MISSING:

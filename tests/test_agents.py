@@ -49,6 +49,7 @@ def weights(module):
         "ppo_tiny",
         "dqn_tiny",
         "rainbow_tiny",
+        "qrdqn_tiny",
         "a2c_tiny",
         "vpg_tiny",
         "sac_tiny",
@@ -105,7 +106,8 @@ def test_checkpoint_round_trip_restores_everything(tmp_path, hparams):
 
 @pytest.mark.slow
 @pytest.mark.parametrize(
-    "hparams", ["ppo_tiny", "dqn_tiny", "rainbow_tiny", "vpg_tiny", "sac_tiny", "td3_tiny"]
+    "hparams",
+    ["ppo_tiny", "dqn_tiny", "rainbow_tiny", "qrdqn_tiny", "vpg_tiny", "sac_tiny", "td3_tiny"],
 )
 def test_tiny_runs_write_every_output(tmp_path, hparams):
     out = tmp_path / "run"

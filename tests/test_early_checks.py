@@ -99,7 +99,9 @@ def test_copies_pass_on_the_tables_flags_but_not_their_own(train_flags, monkeypa
         "--num_workers=2", "--output_dir=runs/x", "--seed=3",
     )  # fmt: skip
     ran = []
-    monkeypatch.setattr(cli.slots, "run_in_slots", lambda commands, slots, environ: ran.extend(commands))
+    monkeypatch.setattr(
+        cli.slots, "run_in_slots", lambda commands, slots, environ: ran.extend(commands)
+    )
     cli.run_copies_in_processes(["runs/x/run_0", "runs/x/run_1"], [11, 12])
     first = ran[0][2:]  # after python and train.py
     assert first[-2:] == ["--output_dir=runs/x/run_0", "--seed=11"]

@@ -128,3 +128,10 @@ def test_rainbow_cartpole_reaches_475_within_50k_steps(tmp_path):
     evals = train_evals("rainbow_cartpole", tmp_path)
     assert evals[-1]["step"] == 50_000
     assert evals[-1]["return_mean"] >= 475, [e["return_mean"] for e in evals]
+
+
+def test_qrdqn_cartpole_reaches_475_within_100k_steps(tmp_path):
+    # QR-DQN (10 quantiles per action) on dqn_cartpole's settings.
+    evals = train_evals("qrdqn_cartpole", tmp_path)
+    assert evals[-1]["step"] == 100_000
+    assert evals[-1]["return_mean"] >= 475, [e["return_mean"] for e in evals]

@@ -2,6 +2,7 @@
 dueling and noisy Q-networks, prioritised replay in the learner; hand-computed."""
 
 import os
+import re
 import subprocess
 import sys
 
@@ -14,7 +15,7 @@ from rl import catalog, registry  # noqa: F401  (fills the registries)
 from rl.agents.base import Agent, act_and_observe
 from rl.algos.grad_comp.dqn import categorical_projection, categorical_td_loss
 from rl.envs import make_vec_env
-from rl.hparams.base import HParamsError
+from rl.hparams.base import HParamsError, from_dict
 from rl.hparams.resolve import validate_hparams
 from rl.memory.replay import importance_weights
 from rl.models.networks import NoisyDense, QNetwork
@@ -136,8 +137,8 @@ def q_settings(**changes):
     "switches",
     [
         {"dueling": True},
-        {"num_atoms": 5, "grad_comp": "categorical_td", "v_min": -1.0, "v_max": 3.0},
-        {"dueling": True, "noisy": True, "num_atoms": 5, "grad_comp": "categorical_td"},
+        {"num_atoms": 5, "v_min": -1.0, "v_max": 3.0},
+        {"dueling": True, "noisy": True, "num_atoms": 5},
     ],
 )
 def test_q_network_heads_act_the_same_on_the_host_and_in_the_graph(switches):
@@ -165,7 +166,7 @@ def test_dueling_q_is_value_plus_advantage_minus_its_mean():
 @pytest.mark.unit
 def test_c51_q_values_are_the_means_of_the_atom_distributions():
     net = QNetwork(
-        q_settings(num_atoms=3, grad_comp="categorical_td", v_min=0.0, v_max=2.0),
+        q_settings(num_atoms=3, v_min=0.0, v_max=2.0),
         gym.spaces.Box(-1, 1, (4,), np.float32),
         gym.spaces.Discrete(2),
         0,
@@ -176,28 +177,47 @@ def test_c51_q_values_are_the_means_of_the_atom_distributions():
 
 
 @pytest.mark.unit
+def test_the_loss_follows_from_the_head():
+    assert q_settings().grad_comp == "dqn_td"
+    assert q_settings(num_atoms=51).grad_comp == "categorical_td"
+    assert q_settings(num_atoms=51).replace(num_atoms=1).grad_comp == "dqn_td"
+    assert registry.hparams.get("qrdqn_tiny")().grad_comp == "quantile_td"
+
+
+@pytest.mark.unit
+def test_the_loss_cannot_be_set_apart_from_the_head():
+    with pytest.raises(HParamsError, match="'grad_comp' follows from the other fields"):
+        q_settings(grad_comp="categorical_td")
+    assert q_settings(grad_comp="dqn_td") == q_settings()  # what it is anyway
+    assert q_settings(num_atoms=5, grad_comp="categorical_td").num_atoms == 5
+    saved = q_settings().to_dict()
+    assert "grad_comp" not in saved  # derived: not written to hparams.json
+    # An older hparams.json names it: read when it agrees, refused when it does not.
+    hp_class = type(q_settings())
+    assert from_dict(hp_class, {**saved, "grad_comp": "dqn_td"}) == q_settings()
+    with pytest.raises(HParamsError, match="'dqn_td' here"):
+        from_dict(hp_class, {**saved, "grad_comp": "categorical_td"})
+
+
+@pytest.mark.unit
 @pytest.mark.parametrize(
     "changes, message",
     [
-        ({"num_atoms": 51}, "C51 is num_atoms > 1 with grad_comp=categorical_td"),
-        ({"grad_comp": "categorical_td"}, "C51 is num_atoms > 1 with grad_comp=categorical_td"),
-        (
-            {"num_atoms": 51, "grad_comp": "categorical_td", "v_min": 5.0, "v_max": 5.0},
-            "v_min (5.0) must be below v_max (5.0)",
-        ),
+        ({"num_atoms": 51, "v_min": 5.0, "v_max": 5.0}, "v_min (5.0) must be below v_max (5.0)"),
+        ({"num_quantiles": 8}, "hparam 'num_quantiles' must be in [1, 1]"),
     ],
 )
 def test_switches_that_disagree_are_refused(changes, message):
-    with pytest.raises(HParamsError, match=message.replace("(", r"\(").replace(")", r"\)")):
+    with pytest.raises(HParamsError, match=re.escape(message)):
         validate_hparams(q_settings(**changes))
 
 
 @pytest.mark.process
-def test_train_py_refuses_a_c51_half_switch_with_one_line_and_exit_2(tmp_path):
+def test_train_py_refuses_setting_the_loss_with_one_line_and_exit_2(tmp_path):
     out = tmp_path / "run"
     proc = subprocess.run(
         [sys.executable, "train.py", "--hparams", "dqn_tiny", "--output_dir", str(out)]
-        + ["--hparam_override", "num_atoms=51"],
+        + ["--hparam_override", "grad_comp=categorical_td"],
         capture_output=True,
         text=True,
         cwd=ROOT,
@@ -205,7 +225,7 @@ def test_train_py_refuses_a_c51_half_switch_with_one_line_and_exit_2(tmp_path):
     )
     assert proc.returncode == 2
     lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1 and "grad_comp=categorical_td" in lines[0], proc.stderr
+    assert len(lines) == 1 and "'grad_comp' follows from the other fields" in lines[0], proc.stderr
     assert not out.exists()
 
 

@@ -14,6 +14,7 @@ from rl import registry
 # Imported on first lookup (rl/registry.py): naming them does not load TensorFlow.
 registry.agents.declare("ppo", "rl.agents.ppo:PPOLearner")
 registry.agents.declare("dqn", "rl.agents.dqn:DQNLearner")
+registry.agents.declare("qrdqn", "rl.agents.dqn:DQNLearner")  # with num_quantiles
 registry.agents.declare("impala", "rl.agents.impala:IMPALALearner")
 registry.agents.declare("a2c", "rl.agents.a2c:A2CLearner")
 registry.agents.declare("vpg", "rl.agents.a2c:A2CLearner")  # with value_steps

@@ -6,9 +6,10 @@ network's syncs, in a single compiled call. Exploration is a pure function
 of the env step the actor passes in.
 
 Rainbow's pieces (Hessel et al. 2018) are switches on the same learner:
-``double_q``, ``dueling`` and ``noisy`` (the model), ``num_atoms`` > 1 with
-``grad_comp=categorical_td`` (C51), ``n_step`` (the replay) and
-``prioritized_replay`` (the replay feed's weights and priorities).
+``double_q``, ``dueling`` and ``noisy`` (the model), ``num_atoms`` > 1 (C51),
+``n_step`` (the replay) and ``prioritized_replay`` (the replay feed's weights
+and priorities). QR-DQN (agent qrdqn) is this learner with ``num_quantiles`` > 1.
+The loss follows from the head (rl/hparams/dqn.py ``td_loss``).
 """
 
 import functools
@@ -139,10 +140,22 @@ class DQNLearner(Learner):
         online_seed, target_seed = noise_seeds
         model, target_model = self.model, self.target_model
         next_online = model(data["next_obs"], online_seed) if hp.double_q else None
-        if hp.num_atoms > 1 and next_online is None and model.masked_actions:
-            # C51 picks a* from the target's expected values: legal moves only (games).
+        distributional = hp.num_atoms > 1 or hp.num_quantiles > 1
+        if distributional and next_online is None and model.masked_actions:
+            # a* from the target's expected values: legal moves only (games).
             next_online = target_model(data["next_obs"], target_seed)
-        if hp.num_atoms > 1:
+        if hp.num_quantiles > 1:
+            loss, extras = self.grad_comp(
+                quantiles_tm1=model.logits(data["obs"], online_seed),
+                a_tm1=data["actions"],
+                r_t=data["rewards"],
+                discount_t=data["discounts"],
+                quantiles_t_target=target_model.logits(data["next_obs"], target_seed),
+                q_t_selector=next_online,
+                kappa=hp.huber_delta,
+            )
+            priority = loss  # the quantile loss, as C51's cross-entropy below
+        elif hp.num_atoms > 1:
             loss, extras = self.grad_comp(
                 logits_tm1=model.logits(data["obs"], online_seed),
                 a_tm1=data["actions"],

@@ -94,13 +94,17 @@ class HParams:
         for key in changes:
             if key not in names:
                 raise HParamsError(unknown_field_message(key, names))
-        return dataclasses.replace(self, **changes)
+        derived = derived_field_names(type(self))
+        hp = dataclasses.replace(self, **{k: v for k, v in changes.items() if k not in derived})
+        check_derived_fields(hp, changes)
+        return hp
 
     def to_dict(self) -> Dict[str, Any]:
-        """Plain JSON-ready values (tuples become lists)."""
+        """Plain JSON-ready values (tuples become lists); derived fields are left out."""
         return {
             f.name: list(v) if isinstance(v, tuple) else v
             for f in dataclasses.fields(self)
+            if f.init
             for v in [getattr(self, f.name)]
         }
 
@@ -132,6 +136,28 @@ class ReturnNormalization:
 
 def field_names(hp: HParams) -> List[str]:
     return [f.name for f in dataclasses.fields(hp)]
+
+
+def derived_field_names(cls: type) -> Tuple[str, ...]:
+    """Fields a class computes from its other fields (declared ``init=False``, set in
+    ``__post_init__``), e.g. DQN's grad_comp, which follows from its Q-head."""
+    return tuple(f.name for f in dataclasses.fields(cls) if not f.init)
+
+
+def check_derived_fields(hp: HParams, values: Dict[str, Any]) -> None:
+    """Derived fields given in ``values`` (an override, an older hparams.json) must
+    equal what ``hp`` derives.
+
+    Raises:
+        HParamsError: naming the field, its derived value and the one given.
+    """
+    for key in derived_field_names(type(hp)):
+        if key in values and values[key] != getattr(hp, key):
+            raise HParamsError(
+                f"hparam '{key}' follows from the other fields ({getattr(hp, key)!r} here) "
+                f"and cannot be set to {_shorten(repr(values[key]))}: change the fields it "
+                "follows from"
+            )
 
 
 def unknown_field_message(key: str, names: List[str]) -> str:
@@ -448,7 +474,10 @@ def from_dict(cls: type, values: Dict[str, Any]) -> HParams:
     unknown = [k for k in values if k not in hints]
     if unknown:
         raise HParamsError(unknown_field_message(_shorten(str(unknown[0])), names))
-    return cls(**{k: coerce(k, v, hints[k]) for k, v in values.items()})
+    derived = derived_field_names(cls)
+    hp = cls(**{k: coerce(k, v, hints[k]) for k, v in values.items() if k not in derived})
+    check_derived_fields(hp, values)  # older hparams.json files hold them
+    return hp
 
 
 def differences(old: HParams, new: HParams) -> Dict[str, Tuple[Any, Any]]:

@@ -9,19 +9,31 @@ from rl.hparams.replay import ReplaySettings
 from rl.models.settings import ModelSettings, QHeadSettings
 
 
+def td_loss(head: QHeadSettings) -> str:
+    """The registered loss a Q-head's outputs call for: QR-DQN's quantile loss for
+    quantiles, C51's cross-entropy for atoms, else the TD loss on Q-values."""
+    if head.num_quantiles > 1:
+        return "quantile_td"
+    if head.num_atoms > 1:
+        return "categorical_td"
+    return "dqn_td"
+
+
 @dataclasses.dataclass(frozen=True)
 class DQNHParams(HParams, ModelSettings, QHeadSettings, ReplaySettings, RewardSettings):
     """DQN and its switches towards Rainbow (Hessel et al. 2018): double_q, dueling,
-    noisy, num_atoms (C51, with grad_comp categorical_td), n_step, prioritized_replay."""
+    noisy, num_atoms (C51), n_step, prioritized_replay. The loss follows from the head."""
 
     # Beyond run_folder.CHECKPOINT_SHAPE_FIELDS: the saved replay is one ring per env copy.
     checkpoint_shape_fields = ("num_envs",)
 
-    # The learner (rl/agents/dqn.py), its model and its losses.
+    # The learner (rl/agents/dqn.py), its model and its action rule; its loss follows
+    # from the head (td_loss), so it cannot disagree with num_atoms or num_quantiles.
     agent: str = one_of("dqn", ("dqn",))
     model: str = named("q_network", "models", ("q_network",))
-    grad_comp: str = named("dqn_td", "grad_comp", ("dqn_td", "categorical_td"))
     act_select: str = named("epsilon_greedy", "act_select", ("epsilon_greedy", "greedy"))
+    grad_comp: str = dataclasses.field(default="", init=False)  # td_loss(self), derived
+    num_quantiles: int = bounded(1, 1, 1)  # quantiles are QR-DQN's (agent qrdqn)
     activation: str = "relu"
     num_envs: int = 1
     target_update_interval: int = bounded(500, 1, MAX_STEPS)  # gradient steps between target syncs
@@ -32,7 +44,7 @@ class DQNHParams(HParams, ModelSettings, QHeadSettings, ReplaySettings, RewardSe
     # epsilon 0.4^(1 + 7 i / (num_envs - 1)) (with --num_workers, each copy is an actor's).
     apex_exploration: bool = False
     double_q: bool = True  # double-Q target (van Hasselt et al. 2016)
-    huber_delta: float = positive(1.0)  # Huber loss threshold
+    huber_delta: float = positive(1.0)  # Huber loss threshold (QR-DQN: its kappa)
     # Proportional prioritised replay (Schaul et al. 2016): P(i) ~ (|td_i| + eps)^alpha,
     # updates weighted by (N P(i))^-beta / max, beta annealed to 1 over train_steps.
     prioritized_replay: bool = False
@@ -40,15 +52,11 @@ class DQNHParams(HParams, ModelSettings, QHeadSettings, ReplaySettings, RewardSe
     importance_exponent: float = bounded(0.4, 0, 1)  # beta at step 0
     priority_epsilon: float = positive(1e-6)  # keeps every priority above 0
 
+    def __post_init__(self):
+        object.__setattr__(self, "grad_comp", td_loss(self))  # frozen: set once, here
+
     def check_consistency(self) -> None:
-        distributional = self.num_atoms > 1
-        if distributional != (self.grad_comp == "categorical_td"):
-            raise HParamsError(
-                f"num_atoms={self.num_atoms} with grad_comp={self.grad_comp!r}: C51 is "
-                "num_atoms > 1 with grad_comp=categorical_td, expected Q-values num_atoms=1 "
-                "with grad_comp=dqn_td"
-            )
-        if distributional and not self.v_min < self.v_max:
+        if self.num_atoms > 1 and not self.v_min < self.v_max:
             raise HParamsError(f"v_min ({self.v_min}) must be below v_max ({self.v_max})")
 
 
@@ -260,7 +268,6 @@ def _rainbow(hp: DQNHParams) -> DQNHParams:
         dueling=True,
         noisy=True,
         num_atoms=51,
-        grad_comp="categorical_td",
         n_step=3,
         prioritized_replay=True,
         priority_exponent=0.5,

@@ -105,25 +105,30 @@ class QHeadLayout:
     Attributes:
         num_actions: A.
         dueling: the first N outputs are the value stream, the next A x N advantages.
-        support: C51's atom values (N of them); empty: one output per action (N = 1).
+        support: C51's atom values (N of them); empty: no C51 atoms.
+        num_quantiles: QR-DQN's quantiles per action (N of them, equally weighted);
+            1 with no support: one output per action (N = 1).
     """
 
     num_actions: int
     dueling: bool = False
     support: Tuple[float, ...] = ()
+    num_quantiles: int = 1
 
     @classmethod
     def from_settings(cls, settings, num_actions: int) -> "QHeadLayout":
-        """The layout QHeadSettings (dueling, num_atoms, v_min, v_max) give A actions."""
+        """The layout QHeadSettings (dueling, num_atoms, v_min, v_max, num_quantiles)
+        give A actions."""
         support = ()
         if settings.num_atoms > 1:
             atoms = np.linspace(settings.v_min, settings.v_max, settings.num_atoms)
             support = tuple(float(z) for z in atoms)
-        return cls(num_actions, settings.dueling, support)
+        return cls(num_actions, settings.dueling, support, settings.num_quantiles)
 
     @property
     def num_atoms(self) -> int:
-        return max(len(self.support), 1)
+        """N: outputs per action (C51's atoms, QR-DQN's quantiles, or 1)."""
+        return len(self.support) or self.num_quantiles
 
     @property
     def num_outputs(self) -> int:
@@ -137,6 +142,8 @@ class QHeadLayout:
             logits = outputs[:, None, :atoms] + advantages - advantages.mean(1, keepdims=True)
         else:
             logits = outputs.reshape(len(outputs), self.num_actions, atoms)
+        if self.num_quantiles > 1:  # a Q-value is the mean of its quantiles
+            return logits.mean(-1)
         if not self.support:
             return logits[..., 0]
         shifted = np.exp(logits - logits.max(-1, keepdims=True))

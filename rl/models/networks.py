@@ -420,9 +420,9 @@ class ActorCritic(tf.Module):
 
 
 class QNetwork(tf.Module):
-    """Observations to Q-values [B, ...] -> [B, A]: one output per action, or (C51)
-    the mean of a return distribution over atoms; with dueling streams and noisy
-    layers as the settings' QHeadSettings fields say."""
+    """Observations to Q-values [B, ...] -> [B, A]: one output per action, or the
+    mean of a return distribution (C51's atoms, QR-DQN's quantiles); with dueling
+    streams and noisy layers as the settings' QHeadSettings fields say."""
 
     outputs = "q_values"
 
@@ -455,7 +455,8 @@ class QNetwork(tf.Module):
         )
 
     def logits(self, obs: tf.Tensor, noise_seed=None) -> tf.Tensor:
-        """[B, A, N]: per-action outputs (N = 1) or C51's atom logits, dueling combined.
+        """[B, A, N]: per-action outputs (N = 1), C51's atom logits or QR-DQN's quantile
+        values, dueling combined.
 
         ``noise_seed`` [2] draws fresh noise in noisy layers; without, the acting draw.
         """
@@ -469,6 +470,8 @@ class QNetwork(tf.Module):
 
     def q_values(self, logits: tf.Tensor) -> tf.Tensor:
         """[B, A] from ``logits(...)``: the outputs, or the return distribution's mean."""
+        if self.layout.num_quantiles > 1:  # a Q-value is the mean of its quantiles
+            return tf.reduce_mean(logits, -1)
         if self.support is None:
             return logits[..., 0]
         return tf.reduce_sum(tf.nn.softmax(logits, -1) * self.support, -1)

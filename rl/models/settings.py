@@ -43,3 +43,5 @@ class QHeadSettings:
     num_atoms: int = bounded(1, 1, 1001)  # 1: expected Q-values; > 1: C51's return distribution
     v_min: float = bounded(-10.0, -1e6, 1e6)  # C51: the lowest return on the support
     v_max: float = bounded(10.0, -1e6, 1e6)  # C51: the highest return on the support
+    # > 1: QR-DQN's return distribution, this many quantiles per action (Dabney et al. 2018)
+    num_quantiles: int = bounded(1, 1, 1001)

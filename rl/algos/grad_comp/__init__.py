@@ -12,6 +12,7 @@ registry.grad_comp.declare("ppo_clip", "rl.algos.grad_comp.ppo:ppo_clip_loss")
 registry.grad_comp.declare("gae", "rl.algos.grad_comp.gae:gae_advantages")
 registry.grad_comp.declare("dqn_td", "rl.algos.grad_comp.dqn:dqn_td_loss")
 registry.grad_comp.declare("categorical_td", "rl.algos.grad_comp.dqn:categorical_td_loss")
+registry.grad_comp.declare("quantile_td", "rl.algos.grad_comp.quantile:quantile_td_loss")
 registry.grad_comp.declare("vtrace", "rl.algos.grad_comp.vtrace:vtrace_loss")
 registry.grad_comp.declare(
     "policy_gradient", "rl.algos.grad_comp.policy_gradient:policy_gradient_loss"
