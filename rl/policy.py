@@ -163,6 +163,8 @@ def load_policy(path: str, explore: bool = False, seed: Optional[int] = None):
     Returns:
         An rl.agents.actor.Actor; ``actor.to_env(actor.act(obs)[0])`` gives env actions.
     """
+    # late: acting loads Gymnasium (and TensorFlow on first use); reading, writing and
+    # tidying artefacts need neither
     from rl import registry, seeding
     from rl.agents.actor import PolicySnapshot, build_actor
     from rl.algos.schedules import constant_schedule
@@ -204,6 +206,7 @@ def load_host_policy(path: str, observation_space, action_space):
     Raises:
         PolicyArtefactError: another kind of model, or weights that do not fit.
     """
+    # late: the NumPy policy's modules load Gymnasium, as load_policy's do
     from rl.hparams.base import from_dict
     from rl.hparams.resolve import hparams_class
     from rl.models.distributions import action_head
