@@ -236,9 +236,15 @@ def _lock_path(output_dir: str) -> str:
 
 
 def check_not_in_use(output_dir: str) -> None:
-    """Refuses a run folder that another process is training (it holds train.lock)."""
+    """Refuses a run folder that another process, or a live Experiment of this one, is
+    training (it holds train.lock)."""
+    import gc
+
     try:
         holder = lock_holder(_lock_path(output_dir))
+        if holder == str(os.getpid()):
+            gc.collect()  # an Experiment dropped without close() may still hold it
+            holder = lock_holder(_lock_path(output_dir))
     except OSError as e:
         raise RunConflictError(f"cannot check {_lock_path(output_dir)}: {e.strerror}") from None
     if holder is not None:
