@@ -18,6 +18,8 @@ from rl.agents.rollouts import (
     epochs_of_minibatches,
     explained_variance,
     standardized,
+    trace_rollout_update,
+    update_on_full_rollout,
 )
 from rl.hparams.a2c import A2CHParams
 
@@ -45,17 +47,10 @@ class A2CLearner(Learner):
             self.value_optimizer.build(self.value_variables)
 
     def update(self) -> Optional[Dict[str, float]]:
-        if not self.memory.full:
-            return None
-        # The schedule's step is where the rollout began, whatever its length.
-        learning_rate = self.learning_rate(self.env_steps - self.pending_steps())
-        outputs = self._compiled_update(self.memory.take(), tf.constant(learning_rate, tf.float32))
-        return self._finish_update(outputs, learning_rate=learning_rate)
+        return update_on_full_rollout(self, self._compiled_update)
 
     def warm_up(self) -> None:
-        self._compiled_update.get_concrete_function(
-            self.memory.specs(), tf.TensorSpec((), tf.float32)
-        )
+        trace_rollout_update(self, self._compiled_update)
 
     def _update_step(self, batch: Dict[str, tf.Tensor], learning_rate: tf.Tensor):
         """GAE, one policy-gradient step on the [T, N] rollout, then VPG's baseline steps."""

@@ -12,7 +12,12 @@ from typing import Dict, Optional
 
 from rl._tf import tf
 from rl.agents.learner import Learner, run_gradient_steps
-from rl.agents.rollouts import RolloutMemory, flat
+from rl.agents.rollouts import (
+    RolloutMemory,
+    flat,
+    trace_rollout_update,
+    update_on_full_rollout,
+)
 from rl.hparams.impala import IMPALAHParams
 
 METRICS = (
@@ -39,17 +44,10 @@ class IMPALALearner(Learner):
         self.check_divisible("num_envs", hp.num_envs)  # replicas split the env copies
 
     def update(self) -> Optional[Dict[str, float]]:
-        if not self.memory.full:
-            return None
-        # The schedule's step is where the rollout began, whatever its length.
-        learning_rate = self.learning_rate(self.env_steps - self.pending_steps())
-        outputs = self._compiled_update(self.memory.take(), tf.constant(learning_rate, tf.float32))
-        return self._finish_update(outputs, learning_rate=learning_rate)
+        return update_on_full_rollout(self, self._compiled_update)
 
     def warm_up(self) -> None:
-        self._compiled_update.get_concrete_function(
-            self.memory.specs(), tf.TensorSpec((), tf.float32)
-        )
+        trace_rollout_update(self, self._compiled_update)
 
     def _update_step(self, batch: Dict[str, tf.Tensor], learning_rate: tf.Tensor):
         """``gradient_steps`` V-trace steps on a [T, N] rollout, each with the current weights."""

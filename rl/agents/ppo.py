@@ -15,6 +15,8 @@ from rl.agents.rollouts import (
     explained_variance,
     minibatch_size,
     standardized,
+    trace_rollout_update,
+    update_on_full_rollout,
 )
 from rl.hparams.ppo import PPOHParams
 
@@ -44,17 +46,10 @@ class PPOLearner(Learner):
         self._compiled_update = self.compile_update(self._update_step)
 
     def update(self) -> Optional[Dict[str, float]]:
-        if not self.memory.full:
-            return None
-        # The schedule's step is where the rollout began, whatever its length.
-        learning_rate = self.learning_rate(self.env_steps - self.pending_steps())
-        outputs = self._compiled_update(self.memory.take(), tf.constant(learning_rate, tf.float32))
-        return self._finish_update(outputs, learning_rate=learning_rate)
+        return update_on_full_rollout(self, self._compiled_update)
 
     def warm_up(self) -> None:
-        self._compiled_update.get_concrete_function(
-            self.memory.specs(), tf.TensorSpec((), tf.float32)
-        )
+        trace_rollout_update(self, self._compiled_update)
 
     def _update_step(self, batch: Dict[str, tf.Tensor], learning_rate: tf.Tensor):
         """GAE, then num_epochs x num_minibatches gradient steps on a [T, N] rollout."""

@@ -8,13 +8,13 @@ the pieces of that update PPO, A2C and VPG share: GAE with the pre-update critic
 shuffled minibatches over epochs, and standardised advantages.
 """
 
-from typing import Callable, Dict, List, Sequence
+from typing import Callable, Dict, List, Optional, Sequence
 
 import gymnasium as gym
 import numpy as np
 
 from rl._tf import tf
-from rl.agents.learner import run_gradient_steps
+from rl.agents.learner import Learner, run_gradient_steps
 from rl.algos.grad_comp.gae import gae_advantages
 from rl.memory.rollout import RolloutBuffer
 from rl.memory.spec import FieldSpec, transition_specs
@@ -92,6 +92,26 @@ class RolloutMemory:
             name: tf.TensorSpec(array.shape, tf.as_dtype(array.dtype))
             for name, array in self.buffer.data().items()
         }
+
+
+def update_on_full_rollout(
+    learner: Learner, compiled_update: Callable
+) -> Optional[Dict[str, float]]:
+    """Runs ``compiled_update(rollout, learning_rate)`` once the learner's RolloutMemory is
+    full, as one call into TensorFlow, and returns the update's metrics (None before).
+
+    The learning-rate schedule is read where the rollout began, whatever its length.
+    """
+    if not learner.memory.full:
+        return None
+    learning_rate = learner.learning_rate(learner.env_steps - learner.pending_steps())
+    outputs = compiled_update(learner.memory.take(), tf.constant(learning_rate, tf.float32))
+    return learner._finish_update(outputs, learning_rate=learning_rate)
+
+
+def trace_rollout_update(learner: Learner, compiled_update: Callable) -> None:
+    """Traces ``compiled_update`` for the learner's rollout before the first one is full."""
+    compiled_update.get_concrete_function(learner.memory.specs(), tf.TensorSpec((), tf.float32))
 
 
 def flat(x: tf.Tensor) -> tf.Tensor:
