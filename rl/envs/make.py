@@ -19,8 +19,8 @@ import gymnasium as gym
 import numpy as np
 from gymnasium.envs.registration import load_env_creator
 
+import rl.envs.atari as atari  # the module, not the package: rl.envs imports this file
 from rl import registry
-from rl.envs import atari
 from rl.envs.remote import address as remote_url
 from rl.errors import HParamsError
 
