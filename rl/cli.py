@@ -18,7 +18,7 @@ from absl import logging as absl_logging
 from rl import _tf, plugins, registry, seeding, slots
 from rl.errors import USER_ERRORS, EnvServerError, PluginError
 from rl.files import read_json_object, set_aside, write_text_atomic
-from rl.processes import tf_thread_share
+from rl.processes import WORKER_TIMEOUT_SECONDS, tf_thread_share
 from rl.snapshot import FLAGS_FILE, SNAPSHOT_DIR
 
 FLAGS = flags.FLAGS
@@ -227,6 +227,15 @@ FLAG_TABLE = (
         "Seconds over which --worker_restarts counts failures.",
         mode=TRAINING,
         options={"lower_bound": 1.0},
+    ),
+    Flag(
+        "worker_timeout",
+        flags.DEFINE_float,
+        WORKER_TIMEOUT_SECONDS,
+        "With --num_workers: a worker that sends nothing for this many seconds while it "
+        "owes a round (hung, or stopped by SIGSTOP) is killed and restarted.",
+        mode=TRAINING,
+        options={"lower_bound": 1.0, "upper_bound": 86400.0},
     ),
     Flag(
         "record_video",
@@ -563,6 +572,7 @@ def build_experiment(checked, system):
             flags=our_flags(),
             worker_restarts=FLAGS.worker_restarts,
             worker_restart_window=FLAGS.worker_restart_window,
+            worker_timeout=FLAGS.worker_timeout,
             tracker=make_tracker(FLAGS.tracking, FLAGS.tracking_uri, FLAGS.tracking_experiment),
         )
     except USER_ERRORS as e:

@@ -42,6 +42,7 @@ from rl.hparams.base import HParams, HParamsError
 from rl.hparams.resolve import HPARAMS_FILE, load_run_hparams
 from rl.logbook import recent_scalars
 from rl.policy import RUN_DIR_VARIABLE, tidy_policies, write_policy_artefact
+from rl.processes import WORKER_TIMEOUT_SECONDS
 from rl.run_folder import (  # noqa: F401  (re-exported: older callers import them from here)
     CHECKPOINT_DIR,
     CHECKPOINT_INDEX,
@@ -112,6 +113,7 @@ class Experiment:
         num_workers: int = 0,
         worker_restarts: int = 5,
         worker_restart_window: float = 300.0,
+        worker_timeout: float = WORKER_TIMEOUT_SECONDS,
         tracker: Optional[Tracker] = None,
         checked: Optional[CheckedRun] = None,
         system: Optional[System] = None,
@@ -146,6 +148,8 @@ class Experiment:
             worker_restarts: failed workers restarted within
                 ``worker_restart_window`` seconds before training stops.
             worker_restart_window: seconds.
+            worker_timeout: a worker silent this long while it owes a round (hung,
+                or stopped) is restarted.
             tracker: where committed records are copied besides TensorBoard
                 (rl/tracking.py, e.g. ``MLflowTracking()``); None: nowhere.
             checked: the early checks' result (rl/early_checks.py, as train.py has
@@ -183,6 +187,7 @@ class Experiment:
         self.num_workers = num_workers
         self.worker_restarts = worker_restarts
         self.worker_restart_window = worker_restart_window
+        self.worker_timeout = worker_timeout
         self.hp = hp
         self.verbose = verbose
         self.read_only = read_only
@@ -446,6 +451,7 @@ class Experiment:
             num_workers=self.num_workers,
             max_restarts=self.worker_restarts,
             restart_window=self.worker_restart_window,
+            worker_timeout=self.worker_timeout,
             system=self.system,
             log_dir=self.folder.file("workers"),
             say=self._say,

@@ -26,6 +26,10 @@ RL_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
+# An actor process (--num_workers) silent this long while it owes a round is restarted
+# (train.py's --worker_timeout; here so the flag reads it without loading the workers).
+WORKER_TIMEOUT_SECONDS = 300.0
+
 
 def die_with_parent_hook() -> Optional[Callable[[], None]]:
     """A ``preexec_fn`` that has Linux send the child SIGTERM when this process dies.

@@ -80,7 +80,7 @@ class System:
             log_dir: where each worker's output goes; None: this process's stderr.
 
         Returns:
-            An object with ``spawn(spec) -> (process, connection)``,
+            An object with ``spawn(spec) -> (process, Link)`` (rl/workers/link.py),
             ``prepare(count)``, which may start the hosts of ``count`` workers at once
             before their ``spawn`` calls, and ``close()``, which releases what it holds.
         """

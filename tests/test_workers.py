@@ -216,14 +216,14 @@ def test_a_process_started_early_becomes_a_worker_and_writes_to_its_log(tmp_path
     launcher.start_early(2)
     early = launcher.waiting_early()
     try:
-        process, conn = launcher.spawn(spec_for("no_such_env"))
+        process, link = launcher.spawn(spec_for("no_such_env"))
         assert process.pid == early[0] and launcher.waiting_early() == early[1:]
         # The env cannot be made: the worker says so, and its traceback is in its log.
-        report = conn.recv()
+        report = link.conn.recv()
         assert isinstance(report, ErrorReport) and "no_such_env" in report.message
         assert process.wait(timeout=60) != 0
         assert "Traceback" in (tmp_path / "workers" / "worker_0.log").read_text()
-        conn.close()
+        link.close()
     finally:
         launcher.close()  # the one nobody took exits
     assert launcher.waiting_early() == []
@@ -241,11 +241,11 @@ def test_a_process_that_died_before_it_was_taken_is_replaced(tmp_path):
     os.kill(dead, signal.SIGKILL)
     wait_for(lambda: launcher.early[0][0].poll() is not None, "the early process to die")
     try:
-        process, conn = launcher.spawn(spec_for("no_such_env"))
+        process, link = launcher.spawn(spec_for("no_such_env"))
         assert process.pid != dead and launcher.waiting_early() == []
-        assert isinstance(conn.recv(), ErrorReport)  # the fresh one runs (and reports)
+        assert isinstance(link.conn.recv(), ErrorReport)  # the fresh one runs (and reports)
         process.wait(timeout=60)
-        conn.close()
+        link.close()
     finally:
         launcher.close()
 
@@ -401,10 +401,13 @@ class _PipeLauncher:
     def spawn(self, spec):
         from multiprocessing import Pipe
 
+        from rl.workers.link import Link
+
         ours, theirs = Pipe()
         self.ends.append(theirs)
-        ours.send(spec)
-        return self._Idle(), ours
+        link = Link(ours, f"worker {spec}")
+        link.send(spec)
+        return self._Idle(), link
 
 
 @pytest.mark.unit
@@ -412,7 +415,7 @@ class _PipeLauncher:
 def test_workers_start_with_the_rounds_the_first_take_would_grant(ahead):
     # So they play while the learner traces its update (Learner.warm_up).
     from rl.agents.actor import PolicySnapshot
-    from rl.workers.messages import Grant
+    from rl.workers.messages import STOP, Grant
     from rl.workers.pool import ActorPool
 
     launcher = _PipeLauncher()
@@ -426,14 +429,13 @@ def test_workers_start_with_the_rounds_the_first_take_would_grant(ahead):
         launcher=launcher,
     )
     pool.start(PolicySnapshot(0, ()))
+    pool.close()  # sends STOP after what it sent before
     for index, end in enumerate(launcher.ends):
-        assert end.recv() == index
-        grants = []
-        while end.poll():
-            grants.append(end.recv())
+        received = [end.recv()]
+        while received[-1] != STOP:
+            received.append(end.recv())
         # The spec carries the weights; each grant says they are unchanged.
-        assert grants == [Grant(None)] * ahead
-    pool.close()
+        assert received == [index, *[Grant(None)] * ahead, STOP]
 
 
 @pytest.mark.process
@@ -835,7 +837,7 @@ def test_ray_actors_connecting_in_any_order_each_get_their_own_spec(monkeypatch)
         clients[token].send(token)
     monkeypatch.setenv("RL_RUN_DIR", "/runs/x")  # set by the Experiment before its pool starts
     for index, token in enumerate(tokens):
-        worker, conn = launcher.spawn(SpecStandIn(index, 1))
+        worker, link = launcher.spawn(SpecStandIn(index, 1))
         assert worker.pid == 100 + index
         # rl's variables of now, and only those (a cluster node keeps its own PATH, HOME).
         setup = clients[token].recv()
@@ -844,8 +846,9 @@ def test_ray_actors_connecting_in_any_order_each_get_their_own_spec(monkeypatch)
         assert all(name.startswith("RL_") for name in setup.environ)
         # parent_pid 0: a Ray actor does not watch its parent process.
         assert clients[token].recv() == SpecStandIn(index, 0)
-        conn.send("grant")
+        link.send("grant")
         assert clients[token].recv() == "grant"
+        link.close()
     launcher.close()
     launcher.acceptor.join(timeout=10)
     assert not launcher.acceptor.is_alive()

@@ -69,6 +69,7 @@ class WorkerPool:
         num_workers: int,
         max_restarts: int,
         restart_window: float,
+        worker_timeout: float,
         system,
         log_dir: Optional[str],
         say: Callable[[str], None],
@@ -86,6 +87,7 @@ class WorkerPool:
             max_restarts: failed workers restarted within ``restart_window`` seconds
                 before the run stops (WorkerFailure).
             restart_window: seconds.
+            worker_timeout: a worker silent this long while it owes a round is restarted.
             system: the run's System: its ``actor_launcher`` starts the workers.
             log_dir: where each worker's output goes; None: this process's.
             say: prints one line for the user (restarts).
@@ -98,6 +100,7 @@ class WorkerPool:
         self.num_workers = num_workers
         self.max_restarts = max_restarts
         self.restart_window = restart_window
+        self.worker_timeout = worker_timeout
         self.system = system
         self.log_dir = log_dir
         self.say = say
@@ -125,6 +128,7 @@ class WorkerPool:
             restart_window=self.restart_window,
             say=self.say,
             launcher=self.system.actor_launcher(self.log_dir),
+            worker_timeout=self.worker_timeout,
         )
         self.pool.start(learner.publish())
         learner.warm_up()  # traced while the workers start and play their first rounds

@@ -7,28 +7,39 @@ actors then never wait for an update), and ``take_round`` returns round r
 from every worker, in worker order. A worker that dies (kill -9, an env
 that raises, a hang) is started again with backoff and redoes the rounds it
 owes, from freshly reset envs; too many restarts in a window stop the run
-with one line.
+with one line. Nothing the learner sends or receives can block it (rl/workers/link.py),
+so a worker that stops answering is noticed after ``worker_timeout`` seconds however
+it stopped: killed, crashed, or stopped by SIGSTOP (which SIGKILL still ends).
 """
 
 from __future__ import annotations
 
 import collections
 import os
+import queue
 import subprocess
 import sys
 import time
 from multiprocessing import Pipe
-from multiprocessing.connection import Connection, wait
-from typing import Callable, Deque, Dict, List, Optional, Tuple
+from multiprocessing.connection import Connection
+from typing import Any, Callable, Deque, Dict, List, Optional, Tuple
 
 from rl.agents.actor import PolicySnapshot
 from rl.hparams.base import HParams, HParamsError
-from rl.processes import RL_ROOT
+from rl.processes import RL_ROOT, WORKER_TIMEOUT_SECONDS
+from rl.workers.link import CLOSED, Link
 from rl.workers.messages import STOP, Chunk, ErrorReport, Grant, ProcessSetup, WorkerSpec
 
 BACKOFF_FIRST_SECONDS = 0.5
 BACKOFF_MAX_SECONDS = 10.0
 STOP_GRACE_SECONDS = 3.0
+# How often the learner, waiting for a round, checks its workers for silence and exits.
+CHECK_SECONDS = 1.0
+# A worker that exited is restarted once its connection closes; this long after its
+# exit if the connection stays open (a child process of its env still holds it).
+EXITED_LINGER_SECONDS = 1.0
+# Waits for a process after SIGKILL; only a process stuck in the kernel takes longer.
+KILL_WAIT_SECONDS = 10.0
 
 
 class WorkerFailure(RuntimeError):
@@ -103,7 +114,7 @@ class ProcessLauncher:
         """Starts the worker (or takes one started early), sends it its spec.
 
         Returns:
-            (process, connection).
+            (process, its Link).
         """
         output = None
         if self.log_dir is not None:
@@ -117,16 +128,13 @@ class ProcessLauncher:
                 process, conn = None, None
         if process is None:
             process, conn = _start_process(output)
-        try:
-            # The environment of now, not of its start: an early process began before
-            # the learner set the run's variables.
-            conn.send(ProcessSetup(_worker_environment(), output))
-            conn.send(spec)
-        except OSError:
-            # It died since: the pool notices and restarts it as any worker that dies
-            # (which counts against --worker_restarts).
-            pass
-        return process, conn
+        link = Link(conn, f"worker {spec.index}")
+        # The environment of now, not of its start: an early process began before the
+        # learner set the run's variables. One that died since (or hangs) is noticed and
+        # restarted by the pool as any worker that fails.
+        link.send(ProcessSetup(_worker_environment(), output))
+        link.send(spec)
+        return process, link
 
     def prepare(self, count: int) -> None:
         """Nothing to start ahead: a local process starts in ``spawn`` without waiting."""
@@ -151,13 +159,20 @@ class WorkerSlot:
     def __init__(self, index: int):
         self.index = index
         self.process = None
-        self.conn: Optional[Connection] = None
+        self.link: Optional[Link] = None
         self.granted = 0  # rounds granted so far (round indices below this)
         self.received = 0  # rounds received so far
         self.chunks: Dict[int, Chunk] = {}
         self.sent_version = -1
         self.restarts = 0
+        # Since when its silence counts: its last message, or the grant that made it
+        # owe a round again (a worker waiting for a grant owes nothing).
         self.last_heard = time.monotonic()
+        self.exited_at: Optional[float] = None  # when its process was first seen ended
+
+    @property
+    def owes(self) -> bool:
+        return self.received < self.granted
 
 
 class ActorPool:
@@ -172,7 +187,7 @@ class ActorPool:
         restart_window: float,
         say: Callable[[str], None],
         launcher=None,
-        worker_timeout: float = 300.0,
+        worker_timeout: float = WORKER_TIMEOUT_SECONDS,
     ):
         """Starts nothing yet (see ``start``).
 
@@ -200,6 +215,8 @@ class ActorPool:
         self.recent_restarts: Deque[float] = collections.deque()
         self.total_restarts = 0
         self.snapshot: Optional[PolicySnapshot] = None
+        # (slot, link, message) from every worker's reader thread, in arrival order.
+        self.inbox: queue.SimpleQueue = queue.SimpleQueue()
 
     # --- life cycle ------------------------------------------------------------
     def start(self, snapshot: PolicySnapshot) -> None:
@@ -216,7 +233,9 @@ class ActorPool:
 
     def _launch(self, slot: WorkerSlot) -> None:
         spec = self.make_spec(slot.index, slot.received, self.snapshot, slot.restarts)
-        slot.process, slot.conn = self.launcher.spawn(spec)
+        slot.process, link = self.launcher.spawn(spec)
+        slot.link, slot.exited_at = link, None
+        link.listen(lambda message: self.inbox.put((slot, link, message)))
         slot.sent_version = self.snapshot.version
         # Rounds granted to the previous process and not received are owed again.
         owed, slot.granted = slot.granted, slot.received
@@ -227,24 +246,31 @@ class ActorPool:
     def close(self) -> None:
         """Stops every worker: asks, waits a little, then kills. No process outlives this."""
         for slot in self.slots:
-            if slot.conn is not None:
-                try:
-                    slot.conn.send(STOP)
-                except OSError:
-                    pass
+            if slot.link is not None:
+                slot.link.send(STOP)
         deadline = time.monotonic() + STOP_GRACE_SECONDS
         for slot in self.slots:
-            if slot.process is None:
-                continue
-            try:
-                slot.process.wait(timeout=max(0.0, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                slot.process.kill()
-                slot.process.wait()
-            if slot.conn is not None:
-                slot.conn.close()
-            slot.process, slot.conn = None, None
+            if slot.process is not None:
+                self._end_process(slot, grace=deadline - time.monotonic())
+            slot.process, slot.link = None, None
         self.launcher.close()
+
+    def _end_process(self, slot: WorkerSlot, grace: float) -> Optional[int]:
+        """Waits up to ``grace`` seconds for the worker to exit, kills it (a stopped one
+        too), closes its link; returns its exit status (None if it would not end)."""
+        try:
+            slot.process.wait(timeout=max(0.0, grace))
+        except subprocess.TimeoutExpired:
+            pass
+        # Killed even if it exited: a Ray actor holds its CPU until then.
+        slot.process.kill()
+        try:
+            returncode = slot.process.wait(timeout=KILL_WAIT_SECONDS)
+        except subprocess.TimeoutExpired:
+            returncode = None
+        if slot.link is not None:
+            slot.link.close()
+        return returncode
 
     @property
     def pids(self) -> List[int]:
@@ -253,10 +279,10 @@ class ActorPool:
     # --- rounds --------------------------------------------------------------------
     def _grant(self, slot: WorkerSlot) -> None:
         newer = self.snapshot if self.snapshot.version != slot.sent_version else None
-        try:
-            slot.conn.send(Grant(newer))
-        except OSError:
-            pass  # it died: noticed (and restarted) while waiting for its chunk
+        if not slot.owes:
+            slot.last_heard = time.monotonic()  # idle until now, not silent
+        # Queued: a worker that died or hangs is noticed while waiting for its chunk.
+        slot.link.send(Grant(newer))
         slot.sent_version = self.snapshot.version
         slot.granted += 1
 
@@ -278,42 +304,57 @@ class ActorPool:
         r = self.next_round
         for slot in self.slots:
             self._grant_ahead_of(slot, r)
-        while True:
-            waiting = [slot for slot in self.slots if r not in slot.chunks]
-            if not waiting:
-                break
-            ready = wait([slot.conn for slot in waiting], timeout=1.0)
-            for slot in waiting:
-                if slot.conn in ready:
-                    self._receive(slot)
-                elif time.monotonic() - slot.last_heard > self.worker_timeout:
-                    self._restart(slot, f"sent nothing for {self.worker_timeout:.0f} s")
-                elif slot.process.poll() is not None and not slot.conn.poll():
-                    self._restart(slot, exit_reason(slot.process.returncode))
+        while any(r not in slot.chunks for slot in self.slots):
+            self._take_messages(timeout=CHECK_SECONDS)
+            for slot in self.slots:
+                if r not in slot.chunks:
+                    self._check(slot)
         self.next_round += 1
         return [slot.chunks.pop(r) for slot in self.slots]
 
-    def _receive(self, slot: WorkerSlot) -> None:
+    def _take_messages(self, timeout: float) -> None:
+        """Handles every message in the inbox, waiting up to ``timeout`` for the first."""
         try:
-            message = slot.conn.recv()
-        except (EOFError, OSError):
-            slot.process.wait()
-            self._restart(slot, exit_reason(slot.process.returncode))
-            return
+            item = self.inbox.get(timeout=timeout)
+            while True:
+                self._handle(*item)
+                item = self.inbox.get_nowait()
+        except queue.Empty:
+            pass
+
+    def _handle(self, slot: WorkerSlot, link: Link, message: Any) -> None:
+        if link is not slot.link:
+            return  # from a process already replaced
         slot.last_heard = time.monotonic()
-        if isinstance(message, ErrorReport):
-            slot.process.wait()
-            self._restart(slot, message.message)
+        if message is CLOSED:
+            self._restart(slot, None, grace=STOP_GRACE_SECONDS)
+        elif isinstance(message, ErrorReport):  # it exits after saying why
+            self._restart(slot, message.message, grace=STOP_GRACE_SECONDS)
         elif isinstance(message, Chunk):
             slot.chunks[message.round] = message
             slot.received = message.round + 1
 
-    def _restart(self, slot: WorkerSlot, why: str) -> None:
-        """Replaces a failed worker after a backoff, or stops the run if failures are too many."""
-        # Killed even if it exited: a Ray actor holds its CPU until then.
-        slot.process.kill()
-        slot.process.wait()
-        slot.conn.close()
+    def _check(self, slot: WorkerSlot) -> None:
+        """Restarts a worker that owes a round and was silent too long, or that exited."""
+        now = time.monotonic()
+        if slot.owes and now - slot.last_heard > self.worker_timeout:
+            self._restart(slot, f"sent nothing for {self.worker_timeout:g} s", grace=0.0)
+        elif slot.process.poll() is not None:
+            # Its connection closing (CLOSED, with what it sent before) is the usual sign.
+            slot.exited_at = slot.exited_at or now
+            if now - slot.exited_at > EXITED_LINGER_SECONDS:
+                self._restart(slot, None, grace=0.0)
+
+    def _restart(self, slot: WorkerSlot, why: Optional[str], grace: float) -> None:
+        """Replaces a failed worker after a backoff, or stops the run if failures are too many.
+
+        Args:
+            slot: the worker.
+            why: what went wrong; None: how its process ended.
+            grace: seconds it may take to exit by itself (to finish its log) before SIGKILL.
+        """
+        returncode = self._end_process(slot, grace)
+        why = why or exit_reason(returncode)
         now = time.monotonic()
         self.recent_restarts.append(now)
         while self.recent_restarts and now - self.recent_restarts[0] > self.restart_window:

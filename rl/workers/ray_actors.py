@@ -25,6 +25,7 @@ from rl.errors import SystemUnavailableError
 from rl.network import unreachable_reason
 from rl.processes import RL_ROOT, captured_stderr
 from rl.workers import process
+from rl.workers.link import Link
 from rl.workers.messages import RL_VARIABLE_PREFIX, ProcessSetup, WorkerSpec
 from rl.workers.pool import WorkerFailure, python_path_with_rl
 
@@ -266,7 +267,7 @@ class RayLauncher:
         self.pending.extend(self._start_actor() for _ in range(missing))
 
     def spawn(self, spec: WorkerSpec):
-        """Gives ``spec`` to a started actor (or starts one); returns (RayWorker, connection).
+        """Gives ``spec`` to a started actor (or starts one); returns (RayWorker, its Link).
 
         Raises:
             WorkerFailure: the actor did not start, died, or did not connect back in time.
@@ -290,13 +291,13 @@ class RayLauncher:
             raise WorkerFailure(
                 f"Ray worker {spec.index} died as it started: {process.one_line(e)}"
             ) from None
-        conn = self._connection_of(starting, spec.index)
+        link = Link(self._connection_of(starting, spec.index), f"worker {spec.index}")
         # rl's variables as the learner has them now (RL_RUN_DIR for self-play,
         # RL_PLUGINS, an env server's token): a cluster's actors started without them,
         # and a local Ray's took this process's environment of when Ray started.
-        conn.send(ProcessSetup(rl_variables(), None, rl_variables_only=True))
-        conn.send(spec)
-        return RayWorker(starting.actor, starting.ref, pid), conn
+        link.send(ProcessSetup(rl_variables(), None, rl_variables_only=True))
+        link.send(spec)
+        return RayWorker(starting.actor, starting.ref, pid), link
 
     def _connection_of(self, starting: _StartingActor, index: int) -> Connection:
         """The connection the actor made back, waiting for it while the actor still runs."""
