@@ -477,6 +477,74 @@ def test_an_off_policy_run_with_workers_is_the_same_run_for_a_seed(tmp_path):
     assert finals[0] == finals[1]
 
 
+@pytest.mark.unit
+def test_a_worker_that_stops_reading_cannot_block_the_learner():
+    # Weights far bigger than a socket's buffer, granted to a worker that never reads:
+    # the send waits on the worker's link, and the learner's hang timeout still runs.
+    from rl.agents.actor import PolicySnapshot
+    from rl.workers.pool import ActorPool, WorkerFailure
+
+    launcher = _PipeLauncher()
+    pool = ActorPool(
+        lambda index, first, snapshot, restart: index,
+        num_workers=1,
+        ahead=2,
+        max_restarts=0,
+        restart_window=60.0,
+        say=print,
+        launcher=launcher,
+        worker_timeout=0.5,
+    )
+    pool.start(PolicySnapshot(0, ()))
+    big = PolicySnapshot(1, (np.zeros(8 * 2**20, np.float32),))  # 32 MiB
+    # Round 0 is taken with round 1 granted, carrying the new weights.
+    with pytest.raises(WorkerFailure, match=r"worker 0 failed \(sent nothing for 0.5 s\)"):
+        pool.take_round(big)
+    pool.close()
+
+
+def start_logged(args, stderr_path):
+    """train.py with its stderr in a file a test can poll while it runs."""
+    with open(stderr_path, "w") as stderr:
+        return subprocess.Popen(
+            [sys.executable, TRAIN, *args],
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+            text=True,
+            cwd=ROOT,
+        )
+
+
+@pytest.mark.process
+def test_a_worker_stopped_by_sigstop_is_killed_and_replaced_and_training_finishes(tmp_path):
+    out = str(tmp_path / "run")
+    log = tmp_path / "train.err"
+    args = ["--hparams", "dqn_cartpole", "--train_steps", "20000", "--eval_episodes", "0"]
+    args += ["--num_workers", "2", "--worker_timeout", "5", "--output_dir", out]
+    proc = start_logged(args, log)
+    try:
+        pids = wait_for(lambda: both_workers(proc, out), "two workers", process=proc)
+        os.kill(pids[1], signal.SIGSTOP)
+        stopped = time.monotonic()
+        restart = "worker 1 failed (sent nothing for 5 s); restarting it"
+        wait_for(lambda: restart in log.read_text(), "the restart line", process=proc)
+        restarted = time.monotonic()
+        stdout, _ = proc.communicate(timeout=600)
+        ended = time.monotonic()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        for pid in pids:
+            if alive(pid):
+                os.kill(pid, signal.SIGKILL)
+    stderr = log.read_text()
+    assert proc.returncode == 0, stderr
+    assert json.loads(stdout.splitlines()[-1])["step"] == 20000
+    assert not alive(pids[1])  # killed although stopped, and reaped
+    print(f"SIGSTOP to restart {restarted - stopped:.1f} s, to the end {ended - stopped:.1f} s")
+
+
 @pytest.mark.process
 def test_a_killed_worker_is_restarted_and_training_goes_on(tmp_path):
     out = str(tmp_path / "run")
