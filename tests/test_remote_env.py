@@ -14,6 +14,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -39,6 +40,7 @@ from rl.errors import EnvServerError
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TRAIN = os.path.join(ROOT, "train.py")
 RETRY_VARIABLE = "RL_ENV_SERVER_RETRY_SECONDS"
+ANSWER_VARIABLE = "RL_ENV_SERVER_ANSWER_SECONDS"
 SESSION_LINE = re.compile(r"session \S+: (\d+) x (\S+)$", re.MULTILINE)
 
 
@@ -460,6 +462,38 @@ def test_server_killed_mid_run_exits_5_keeps_checkpoints_and_resumes(tmp_path):
     assert "cannot be read" not in rerun.stderr and "previous checkpoint" not in rerun.stderr
     assert (out / "eval.jsonl").read_bytes().startswith(before)
     assert [e["step"] for e in evals(out)] == list(range(128, 2049, 128))
+
+
+@pytest.mark.process
+def test_a_frozen_server_is_said_retried_within_the_window_then_exits_5(tmp_path):
+    # SIGSTOP: the server's socket still takes connections and requests, nothing answers.
+    out = tmp_path / "run"
+    with serving(tmp_path / "server") as frozen:
+        args = ["--hparams", "ppo_tiny", "--train_steps", "100000", "--env", frozen.url()]
+        args += ["--output_dir", str(out)]
+        env = {**client_env(retry_seconds=3), ANSWER_VARIABLE: "2"}
+        run = start_train(args, tmp_path / "train.err", env)
+        try:
+            wait_for(lambda: has_eval_line(out), "evaluation line", process=run)
+            os.kill(frozen.process.pid, signal.SIGSTOP)
+            stopped = time.monotonic()
+            code = run.wait(timeout=120)
+            ended = time.monotonic()
+        finally:
+            if run.poll() is None:
+                run.kill()
+                run.wait()
+    stderr = (tmp_path / "train.err").read_text()
+    assert code == 5, stderr
+    said = f"rl: env server {frozen.url()} stopped answering: no answer to Step within 2 s "
+    assert [l for l in stderr.splitlines() if l.startswith("rl: env server")] == [
+        said + f"($RL_ENV_SERVER_ANSWER_SECONDS); retrying for up to 3.0 s (${RETRY_VARIABLE})"
+    ]
+    [line] = train_lines(stderr)
+    assert f"env server {frozen.url()} stopped answering" in line
+    assert f"nor while retried for 3 s (${RETRY_VARIABLE})" in line
+    assert checkpoint_steps(out)
+    print(f"SIGSTOP to exit 5: {ended - stopped:.1f} s")
 
 
 @pytest.mark.process

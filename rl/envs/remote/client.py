@@ -6,15 +6,18 @@ steps all its copies in one call and follows Gymnasium's SAME_STEP autoreset, as
 ``make_vec_env`` does locally. Observations get rl's standard treatment on this
 side (non-Box flattened to float32, other Box dtypes cast to float32).
 
-A call that finds the server unreachable is retried with backoff for
-$RL_ENV_SERVER_RETRY_SECONDS (default 30); steps carry a sequence number, so a
-retried step is never taken twice. After that, or when the server lost the
-session (it restarted), ``EnvServerError`` says so in one line.
+Every call has a deadline: a server that does not answer within
+$RL_ENV_SERVER_ANSWER_SECONDS (default 10; making envs may take longer) is taken as
+frozen, as one that cannot be reached is taken as gone. Either is said in one line and
+the call retried with backoff for $RL_ENV_SERVER_RETRY_SECONDS (default 30) from then;
+steps carry a sequence number, so a retried step is never taken twice. After that, or
+when the server lost the session (it restarted), ``EnvServerError`` says so in one line.
 """
 
 import json
 import os
 import queue
+import sys
 import threading
 import time
 from typing import Any, Dict, Iterator, Optional, Tuple
@@ -28,9 +31,20 @@ from rl.envs.remote import codec, env_pb2, env_pb2_grpc
 from rl.errors import EnvServerError
 
 RETRY_VARIABLE = "RL_ENV_SERVER_RETRY_SECONDS"
+ANSWER_VARIABLE = "RL_ENV_SERVER_ANSWER_SECONDS"
 CA_VARIABLE = "RL_ENV_SERVER_CA"  # a PEM file of the CA certificates grpcs:// trusts
 DEFAULT_RETRY_SECONDS = 30.0
+DEFAULT_ANSWER_SECONDS = 10.0
 MAKE_TIMEOUT_SECONDS = 120.0  # making envs can be slow (loading a simulator)
+# What is retried: a server that cannot be reached, one that did not answer in time, and
+# (after that) one whose session is still busy with the call that timed out.
+RETRIED_CODES = (
+    grpc.StatusCode.UNAVAILABLE,
+    grpc.StatusCode.DEADLINE_EXCEEDED,
+    grpc.StatusCode.ABORTED,
+)
+FIRST_BACKOFF_SECONDS = 0.05
+MAX_BACKOFF_SECONDS = 2.0
 MAX_MESSAGE_BYTES = 256 * 1024 * 1024
 CHANNEL_OPTIONS = [
     ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
@@ -41,17 +55,33 @@ CHANNEL_OPTIONS = [
 ]
 
 
-def retry_seconds() -> float:
-    value = os.environ.get(RETRY_VARIABLE, "")
+def seconds_variable(name: str, default: float, zero_allowed: bool) -> float:
+    """The seconds environment variable ``name`` holds, else ``default``.
+
+    Raises:
+        EnvServerError: it is not a number of seconds (nan, a negative number, 0 where
+            ``zero_allowed`` is False, text).
+    """
+    value = os.environ.get(name, "")
     try:
-        seconds = float(value) if value else DEFAULT_RETRY_SECONDS
+        seconds = float(value) if value else default
     except ValueError:
         seconds = float("nan")
-    if not seconds >= 0:  # nan retried for ever, a negative number not at all
-        raise EnvServerError(
-            f"${RETRY_VARIABLE} must be a number of seconds, 0 or more, got {value!r}"
-        )
+    # nan would retry (or wait) for ever, a negative number not at all.
+    if not (seconds >= 0 if zero_allowed else seconds > 0) or seconds == float("inf"):
+        least = "0 or more" if zero_allowed else "more than 0"
+        raise EnvServerError(f"${name} must be a number of seconds, {least}, got {value!r}")
     return seconds
+
+
+def retry_seconds() -> float:
+    """How long a server that is unreachable or does not answer is retried."""
+    return seconds_variable(RETRY_VARIABLE, DEFAULT_RETRY_SECONDS, zero_allowed=True)
+
+
+def answer_seconds() -> float:
+    """How long a call waits for the server's answer before it is taken as frozen."""
+    return seconds_variable(ANSWER_VARIABLE, DEFAULT_ANSWER_SECONDS, zero_allowed=False)
 
 
 def root_certificates() -> Optional[bytes]:
@@ -79,8 +109,133 @@ def queued_requests(requests: queue.SimpleQueue) -> Iterator:
         yield item
 
 
+def is_retried(code: grpc.StatusCode, details: str) -> bool:
+    """Whether a call that failed so is tried again (within the retry window)."""
+    if code == grpc.StatusCode.ABORTED:
+        return "busy" in details  # the session still runs the call that timed out
+    return code in RETRIED_CODES
+
+
+class Retries:
+    """The tries of one call: each with a deadline, then, from the first failure on, with
+    backoff within the retry window (opened with one line on stderr)."""
+
+    def __init__(self, connection: "Connection", method: str, answer_seconds: float):
+        """Args:
+        connection: the server's.
+        method: the call's name ("Step"), for the lines.
+        answer_seconds: each try's deadline.
+        """
+        self.connection = connection
+        self.method = method
+        self.answer_seconds = answer_seconds
+        self.until: Optional[float] = None  # the window's end, once open
+        self.backoff = FIRST_BACKOFF_SECONDS
+        self.said = False  # the line about a server that stopped answering
+
+    def timeout(self) -> float:
+        """The next try's deadline, within what is left of the window once it is open."""
+        if self.until is None:
+            return self.answer_seconds
+        return max(min(self.answer_seconds, self.until - time.monotonic()), 0.001)
+
+    def after(self, code: grpc.StatusCode, details: str) -> None:
+        """Waits before the next try of a call that failed with ``code``.
+
+        Raises:
+            EnvServerError: the failure is not one to retry, or the window has passed.
+        """
+        connection = self.connection
+        if not is_retried(code, details):
+            raise connection.error(code, details)
+        now = time.monotonic()
+        if self.until is None:
+            self.until = now + connection.retry_seconds
+        if code != grpc.StatusCode.UNAVAILABLE and not self.said:
+            # A frozen server stalled training without a word; an unreachable one is
+            # retried silently (at start-up, the one line of its error says it all).
+            self.said = True
+            print(
+                f"rl: {self.trouble(code)}; retrying for up to {self.until - now:.1f} s "
+                f"(${RETRY_VARIABLE})",
+                file=sys.stderr,
+                flush=True,
+            )
+        if now + self.backoff > self.until:
+            connection.given_up = True
+            raise EnvServerError(
+                f"{self.trouble(code)}, nor while retried for {connection.retry_seconds:g} s "
+                f"(${RETRY_VARIABLE})"
+                if code != grpc.StatusCode.UNAVAILABLE
+                else f"env server {connection.url} is unreachable (retried for "
+                f"{connection.retry_seconds:g} s, ${RETRY_VARIABLE}): "
+                f"{details.splitlines()[0] if details else 'no answer'}"
+            )
+        connection.was_unreachable = True
+        time.sleep(self.backoff)
+        self.backoff = min(self.backoff * 2, MAX_BACKOFF_SECONDS)
+
+    def trouble(self, code: grpc.StatusCode) -> str:
+        """What is wrong with the server, in words."""
+        url = self.connection.url
+        if code == grpc.StatusCode.UNAVAILABLE:
+            return f"env server {url} is unreachable"
+        return (
+            f"env server {url} stopped answering: no answer to {self.method} within "
+            f"{self.answer_seconds:g} s (${ANSWER_VARIABLE})"
+        )
+
+
+class StreamWatchdog:
+    """Cancels a step stream whose answer is late: a stream's messages have no deadline
+    of their own, and ``next`` on it would wait for a frozen server for ever.
+
+    One thread per session, started at the first ``arm``, looking at the deadline armed
+    at least once a second; arming costs a step a few assignments under a lock.
+    """
+
+    IDLE_SECONDS = 1.0  # how often the thread looks again while nothing is armed
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._call = None
+        self._deadline: Optional[float] = None
+        self._stopped = threading.Event()
+        self._thread: Optional[threading.Thread] = None
+        self._fired = False  # the call armed last was cancelled for being late
+
+    def arm(self, call, seconds: float) -> None:
+        """Cancels ``call`` (a gRPC stream) unless ``disarm`` comes within ``seconds``."""
+        with self._lock:
+            self._call, self._deadline, self._fired = call, time.monotonic() + seconds, False
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._watch, name="step watchdog", daemon=True)
+            self._thread.start()
+
+    def disarm(self) -> bool:
+        """Ends the watch; returns whether the call was cancelled for being late."""
+        with self._lock:
+            self._call, self._deadline = None, None
+            return self._fired
+
+    def stop(self) -> None:
+        self._stopped.set()
+        if self._thread is not None:
+            self._thread.join()
+
+    def _watch(self) -> None:
+        while not self._stopped.is_set():
+            with self._lock:
+                now = time.monotonic()
+                if self._deadline is not None and now >= self._deadline:
+                    self._call.cancel()
+                    self._fired, self._call, self._deadline = True, None, None
+                sleep = self.IDLE_SECONDS if self._deadline is None else self._deadline - now
+            self._stopped.wait(timeout=min(sleep, self.IDLE_SECONDS))
+
+
 class Connection:
-    """One channel to an env server, with the token, retries and error lines."""
+    """One channel to an env server, with the token, deadlines, retries and error lines."""
 
     def __init__(self, url: str):
         self.url = url
@@ -94,30 +249,24 @@ class Connection:
         token = os.environ.get(remote_url.TOKEN_VARIABLE)
         self.metadata = (("authorization", f"Bearer {token}"),) if token else None
         self.retry_seconds = retry_seconds()
+        self.answer_seconds = answer_seconds()
         self.was_unreachable = False  # set once a call had to wait for the server
+        self.given_up = False  # set once a call was retried for the whole window in vain
 
     def call(self, method: str, request, timeout: Optional[float] = None):
-        """``stub.method(request)``, retried with backoff while the server is unreachable."""
-        deadline = time.monotonic() + self.retry_seconds
-        wait = 0.05
+        """``stub.method(request)`` with a deadline (``timeout``, else the answer seconds),
+        retried with backoff while the server is unreachable or does not answer."""
+        retries = Retries(self, method, timeout or self.answer_seconds)
         while True:
             try:
-                return getattr(self.stub, method)(request, timeout=timeout, metadata=self.metadata)
+                return getattr(self.stub, method)(
+                    request, timeout=retries.timeout(), metadata=self.metadata
+                )
             except grpc.RpcError as e:
-                if e.code() != grpc.StatusCode.UNAVAILABLE or time.monotonic() + wait > deadline:
-                    raise self.error(e) from None
-                self.was_unreachable = True
-            time.sleep(wait)
-            wait = min(wait * 2, 2.0)
+                retries.after(e.code(), (e.details() or "").strip())
 
-    def error(self, e: grpc.RpcError) -> EnvServerError:
-        """One line saying what went wrong with the server."""
-        code, details = e.code(), (e.details() or "").strip()
-        if code == grpc.StatusCode.UNAVAILABLE:
-            return EnvServerError(
-                f"env server {self.url} is unreachable (retried for {self.retry_seconds:g} s, "
-                f"${RETRY_VARIABLE}): {details.splitlines()[0] if details else 'no answer'}"
-            )
+    def error(self, code: grpc.StatusCode, details: str) -> EnvServerError:
+        """One line saying what went wrong with the server (a failure not retried)."""
         if code == grpc.StatusCode.UNAUTHENTICATED:
             return EnvServerError(
                 f"env server {self.url} refused the auth token: set ${remote_url.TOKEN_VARIABLE} "
@@ -153,7 +302,7 @@ class _Session:
                 render_mode=render_mode or "",
                 autoreset=autoreset,
             ),
-            timeout=MAKE_TIMEOUT_SECONDS,
+            timeout=max(MAKE_TIMEOUT_SECONDS, self.connection.answer_seconds),
         )
         self.id = response.session_id
         self.num_envs = num_envs
@@ -167,6 +316,7 @@ class _Session:
         self._responses = None
         self._closed = False
         self._lock = threading.Lock()
+        self._watchdog = StreamWatchdog()
 
     def reset(self, seed: Optional[int], options: Optional[dict]):
         request = env_pb2.ResetRequest(
@@ -192,8 +342,7 @@ class _Session:
         return response
 
     def _stream_step(self, request: env_pb2.StepRequest) -> env_pb2.StepResponse:
-        deadline = time.monotonic() + self.connection.retry_seconds
-        wait = 0.05
+        retries = Retries(self.connection, "Step", self.connection.answer_seconds)
         while True:
             if self._responses is None:
                 self._requests = queue.SimpleQueue()
@@ -201,20 +350,22 @@ class _Session:
                     queued_requests(self._requests), metadata=self.connection.metadata
                 )
             self._requests.put(request)
+            self._watchdog.arm(self._responses, retries.timeout())
             try:
-                return next(self._responses)
+                response = next(self._responses)
             except grpc.RpcError as e:
+                late = self._watchdog.disarm()
+                code = grpc.StatusCode.DEADLINE_EXCEEDED if late else e.code()
+                details = (e.details() or "").strip()
                 self._end_stream()
-                if e.code() == grpc.StatusCode.RESOURCE_EXHAUSTED and "stream" in (
-                    e.details() or ""
-                ):
+                if code == grpc.StatusCode.RESOURCE_EXHAUSTED and "stream" in details:
                     self.stream = False  # the server's streams are all taken: unary calls
                     return self.connection.call("Step", request)
-                if e.code() != grpc.StatusCode.UNAVAILABLE or time.monotonic() + wait > deadline:
-                    raise self.connection.error(e) from None
-                self.connection.was_unreachable = True
-            time.sleep(wait)  # then resend the same seq on a new stream
-            wait = min(wait * 2, 2.0)
+                retries.after(code, details)  # then resend the same seq on a new stream
+            else:
+                if self._watchdog.disarm():
+                    self._end_stream()  # cancelled as the answer came: the next step opens another
+                return response
 
     def _end_stream(self) -> None:
         if self._requests is not None:
@@ -235,6 +386,10 @@ class _Session:
                 return
             self._closed = True
         self._end_stream()
+        self._watchdog.stop()
+        if self.connection.given_up:  # no wait for a server that stopped answering
+            self.connection.close()
+            return
         try:  # best effort: an unreachable server expires the session itself
             self.connection.stub.Close(
                 env_pb2.CloseRequest(session_id=self.id),
