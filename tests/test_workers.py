@@ -873,7 +873,7 @@ def test_ray_actors_connecting_in_any_order_each_get_their_own_spec(monkeypatch)
 
     monkeypatch.setattr(ray, "get", lambda ref, timeout=None: ref)  # the pid
     launcher = RayLauncher(None)
-    address = launcher.listener.address
+    address = launcher.address
     tokens = ["a", "b", "c"]
     launcher.pending.extend(_StartingActor(None, 100 + i, None, t) for i, t in enumerate(tokens))
 
@@ -895,8 +895,10 @@ def test_ray_actors_connecting_in_any_order_each_get_their_own_spec(monkeypatch)
             raise outcome["error"]
         return outcome["value"]
 
-    # Before any actor: a probe that hangs up at once, and a stranger without the key.
+    # Before any actor: a probe that hangs up at once, a stranger without the key, and a
+    # peer that says nothing (and holds up no one).
     socket.create_connection(address).close()
+    silent = socket.create_connection(address)
     with pytest.raises(AuthenticationError):
         within_10_s(lambda: Client(address, authkey=b"wrong"))
     clients = {}
@@ -917,10 +919,11 @@ def test_ray_actors_connecting_in_any_order_each_get_their_own_spec(monkeypatch)
         link.send("grant")
         assert clients[token].recv() == "grant"
         link.close()
-    launcher.close()
+    within_10_s(launcher.close)  # the silent peer does not hold it up either
     launcher.acceptor.join(timeout=10)
     assert not launcher.acceptor.is_alive()
-    assert launcher.listener._listener is None and launcher.connections == {}
+    assert launcher.listener.fileno() == -1 and launcher.connections == {}
+    silent.close()
 
 
 @pytest.mark.unit

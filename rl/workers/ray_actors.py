@@ -14,11 +14,13 @@ import dataclasses
 import logging
 import os
 import secrets
+import socket
+import struct
 import sys
 import threading
 import time
 from multiprocessing import AuthenticationError
-from multiprocessing.connection import Client, Connection, Listener
+from multiprocessing.connection import Client, Connection, answer_challenge, deliver_challenge
 from typing import Any, Deque, Dict, Optional
 
 from rl.errors import SystemUnavailableError
@@ -30,6 +32,9 @@ from rl.workers.messages import RL_VARIABLE_PREFIX, ProcessSetup, WorkerSpec
 from rl.workers.pool import WorkerFailure, python_path_with_rl
 
 CONNECT_TIMEOUT_SECONDS = 60.0
+# A connecting actor proves the key and names itself at once; a peer silent this long
+# (a port scanner, a stranger) is dropped, so it cannot hold up the actors behind it.
+HANDSHAKE_SECONDS = 10.0
 _started_here = False  # this process started a local Ray (and so stops it)
 
 
@@ -221,7 +226,8 @@ class RayLauncher:
 
         self.authkey = secrets.token_bytes(32)
         host = ray.util.get_node_ip_address()
-        self.listener = Listener((host, 0), authkey=self.authkey)
+        self.listener = socket.create_server((host, 0), backlog=64)
+        self.address = self.listener.getsockname()[:2]
         self.remote_class = ray.remote(num_cpus=1, max_restarts=0)(_ActorProcess)
         self.pending: Deque[_StartingActor] = collections.deque()
         self.connections: Dict[str, Connection] = {}
@@ -231,33 +237,46 @@ class RayLauncher:
         self.acceptor.start()
 
     def _accept_forever(self) -> None:
-        """Takes each actor's connection and files it under the token it sends first.
-
-        A connection that fails (a stranger without the key, a peer that hangs up
-        or sends nothing) is dropped; only ``close`` ends the loop.
-        """
+        """Admits each connection in a thread of its own; only ``close`` ends the loop."""
         while not self.closed:
             try:
-                conn = self.listener.accept()
-            except (AuthenticationError, EOFError, OSError):
-                continue  # not one of ours, or it hung up; after close(): the loop ends
-            try:
-                token = conn.recv() if conn.poll(CONNECT_TIMEOUT_SECONDS) else None
-            except (EOFError, OSError):
-                token = None
-            if not isinstance(token, str):
+                peer, _ = self.listener.accept()
+            except OSError:
+                continue  # after close(), whose shutdown wakes accept(): the loop ends
+            threading.Thread(target=self._admit, args=(peer,), daemon=True).start()
+
+    def _admit(self, peer: socket.socket) -> None:
+        """Files an actor's connection under the token it sends first.
+
+        The key is checked as ``multiprocessing.connection.Listener`` checks it, but on
+        a socket whose receives and sends time out meanwhile (Listener's would wait for a
+        silent peer for ever), and beside the others (a slow peer holds up none of them).
+        A connection that fails (a stranger without the key, a peer that hangs up or
+        says nothing for ``HANDSHAKE_SECONDS``) is dropped.
+        """
+        _socket_timeouts(peer, HANDSHAKE_SECONDS)
+        conn = Connection(peer.detach())
+        try:
+            deliver_challenge(conn, self.authkey)
+            answer_challenge(conn, self.authkey)
+            token = conn.recv()
+        except (AuthenticationError, EOFError, OSError):
+            token = None
+        with self.arrived:
+            if not isinstance(token, str) or self.closed:
                 conn.close()
-                continue
-            with self.arrived:
-                self.connections[token] = conn
-                self.arrived.notify_all()
+                return
+            with socket.socket(fileno=os.dup(conn.fileno())) as duplicate:
+                _socket_timeouts(duplicate, 0.0)  # from now on the Link's threads wait
+            self.connections[token] = conn
+            self.arrived.notify_all()
 
     def _start_actor(self) -> _StartingActor:
         actor = self.remote_class.remote()
         token = secrets.token_hex(8)
         # Asked before run: an actor runs one call at a time.
         pid = actor.pid.remote()
-        ref = actor.run.remote(self.listener.address, self.authkey, token)
+        ref = actor.run.remote(self.address, self.authkey, token)
         return _StartingActor(actor, pid, ref, token)
 
     def prepare(self, count: int) -> None:
@@ -335,9 +354,8 @@ class RayLauncher:
         self.closed = True
         while self.pending:
             ray.kill(self.pending.popleft().actor)
-        try:  # wakes the acceptor from accept(): it drops this one and sees closed
-            with Client(self.listener.address, authkey=self.authkey) as wake:
-                wake.send(None)
+        try:  # wakes the acceptor from accept(); it then sees closed
+            self.listener.shutdown(socket.SHUT_RDWR)
         except OSError:
             pass
         self.listener.close()
@@ -345,6 +363,15 @@ class RayLauncher:
             for conn in self.connections.values():
                 conn.close()
             self.connections.clear()
+
+
+def _socket_timeouts(sock: socket.socket, seconds: float) -> None:
+    """Sets how long a receive or a send on ``sock`` may wait (0: for ever), at the
+    socket's level, where ``Connection``'s reads and writes of its descriptor see it."""
+    whole = int(seconds)
+    value = struct.pack("ll", whole, int((seconds - whole) * 1e6))
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, value)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, value)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -15,12 +15,13 @@ when the server lost the session (it restarted), ``EnvServerError`` says so in o
 """
 
 import json
+import math
 import os
 import queue
 import sys
 import threading
 import time
-from typing import Any, Dict, Iterator, Optional, Tuple
+from typing import Any, Callable, Dict, Iterator, Optional, Tuple
 
 import grpc
 import gymnasium as gym
@@ -55,33 +56,33 @@ CHANNEL_OPTIONS = [
 ]
 
 
-def seconds_variable(name: str, default: float, zero_allowed: bool) -> float:
+def seconds_variable(name: str, default: float, valid: Callable[[float], bool], what: str) -> float:
     """The seconds environment variable ``name`` holds, else ``default``.
 
     Raises:
-        EnvServerError: it is not a number of seconds (nan, a negative number, 0 where
-            ``zero_allowed`` is False, text).
+        EnvServerError: it is text, or a number ``valid`` refuses (``what`` says which are not).
     """
     value = os.environ.get(name, "")
     try:
         seconds = float(value) if value else default
     except ValueError:
         seconds = float("nan")
-    # nan would retry (or wait) for ever, a negative number not at all.
-    if not (seconds >= 0 if zero_allowed else seconds > 0) or seconds == float("inf"):
-        least = "0 or more" if zero_allowed else "more than 0"
-        raise EnvServerError(f"${name} must be a number of seconds, {least}, got {value!r}")
+    if not valid(seconds):
+        raise EnvServerError(f"${name} must be a number of seconds, {what}, got {value!r}")
     return seconds
 
 
 def retry_seconds() -> float:
     """How long a server that is unreachable or does not answer is retried."""
-    return seconds_variable(RETRY_VARIABLE, DEFAULT_RETRY_SECONDS, zero_allowed=True)
+    # nan would retry for ever, a negative number not at all.
+    return seconds_variable(RETRY_VARIABLE, DEFAULT_RETRY_SECONDS, lambda s: s >= 0, "0 or more")
 
 
 def answer_seconds() -> float:
     """How long a call waits for the server's answer before it is taken as frozen."""
-    return seconds_variable(ANSWER_VARIABLE, DEFAULT_ANSWER_SECONDS, zero_allowed=False)
+    return seconds_variable(
+        ANSWER_VARIABLE, DEFAULT_ANSWER_SECONDS, lambda s: 0 < s < math.inf, "more than 0"
+    )
 
 
 def root_certificates() -> Optional[bytes]:
