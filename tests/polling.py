@@ -1,7 +1,8 @@
-"""One way for a test to wait for a state: poll a condition, never sleep a fixed time; and
-the processes of a run, found by its folder."""
+"""One way for a test to wait for a state: poll a condition, never sleep a fixed time; a
+process whose stderr a test polls; and the processes of a run, found by its folder."""
 
 import os
+import subprocess
 import time
 
 
@@ -51,3 +52,12 @@ def pids_naming(text: str) -> list:
         except OSError:
             pass
     return pids
+
+
+def start_logged(command: list, stderr_path, env=None, cwd=None) -> subprocess.Popen:
+    """Starts ``command`` with its stderr in the file ``stderr_path`` (for ``wait_for`` to
+    read while it runs) and its stdout in a pipe (text)."""
+    with open(stderr_path, "w") as stderr:
+        return subprocess.Popen(
+            command, stdout=subprocess.PIPE, stderr=stderr, text=True, cwd=cwd, env=env
+        )

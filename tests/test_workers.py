@@ -11,7 +11,7 @@ import types
 
 import numpy as np
 import pytest
-from polling import wait_for
+from polling import start_logged, wait_for
 
 import rl
 from rl.workers.messages import Chunk
@@ -410,24 +410,32 @@ class _PipeLauncher:
         return self._Idle(), link
 
 
+def pipe_pool(**options):
+    """(an ActorPool of workers that are pipes nobody reads, unless a test does; their
+    _PipeLauncher), with no restart allowed."""
+    from rl.workers.pool import ActorPool
+
+    launcher = _PipeLauncher()
+    # An index stands in for the spec.
+    pool = ActorPool(
+        lambda index, first, snapshot, restart: index,
+        max_restarts=0,
+        restart_window=60.0,
+        say=print,
+        launcher=launcher,
+        **options,
+    )
+    return pool, launcher
+
+
 @pytest.mark.unit
 @pytest.mark.parametrize("ahead", [1, 3])
 def test_workers_start_with_the_rounds_the_first_take_would_grant(ahead):
     # So they play while the learner traces its update (Learner.warm_up).
     from rl.agents.actor import PolicySnapshot
     from rl.workers.messages import STOP, Grant
-    from rl.workers.pool import ActorPool
 
-    launcher = _PipeLauncher()
-    pool = ActorPool(
-        lambda index, first, snapshot, restart: index,  # an index stands in for the spec
-        num_workers=2,
-        ahead=ahead,
-        max_restarts=0,
-        restart_window=60.0,
-        say=print,
-        launcher=launcher,
-    )
+    pool, launcher = pipe_pool(num_workers=2, ahead=ahead)
     pool.start(PolicySnapshot(0, ()))
     pool.close()  # sends STOP after what it sent before
     for index, end in enumerate(launcher.ends):
@@ -482,19 +490,9 @@ def test_a_worker_that_stops_reading_cannot_block_the_learner():
     # Weights far bigger than a socket's buffer, granted to a worker that never reads:
     # the send waits on the worker's link, and the learner's hang timeout still runs.
     from rl.agents.actor import PolicySnapshot
-    from rl.workers.pool import ActorPool, WorkerFailure
+    from rl.workers.pool import WorkerFailure
 
-    launcher = _PipeLauncher()
-    pool = ActorPool(
-        lambda index, first, snapshot, restart: index,
-        num_workers=1,
-        ahead=2,
-        max_restarts=0,
-        restart_window=60.0,
-        say=print,
-        launcher=launcher,
-        worker_timeout=0.5,
-    )
+    pool, _ = pipe_pool(num_workers=1, ahead=2, worker_timeout=0.5)
     pool.start(PolicySnapshot(0, ()))
     big = PolicySnapshot(1, (np.zeros(8 * 2**20, np.float32),))  # 32 MiB
     # Round 0 is taken with round 1 granted, carrying the new weights.
@@ -503,25 +501,13 @@ def test_a_worker_that_stops_reading_cannot_block_the_learner():
     pool.close()
 
 
-def start_logged(args, stderr_path):
-    """train.py with its stderr in a file a test can poll while it runs."""
-    with open(stderr_path, "w") as stderr:
-        return subprocess.Popen(
-            [sys.executable, TRAIN, *args],
-            stdout=subprocess.PIPE,
-            stderr=stderr,
-            text=True,
-            cwd=ROOT,
-        )
-
-
 @pytest.mark.process
 def test_a_worker_stopped_by_sigstop_is_killed_and_replaced_and_training_finishes(tmp_path):
     out = str(tmp_path / "run")
     log = tmp_path / "train.err"
     args = ["--hparams", "dqn_cartpole", "--train_steps", "20000", "--eval_episodes", "0"]
     args += ["--num_workers", "2", "--worker_timeout", "5", "--output_dir", out]
-    proc = start_logged(args, log)
+    proc = start_logged([sys.executable, TRAIN, *args], log, cwd=ROOT)
     try:
         pids = wait_for(lambda: both_workers(proc, out), "two workers", process=proc)
         os.kill(pids[1], signal.SIGSTOP)
