@@ -11,6 +11,8 @@ stream of transitions as with one process; weights travel to the workers as
 - ``messages.py``: what travels between them (TensorFlow-free);
 - ``process.py``: the actor process (``python -m rl.workers.process``);
 - ``pool.py``: the learner's side: starting, feeding, restarting and stopping workers;
+- ``link.py``: a worker's connection with a sending and a receiving thread, so that no
+  worker (hung, stopped) can block the learner;
 - ``experience.py``: the pool as the learner's experience source (rl/agents/experience.py),
   each round of every worker merged into [num_envs] steps.
 """
