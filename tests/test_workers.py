@@ -492,10 +492,12 @@ def test_a_worker_that_stops_reading_cannot_block_the_learner():
     from rl.agents.actor import PolicySnapshot
     from rl.workers.pool import WorkerFailure
 
-    pool, _ = pipe_pool(num_workers=1, ahead=2, worker_timeout=0.5)
-    pool.start(PolicySnapshot(0, ()))
+    pool, launcher = pipe_pool(num_workers=1, ahead=1, worker_timeout=0.5)
+    pool.start(PolicySnapshot(0, ()))  # grants round 0
+    launcher.ends[0].send(chunk(worker=0, n=1, fresh=True, first_obs=0))  # round 0
     big = PolicySnapshot(1, (np.zeros(8 * 2**20, np.float32),))  # 32 MiB
-    # Round 0 is taken with round 1 granted, carrying the new weights.
+    assert pool.take_round(big)[0].round == 0
+    # Round 1 is granted with the new weights, which the worker never reads.
     with pytest.raises(WorkerFailure, match=r"worker 0 failed \(sent nothing for 0.5 s\)"):
         pool.take_round(big)
     pool.close()
