@@ -486,6 +486,7 @@ def test_an_off_policy_run_with_workers_is_the_same_run_for_a_seed(tmp_path):
 
 
 @pytest.mark.unit
+@pytest.mark.timeout(60)  # a send that blocks would hang it: fail soon instead
 def test_a_worker_that_stops_reading_cannot_block_the_learner():
     # Weights far bigger than a socket's buffer, granted to a worker that never reads:
     # the send waits on the worker's link, and the learner's hang timeout still runs.
