@@ -19,6 +19,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import warnings
 from pathlib import Path
@@ -270,6 +271,48 @@ def test_served_cartpole_equals_local_step_for_step(server, stream):
         local.close()
         remote.close()
     assert terminated > 300  # many autoresets compared, each with its final obs and statistics
+
+
+class FrozenOnce(gym.vector.VectorWrapper):
+    """Freezes the server (SIGSTOP) as step ``at`` begins; a timer thaws it (SIGCONT)
+    ``thaw_after`` seconds later: a server paused for a while, not gone."""
+
+    def __init__(self, env, pid: int, at: int, thaw_after: float):
+        super().__init__(env)
+        self.pid, self.at, self.thaw_after, self.t = pid, at, thaw_after, 0
+
+    def step(self, actions):
+        if self.t == self.at:
+            os.kill(self.pid, signal.SIGSTOP)
+            threading.Timer(self.thaw_after, os.kill, (self.pid, signal.SIGCONT)).start()
+        self.t += 1
+        return self.env.step(actions)
+
+
+@pytest.mark.process
+@pytest.mark.parametrize("stream", [False, True], ids=["unary", "stream"])
+def test_a_server_frozen_within_the_retry_window_is_retried_and_no_step_is_lost_or_repeated(
+    tmp_path, monkeypatch, capfd, stream
+):
+    # Each step waits 1 s for its answer; the server answers again after 3 s, within the
+    # 30 s window: the step is retried (the same seq) and the run equals the local one.
+    monkeypatch.setenv(ANSWER_VARIABLE, "1")
+    monkeypatch.setenv(RETRY_VARIABLE, "30")
+    local = make_vec_env("CartPole-v1", 2)
+    with serving(tmp_path / "server") as server:
+        served = RemoteVectorEnv(server.url(), 2, stream=stream)
+        statistics = gym.wrappers.vector.RecordEpisodeStatistics(served)  # as make_vec_env's
+        remote = FrozenOnce(statistics, server.process.pid, at=5, thaw_after=3.0)
+        try:
+            assert_same_vector_runs(local, remote, steps=40, seed=3)
+        finally:
+            local.close()
+            remote.close()
+    said = [l for l in capfd.readouterr().err.splitlines() if l.startswith("rl: ")]
+    assert said == [
+        f"rl: env server {server.url()} stopped answering: no answer to Step within 1 s "
+        f"(${ANSWER_VARIABLE}); retrying for up to 30.0 s (${RETRY_VARIABLE})"
+    ]
 
 
 class StructuredObsEnv(gym.Env):
