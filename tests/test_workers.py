@@ -509,13 +509,14 @@ def test_a_worker_stopped_by_sigstop_is_killed_and_replaced_and_training_finishe
     out = str(tmp_path / "run")
     log = tmp_path / "train.err"
     args = ["--hparams", "dqn_cartpole", "--train_steps", "20000", "--eval_episodes", "0"]
-    args += ["--num_workers", "2", "--worker_timeout", "5", "--output_dir", out]
+    # 10 s: short, yet more than a healthy worker takes to start on a busy machine.
+    args += ["--num_workers", "2", "--worker_timeout", "10", "--output_dir", out]
     proc = start_logged([sys.executable, TRAIN, *args], log, cwd=ROOT)
     try:
         pids = wait_for(lambda: both_workers(proc, out), "two workers", process=proc)
         os.kill(pids[1], signal.SIGSTOP)
         stopped = time.monotonic()
-        restart = "worker 1 failed (sent nothing for 5 s); restarting it"
+        restart = "worker 1 failed (sent nothing for 10 s); restarting it"
         wait_for(lambda: restart in log.read_text(), "the restart line", process=proc)
         restarted = time.monotonic()
         stdout, _ = proc.communicate(timeout=600)
