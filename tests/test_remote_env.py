@@ -31,7 +31,7 @@ import pytest
 from gymnasium import spaces
 from gymnasium.utils.env_checker import check_env
 from PIL import Image, ImageSequence
-from polling import start_logged, wait_for
+from polling import wait_for
 
 from rl.envs import make_env, make_vec_env, true_next_obs
 from rl.envs.remote import serve
@@ -102,17 +102,22 @@ def train(*args, env=None, timeout=240) -> subprocess.CompletedProcess:
     )
 
 
-def ppo_tiny_on(server: Server, out: Path, train_steps: int = 2048) -> list:
-    """train.py's arguments for ppo_tiny on ``server``'s CartPole into ``out``."""
-    return ["--hparams", "ppo_tiny", "--train_steps", str(train_steps), "--env", server.url(),
-            "--output_dir", str(out)]  # fmt: skip
+def start_train(args, stderr_path: Path, env: dict) -> subprocess.Popen:
+    with open(stderr_path, "w") as stderr:
+        return subprocess.Popen(
+            [sys.executable, TRAIN, *args],
+            stdout=subprocess.DEVNULL,
+            stderr=stderr,
+            cwd=ROOT,
+            env=env,
+        )
 
 
 def hurt_mid_run(args, tmp_path: Path, env: dict, hurt) -> tuple:
     """train.py with ``args`` (its --output_dir in ``tmp_path``), ``hurt()`` called once it
     wrote its first evaluation; returns (its exit code, its stderr)."""
     out = Path(args[args.index("--output_dir") + 1])
-    run = start_logged([sys.executable, TRAIN, *args], tmp_path / "train.err", env=env, cwd=ROOT)
+    run = start_train(args, tmp_path / "train.err", env)
     try:
         wait_for(lambda: has_eval_line(out), "evaluation line", process=run)
         hurt()
@@ -480,9 +485,18 @@ def test_record_video_frames_come_over_the_wire(server, local_run, tmp_path):
 def test_server_killed_mid_run_exits_5_keeps_checkpoints_and_resumes(tmp_path):
     out = tmp_path / "run"
     with serving(tmp_path / "server") as first:
-        args = ppo_tiny_on(first, out)
-        kill_9 = first.process.kill
-        code, stderr = hurt_mid_run(args, tmp_path, client_env(retry_seconds=2), kill_9)
+        args = ["--hparams", "ppo_tiny", "--train_steps", "2048", "--env", first.url()]
+        args += ["--output_dir", str(out)]
+        run = start_train(args, tmp_path / "train.err", client_env(retry_seconds=2))
+        try:
+            wait_for(lambda: has_eval_line(out), "evaluation line", process=run)
+            first.process.kill()  # kill -9
+            code = run.wait(timeout=120)
+        finally:
+            if run.poll() is None:
+                run.kill()
+                run.wait()
+    stderr = (tmp_path / "train.err").read_text()
     assert code == 5, stderr
     [line] = train_lines(stderr)
     assert all(l == line or l.startswith("step ") for l in stderr.splitlines())  # progress
@@ -514,7 +528,8 @@ def test_a_frozen_server_is_said_retried_within_the_window_then_exits_5(tmp_path
     # SIGSTOP: the server's socket still takes connections and requests, nothing answers.
     out = tmp_path / "run"
     with serving(tmp_path / "server") as frozen:
-        args = ppo_tiny_on(frozen, out, 100000)
+        args = ["--hparams", "ppo_tiny", "--train_steps", "100000", "--env", frozen.url()]
+        args += ["--output_dir", str(out)]
         env = {**client_env(retry_seconds=3), ANSWER_VARIABLE: "2"}
         stopped = []
 
@@ -539,16 +554,22 @@ def test_a_frozen_server_is_said_retried_within_the_window_then_exits_5(tmp_path
 @pytest.mark.process
 def test_server_restarted_within_the_retry_window_loses_the_session(tmp_path):
     out = tmp_path / "run"
-    with serving(tmp_path / "server") as first, contextlib.ExitStack() as second:
-
-        def restart():
+    with serving(tmp_path / "server") as first:
+        args = ["--hparams", "ppo_tiny", "--train_steps", "2048", "--env", first.url()]
+        args += ["--output_dir", str(out)]
+        # The client retries an unreachable server for much longer than a restart takes.
+        run = start_train(args, tmp_path / "train.err", client_env(retry_seconds=60))
+        try:
+            wait_for(lambda: has_eval_line(out), "evaluation line", process=run)
             first.process.kill()
             first.process.wait()
-            second.enter_context(serving(tmp_path / "server", port=first.port))
-
-        args = ppo_tiny_on(first, out)
-        # The client retries an unreachable server for much longer than a restart takes.
-        code, stderr = hurt_mid_run(args, tmp_path, client_env(retry_seconds=60), restart)
+            with serving(tmp_path / "server", port=first.port):
+                code = run.wait(timeout=120)
+        finally:
+            if run.poll() is None:
+                run.kill()
+                run.wait()
+    stderr = (tmp_path / "train.err").read_text()
     assert code == 5, stderr
     [line] = train_lines(stderr)
     assert all(l == line or l.startswith("step ") for l in stderr.splitlines())  # progress
