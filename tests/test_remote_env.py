@@ -524,34 +524,6 @@ def test_server_killed_mid_run_exits_5_keeps_checkpoints_and_resumes(tmp_path):
 
 
 @pytest.mark.process
-def test_a_frozen_server_is_said_retried_within_the_window_then_exits_5(tmp_path):
-    # SIGSTOP: the server's socket still takes connections and requests, nothing answers.
-    out = tmp_path / "run"
-    with serving(tmp_path / "server") as frozen:
-        args = ["--hparams", "ppo_tiny", "--train_steps", "100000", "--env", frozen.url()]
-        args += ["--output_dir", str(out)]
-        env = {**client_env(retry_seconds=3), ANSWER_VARIABLE: "2"}
-        stopped = []
-
-        def freeze():
-            os.kill(frozen.process.pid, signal.SIGSTOP)
-            stopped.append(time.monotonic())
-
-        code, stderr = hurt_mid_run(args, tmp_path, env, freeze)
-        ended = time.monotonic()
-    assert code == 5, stderr
-    said = f"rl: env server {frozen.url()} stopped answering: no answer to Step within 2 s "
-    assert [l for l in stderr.splitlines() if l.startswith("rl: env server")] == [
-        said + f"($RL_ENV_SERVER_ANSWER_SECONDS); retrying for up to 3.0 s (${RETRY_VARIABLE})"
-    ]
-    [line] = train_lines(stderr)
-    assert f"env server {frozen.url()} stopped answering" in line
-    assert f"nor while retried for 3 s (${RETRY_VARIABLE})" in line
-    assert checkpoint_steps(out)
-    print(f"SIGSTOP to exit 5: {ended - stopped[0]:.1f} s")
-
-
-@pytest.mark.process
 def test_server_restarted_within_the_retry_window_loses_the_session(tmp_path):
     out = tmp_path / "run"
     with serving(tmp_path / "server") as first:
@@ -627,6 +599,34 @@ def test_bad_client_variables_are_one_line_exit_2(tmp_path, variables, said):
     assert proc.returncode == 2, proc.stdout + proc.stderr
     [line] = proc.stderr.splitlines()
     assert line.startswith("python -m rl.envs.check: error: ") and said in line, line
+
+
+@pytest.mark.process
+def test_a_frozen_server_is_said_retried_within_the_window_then_exits_5(tmp_path):
+    # SIGSTOP: the server's socket still takes connections and requests, nothing answers.
+    out = tmp_path / "run"
+    with serving(tmp_path / "server") as frozen:
+        args = ["--hparams", "ppo_tiny", "--train_steps", "100000", "--env", frozen.url()]
+        args += ["--output_dir", str(out)]
+        env = {**client_env(retry_seconds=3), ANSWER_VARIABLE: "2"}
+        stopped = []
+
+        def freeze():
+            os.kill(frozen.process.pid, signal.SIGSTOP)
+            stopped.append(time.monotonic())
+
+        code, stderr = hurt_mid_run(args, tmp_path, env, freeze)
+        ended = time.monotonic()
+    assert code == 5, stderr
+    said = f"rl: env server {frozen.url()} stopped answering: no answer to Step within 2 s "
+    assert [l for l in stderr.splitlines() if l.startswith("rl: env server")] == [
+        said + f"($RL_ENV_SERVER_ANSWER_SECONDS); retrying for up to 3.0 s (${RETRY_VARIABLE})"
+    ]
+    [line] = train_lines(stderr)
+    assert f"env server {frozen.url()} stopped answering" in line
+    assert f"nor while retried for 3 s (${RETRY_VARIABLE})" in line
+    assert checkpoint_steps(out)
+    print(f"SIGSTOP to exit 5: {ended - stopped[0]:.1f} s")
 
 
 # --- 5: a server in a virtualenv of its own: Gymnasium 0.29, no TensorFlow ------------------
