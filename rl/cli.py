@@ -16,7 +16,7 @@ from absl import flags
 from absl import logging as absl_logging
 
 from rl import _tf, plugins, registry, seeding, slots
-from rl.errors import USER_ERRORS, EnvServerError, PluginError
+from rl.errors import USER_ERRORS, EnvServerError, PluginError, one_line
 from rl.files import read_json_object, set_aside, write_text_atomic
 from rl.processes import tf_thread_share
 from rl.snapshot import FLAGS_FILE, SNAPSHOT_DIR
@@ -291,8 +291,8 @@ HELP_FLAGS = {"--help", "-h", "-?", "--helpshort", "--helpfull", "--helpxml"}
 
 
 def fail(message: str) -> NoReturn:
-    """One line on stderr, exit code 2."""
-    print(f"{PROG}: error: {message}", file=sys.stderr, flush=True)
+    """One line on stderr (control characters in it escaped), exit code 2."""
+    print(f"{PROG}: error: {one_line(message)}", file=sys.stderr, flush=True)
     sys.exit(2)
 
 

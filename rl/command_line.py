@@ -9,19 +9,21 @@ import argparse
 import sys
 from typing import Callable, NoReturn
 
+from rl.errors import one_line
 from rl.registry import did_you_mean
 
 EXIT_BAD_INPUT = 2
 
 
 def fail(prog: str, message: str) -> NoReturn:
-    """``<prog>: error: <message>`` on stderr, then exit code 2.
+    """``<prog>: error: <message>`` on stderr, one line (control characters escaped),
+    then exit code 2.
 
     Args:
       prog: the command, as its usage names it.
       message: what was wrong with the input.
     """
-    print(f"{prog}: error: {message}", file=sys.stderr, flush=True)
+    print(f"{prog}: error: {one_line(message)}", file=sys.stderr, flush=True)
     sys.exit(EXIT_BAD_INPUT)
 
 

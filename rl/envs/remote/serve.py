@@ -42,7 +42,7 @@ from rl import command_line, plugins
 from rl.envs.make import check_env_name, make_raw_env
 from rl.envs.remote import codec, env_pb2, env_pb2_grpc
 from rl.envs.remote.address import PEM_CERTIFICATE, TOKEN_VARIABLE
-from rl.errors import PluginError, UnknownNameError
+from rl.errors import PluginError, UnknownNameError, one_line
 from rl.version import __version__
 
 LOG = logging.getLogger("rl.envs.remote.serve")
@@ -798,7 +798,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             env_ids, args.host, args.port, args.token, limits, args.threads, tls
         )
     except ServeError as e:
-        print(f"{parser.prog}: error: {e}", file=sys.stderr)
+        print(f"{parser.prog}: error: {one_line(str(e))}", file=sys.stderr)
         return command_line.EXIT_BAD_INPUT
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
     stop_signals: List[int] = []
