@@ -51,7 +51,7 @@ def load(modules: Iterable[str]) -> List[str]:
                 f"--plugins {name}: no module named {missing!r}{where}; a plugin is a module "
                 "importable from the current folder or the Python path, e.g. my_pkg.my_rl"
             ) from None
-        except BaseException as e:  # noqa: B036
+        except BaseException as e:
             # A plugin is user code run by rl: sys.exit(), SystemExit or Ctrl-C in it end
             # the command as any bad input does, not with its own exit code or a traceback.
             raise PluginError(f"--plugins {name}: importing it {what_it_did(e)}") from None

@@ -545,7 +545,10 @@ def test_a_flag_of_another_mode_is_refused_naming_its_mode(no_slow_work, capsys,
         (["--bogus_flag", "1"], "Unknown command line flag 'bogus_flag' (the train.py flags"),
         (["--copies", "3"], "--copies is not passed on to train.py; the flags passed on are"),
         (["--hparam_override", "bogus=1"], "unknown hparam 'bogus'"),
-        (["--num_workers", "two"], "flag --num_workers=two: 'two' is not a non-negative integer"),
+        (
+            ["--num_workers", "two"],
+            "flag --num_workers=two: 'two' is not an integer in the range [0, 4096]",
+        ),
     ],
 )
 def test_train_flags_are_checked_before_the_runs(no_slow_work, capsys, args, message):

@@ -68,7 +68,7 @@ def messages(proc):
             ["--hparams", "ppo_tiny", "--hparam_override", "act_select=nope", "--output_dir", "x"],
             "nope",
         ),
-        (["--hparams", "ppo_tiny", "--seed", str(2**64), "--output_dir", "x"], "'seed'"),
+        (["--hparams", "ppo_tiny", "--seed", str(2**64), "--output_dir", "x"], "--seed"),
         (["--hparams", "ppo_tiny", "--train_steps", "abc"], "train_steps"),
         (["--hparams", "ppo_tiny"], "--output_dir is required"),
         # Before TensorFlow, and so before any actor process starts.

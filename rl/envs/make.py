@@ -33,7 +33,11 @@ FAMILY_NEEDS = {
     "phys2d": ("jax", "pip install 'gymnasium[jax]'"),
     "tabular": ("jax", "pip install 'gymnasium[jax]'"),
 }
-GYM_MAKE_KWARGS = ["max_episode_steps", "disable_env_checker"]  # gym.make's, not the env's
+# gym.make's keyword arguments (not the env's), with their types.
+GYM_MAKE_KWARGS = {"max_episode_steps": int, "disable_env_checker": bool}
+# What a keyword argument declared with one of these types takes (JSON after ``?``); the
+# values of others (str, lists, Optional[...]) are the constructor's to check.
+DECLARED_KINDS = {bool: "true or false", int: "an integer", float: "a number"}
 LEGACY = "legacy"  # ids Gymnasium 1.x keeps only to explain they need mujoco-py, shimmy, ...
 
 
@@ -90,8 +94,9 @@ def split_kwargs(name: str) -> Tuple[str, Dict[str, Any]]:
         raise HParamsError(f"env '{name}': {e}") from None
 
 
-def _parameters(constructor) -> Optional[List[str]]:
-    """The keyword arguments a constructor takes, or None if it takes any (``**kwargs``)."""
+def _parameters(constructor) -> Optional[Dict[str, Optional[type]]]:
+    """The keyword arguments a constructor takes, each with its declared kind (a key of
+    ``DECLARED_KINDS``, else None), or None if it takes any (``**kwargs``)."""
     try:
         parameters = inspect.signature(constructor).parameters.values()
     except (TypeError, ValueError):
@@ -99,7 +104,32 @@ def _parameters(constructor) -> Optional[List[str]]:
     if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters):
         return None
     keyword = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
-    return [p.name for p in parameters if p.kind in keyword and p.name != "render_mode"]
+    return {
+        p.name: _declared_kind(p)
+        for p in parameters
+        if p.kind in keyword and p.name != "render_mode"
+    }
+
+
+def _declared_kind(parameter: inspect.Parameter) -> Optional[type]:
+    """bool, int or float when ``parameter`` is annotated so (or, unannotated, defaults
+    to a bool), else None."""
+    annotation = parameter.annotation
+    if isinstance(annotation, str):  # ``from __future__ import annotations``
+        annotation = {kind.__name__: kind for kind in DECLARED_KINDS}.get(annotation)
+    if annotation in DECLARED_KINDS:
+        return annotation
+    if annotation is inspect.Parameter.empty and isinstance(parameter.default, bool):
+        return bool
+    return None
+
+
+def fits_kind(value: Any, kind: type) -> bool:
+    """Whether a parsed keyword value is of the declared ``kind``: JSON true/false for
+    bool (not 1 or "yes"), a whole number for int, any number for float."""
+    if kind is bool or isinstance(value, bool):
+        return kind is bool and isinstance(value, bool)
+    return isinstance(value, (int, float) if kind is float else kind)
 
 
 def _check_kwargs(name: str, kwargs: Dict[str, Any]) -> None:
@@ -118,13 +148,21 @@ def _check_kwargs(name: str, kwargs: Dict[str, Any]) -> None:
             raise HParamsError(f"env '{name}' cannot be made here: {e}") from None
         accepted = _parameters(creator)
         if accepted is not None:
-            accepted += GYM_MAKE_KWARGS
-    unknown = sorted(set(kwargs) - set(accepted)) if accepted is not None else []
+            accepted.update(GYM_MAKE_KWARGS)
+    if accepted is None:
+        return
+    unknown = sorted(set(kwargs) - set(accepted))
     if unknown:
         takes = ", ".join(accepted) if accepted else "none"
         raise HParamsError(
             f"env '{name}' takes no keyword argument {unknown[0]!r}: it takes {takes}"
         )
+    for key, value in kwargs.items():
+        kind = accepted[key]
+        if kind is not None and not fits_kind(value, kind):
+            raise HParamsError(
+                f"env '{name}' keyword argument {key!r} takes {DECLARED_KINDS[kind]}, got {value!r}"
+            )
 
 
 def check_env_name(name: str) -> None:
@@ -143,6 +181,7 @@ def check_env(name: str, kwargs: Dict[str, Any]) -> None:
     if remote_url.is_remote(name):
         try:
             remote_url.parse(name)
+            remote_url.token_from_environment()  # sent with every call: checked now
         except ValueError as e:
             raise HParamsError(str(e)) from None
         if importlib.util.find_spec("grpc") is None:
