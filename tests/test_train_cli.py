@@ -97,7 +97,7 @@ def error_line(proc):
             ["--hparams", "ppo_tiny", "--copies_parallel", "2"],
             "--copies_parallel is for --copies N with N > 1",
         ),
-        # Every numeric flag has a range (test_flag_ranges.py); these were accepted.
+        # Every numeric flag has a range (test_input_checks.py); these were accepted.
         (  # TensorFlow's device set-up spun for minutes
             ["--hparams", "ppo_tiny", "--sys", "mirrored", "--cpu_replicas", "100000"],
             "flag --cpu_replicas=100000: 100000 is not an integer in the range [2, 64]",
@@ -134,7 +134,10 @@ def error_line(proc):
         # User text with a newline is echoed escaped: the error stays one line.
         (["--hparams", "ppo_tiny", "--env", "Cart\nPole"], "unknown env 'Cart\\nPole'"),
         (["--hparams", "ppo_\ntiny"], "unknown hparams 'ppo_\\ntiny'"),
-        (["--hparams", "ppo_tiny", "--hparam_override", "gamma\n=1"], "'gamma\\n'"),
+        (
+            ["--hparams", "ppo_tiny", "--hparam_override", "le\narning_rate=1"],
+            "unknown hparam 'le\\narning_rate'",
+        ),
         (["--hparams", "ppo_tiny", "--plugins", "no\nsuch"], "--plugins no\\nsuch: no module"),
     ],
 )
@@ -356,3 +359,19 @@ def test_the_progress_line_counts_down_to_zero_and_not_below():
     )
     run.step = 1500  # a rollout that ends past the target: 3 s past at 150 steps/s
     assert progress.line().endswith("ETA 0:00:00")
+
+
+@pytest.mark.process
+def test_a_blank_env_server_token_is_refused_before_connecting(tmp_path):
+    # It was sent as "Bearer    " to a server that may take no token at all.
+    out = tmp_path / "run"
+    proc = subprocess.run(
+        [sys.executable, TRAIN, "--hparams", "ppo_tiny", "--env", "grpc://127.0.0.1:9/CartPole-v1",
+         "--output_dir", str(out)],
+        capture_output=True, text=True, timeout=120, cwd=ROOT,
+        env={**os.environ, "RL_ENV_SERVER_TOKEN": "   "},
+    )  # fmt: skip
+    assert proc.returncode == 2, proc.stderr
+    assert "$RL_ENV_SERVER_TOKEN is blank" in error_line(proc)
+    assert len(proc.stderr.splitlines()) == 1, proc.stderr
+    assert not out.exists()
