@@ -81,6 +81,11 @@ def write_text_atomic(path: str, text: str) -> None:
     write_bytes_atomic(path, text.encode("utf-8", errors="surrogateescape"))
 
 
+# The run folder, set by Experiment before it makes envs: envs that play against the run's
+# own policy artefacts (self-play, rl/games/selfplay.py) find them there, and MuJoCo's
+# log goes there (rl/envs/mujoco_log.py). Worker processes inherit it.
+RUN_DIR_VARIABLE = "RL_RUN_DIR"
+
 # JSON from outside (a request, a flag, a file) nested deeper than this is refused: rl's
 # own records nest a few levels, and Python's parser raises RecursionError near 1000.
 MAX_JSON_DEPTH = 32

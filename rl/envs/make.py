@@ -13,6 +13,7 @@ import collections
 import importlib.util
 import inspect
 import os
+import sys
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import gymnasium as gym
@@ -21,6 +22,7 @@ from gymnasium.envs.registration import load_env_creator
 
 import rl.envs.atari as atari  # the module, not the package: rl.envs imports this file
 from rl import registry
+from rl.envs import mujoco_log
 from rl.envs.remote import address as remote_url
 from rl.errors import HParamsError
 
@@ -240,6 +242,10 @@ def make_raw_env(name: str, render_mode: Optional[str] = None, **kwargs) -> gym.
         # pygame-based envs draw off-screen; without this SDL probes for a
         # display and prints errors on headless machines.
         os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
+    if "mujoco" in sys.modules or (
+        name in gym.envs.registry and env_family(name) == "mujoco"
+    ):  # a plugin's env may load MuJoCo too
+        mujoco_log.route_warnings()
     try:
         if name in registry.envs:
             return registry.envs.get(name)(render_mode=render_mode, **kwargs)
