@@ -2,7 +2,9 @@
 
 ``--env NAME`` takes a registered constructor (which may add wrappers) or any
 Gymnasium id, with keyword arguments for it after a ``?`` as in env server URLs:
-``LunarLander-v3?continuous=true&gravity=-9.5`` (values are JSON where they parse).
+``LunarLander-v3?continuous=true&gravity=-9.5`` (values are JSON where they parse). A
+keyword the constructor declares bool, int or float takes only that: ``true``/``false``
+for a bool (not ``1`` or ``yes``, which Python would take as true).
 Every env gets the same observation treatment: non-Box
 observations (Discrete, MultiDiscrete, Tuple, Dict) are flattened to
 one-hot/concatenated float32 vectors, uint8 images stay uint8 (the model
