@@ -502,7 +502,7 @@ def one_line_error(capsys, *args):
             "argument --suite_seeds: must be at least 2",
         ),
         (["--suite", "classic", "--suite_parallel", "0"], "argument --suite_parallel: must be"),
-        (["--peer", "--pairs", "0"], "--pairs must be >= 1, got 0"),
+        (["--peer", "--pairs", "0"], "argument --pairs: must be at least 1, got 0"),
         (["--remote", "--calls", "0"], "argument --calls: must be at least 1, got 0"),
         (["--_peer_run", "dqn_cartpole", "x", "100"], "--_peer_run SEED 'x' is not an integer"),
         (["--_peer_run", "nosuch", "0", "100"], "--_peer_run has no peer for 'nosuch': valid: "),
