@@ -577,30 +577,26 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--tls_cert", default=None, help="PEM certificate chain: serve TLS")
     parser.add_argument("--tls_key", default=None, help="PEM private key for --tls_cert")
-    defaults = Limits()
-    parser.add_argument(
-        "--max_sessions", type=int_in_range(1, MOST_SESSIONS), default=defaults.max_sessions
-    )
-    parser.add_argument(
-        "--max_envs_per_session",
-        type=int_in_range(1, MOST_ENVS),
-        default=defaults.max_envs_per_session,
-    )
-    parser.add_argument(
-        "--max_total_envs", type=int_in_range(1, MOST_ENVS), default=defaults.max_total_envs
-    )
-    parser.add_argument(
-        "--idle_timeout",
-        type=float_in_range(0.1, MOST_IDLE_SECONDS),
-        default=defaults.idle_timeout,
-        help="seconds without a call before a session is closed",
-    )
-    parser.add_argument(
-        "--max_message_bytes",
-        type=int_in_range(1024, MOST_MESSAGE_BYTES),
-        default=defaults.max_message_bytes,
-        help="largest request or response; bigger ones get RESOURCE_EXHAUSTED",
-    )
+    # The Limits, each flag with its range (default: the Limits' own).
+    for name, reader, help_text in [
+        ("max_sessions", int_in_range(1, MOST_SESSIONS), "sessions open at once"),
+        ("max_envs_per_session", int_in_range(1, MOST_ENVS), "env copies one session holds"),
+        ("max_total_envs", int_in_range(1, MOST_ENVS), "env copies all sessions hold"),
+        (
+            "idle_timeout",
+            float_in_range(0.1, MOST_IDLE_SECONDS),
+            "seconds without a call before a session is closed",
+        ),
+        (
+            "max_message_bytes",
+            int_in_range(1024, MOST_MESSAGE_BYTES),
+            "largest request or response; bigger ones get RESOURCE_EXHAUSTED",
+        ),
+    ]:
+        default = getattr(Limits(), name)
+        parser.add_argument(
+            f"--{name}", type=reader, default=default, help=f"{help_text} (default {default})"
+        )
     parser.add_argument(
         "--threads",
         type=int_in_range(RESERVED_THREADS + 1, MOST_SESSIONS + RESERVED_THREADS),
