@@ -202,6 +202,8 @@ def test_an_env_keyword_argument_nested_too_deeply_is_refused_not_kept_as_text()
         (-9.5, float, True),
         ("abc", float, False),
         (False, float, False),
+        (float("nan"), float, False),  # json.loads("NaN")
+        (float("-inf"), float, False),
     ],
 )
 def test_env_keyword_values_fit_their_declared_kind(value, kind, fits):

@@ -14,6 +14,7 @@ scales them), and every other Box becomes float32.
 import collections
 import importlib.util
 import inspect
+import math
 import os
 import sys
 from typing import Any, Callable, Dict, List, Optional, Tuple
@@ -41,7 +42,7 @@ FAMILY_NEEDS = {
 GYM_MAKE_KWARGS = {"max_episode_steps": int, "disable_env_checker": bool}
 # What a keyword argument declared with one of these types takes (JSON after ``?``); the
 # values of others (str, lists, Optional[...]) are the constructor's to check.
-DECLARED_KINDS = {bool: "true or false", int: "an integer", float: "a number"}
+DECLARED_KINDS = {bool: "true or false", int: "an integer", float: "a finite number"}
 LEGACY = "legacy"  # ids Gymnasium 1.x keeps only to explain they need mujoco-py, shimmy, ...
 
 
@@ -130,10 +131,13 @@ def _declared_kind(parameter: inspect.Parameter) -> Optional[type]:
 
 def fits_kind(value: Any, kind: type) -> bool:
     """Whether a parsed keyword value is of the declared ``kind``: JSON true/false for
-    bool (not 1 or "yes"), a whole number for int, any number for float."""
+    bool (not 1 or "yes"), a whole number for int, a finite number for float (JSON's
+    parser reads NaN and Infinity)."""
     if kind is bool or isinstance(value, bool):
         return kind is bool and isinstance(value, bool)
-    return isinstance(value, (int, float) if kind is float else kind)
+    if kind is float:
+        return isinstance(value, (int, float)) and math.isfinite(value)
+    return isinstance(value, kind)
 
 
 def _check_kwargs(name: str, kwargs: Dict[str, Any]) -> None:
