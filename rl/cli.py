@@ -361,10 +361,10 @@ def unknown_flag_message(error: flags.UnrecognizedFlagError) -> str:
 def flag_error_message(error: flags.Error) -> str:
     """absl's error in one line; for "flag --x=v: <why>", saying what --x takes where
     <why> is Python's own ("invalid literal for int() with base 10: 'v'")."""
-    line = str(error).splitlines()[0]
+    line = str(error)  # whole: a value may hold a newline (fail escapes it)
     if not isinstance(error, flags.IllegalFlagValueError):
         return line
-    match = re.match(r"flag --(\w+)=(.*?): ", line)
+    match = re.match(r"flag --(\w+)=(.*?): ", line, re.DOTALL)
     if match is None or match.group(1) not in FLAGS:
         return line
     parser = FLAGS[match.group(1)].parser

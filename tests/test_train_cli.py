@@ -139,6 +139,10 @@ def error_line(proc):
             "unknown hparam 'le\\narning_rate'",
         ),
         (["--hparams", "ppo_tiny", "--plugins", "no\nsuch"], "--plugins no\\nsuch: no module"),
+        (  # was cut at the newline: "flag --train_steps=1"
+            ["--hparams", "ppo_tiny", "--train_steps", "1\n2"],
+            "flag --train_steps=1\\n2: '1\\n2' is not an integer in the range",
+        ),
     ],
 )
 def test_bad_input_is_one_line_exit_2_and_writes_nothing(tmp_path, args, expected):
