@@ -225,7 +225,8 @@ FLAG_TABLE = (
         1,
         "Train N independent copies with seeds "
         "derived from --seed into --output_dir/run_<i>, then "
-        "write summary.json and curves.png.",
+        "write summary.json and curves.png (N at most 1000: all are checked before the "
+        "first trains).",
         mode=TRAINING,
         to_copies=False,  # a copy is one run
         options={"lower_bound": 1, "upper_bound": slots.MAX_COPIES},
