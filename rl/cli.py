@@ -7,6 +7,7 @@ exit code 2, raised before anything is written.
 
 import dataclasses
 import json
+import math
 import os
 import re
 import sys
@@ -16,8 +17,9 @@ from absl import flags
 from absl import logging as absl_logging
 
 from rl import _tf, plugins, registry, seeding, slots
-from rl.errors import USER_ERRORS, EnvServerError, PluginError
+from rl.errors import USER_ERRORS, EnvServerError, PluginError, one_line
 from rl.files import read_json_object, set_aside, write_text_atomic
+from rl.hparams.base import int_field_range
 from rl.processes import WORKER_TIMEOUT_SECONDS, tf_thread_share
 from rl.snapshot import FLAGS_FILE, SNAPSHOT_DIR
 
@@ -29,6 +31,41 @@ EXIT_ENV_SERVER = 5  # a grpc:// env server went away (or its env raised) during
 
 
 TRAINING, TEST, BOTH = "training", "test", "both"  # the modes that read a flag
+
+# The most --cpu_replicas: logical CPU devices only test the multi-device code path (the
+# CPU's cores are shared by all of them), and TensorFlow's set-up grows with their number:
+# 4096 took 24 s and 1.1 GB here, 100000 spun for minutes.
+MAX_CPU_REPLICAS = 64
+# The most --worker_restarts in one --worker_restart_window: a restart takes about a
+# second, so more could not happen in any window; it only guards against typos.
+MAX_WORKER_RESTARTS = 10_000
+MAX_RESTART_WINDOW = 7 * 24 * 3600.0  # seconds: a week, longer than any run's restarts
+
+
+def hparam_range(name: str) -> Dict[str, int]:
+    """absl bounds of a flag that sets hparam ``name``: the range its field declares."""
+    low, high = int_field_range(name)
+    return {"lower_bound": low, "upper_bound": high}
+
+
+class FiniteFloatParser(flags.FloatParser):
+    """absl's float parser with both bounds, refusing nan too (nan < low is False)."""
+
+    def is_outside_bounds(self, val: float) -> bool:
+        return math.isnan(val) or super().is_outside_bounds(val)
+
+
+def define_finite_float(
+    name: str, default: float, help: str, lower_bound: float, upper_bound: float
+) -> None:
+    """``flags.DEFINE_float`` whose value must be a finite number in the bounds."""
+    flags.DEFINE(
+        FiniteFloatParser(lower_bound, upper_bound),
+        name,
+        default,
+        help,
+        serializer=flags.ArgumentSerializer(),
+    )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -85,7 +122,7 @@ FLAG_TABLE = (
         "With --sys mirrored: split the CPU into N logical devices, one replica each "
         "(without it the replicas are the visible GPUs).",
         system="mirrored",
-        options={"lower_bound": 2},
+        options={"lower_bound": 2, "upper_bound": MAX_CPU_REPLICAS},
     ),
     Flag(
         "hparams",
@@ -129,7 +166,7 @@ FLAG_TABLE = (
         None,
         "Total env steps (overrides hparams).",
         mode=TRAINING,
-        options={"lower_bound": 1},
+        options=hparam_range("train_steps"),
     ),
     Flag(
         "eval_episodes",
@@ -138,9 +175,8 @@ FLAG_TABLE = (
         "Episodes per evaluation, acted with the hparams' eval_act_select (greedy unless "
         "the set says otherwise); 0: no evaluation (overrides hparams).",
         mode=TRAINING,
-        options={"lower_bound": 0},
+        options=hparam_range("eval_episodes"),
     ),
-    # Its range is the hparam's (rl/hparams), checked with the other hparams.
     Flag(
         "seed",
         flags.DEFINE_integer,
@@ -148,6 +184,7 @@ FLAG_TABLE = (
         "Random seed (overrides hparams).",
         mode=TRAINING,
         to_copies=False,  # each copy has its own, derived from this one
+        options=hparam_range("seed"),
     ),
     Flag(
         "list",
@@ -180,7 +217,7 @@ FLAG_TABLE = (
         "Episodes of --training=false.",
         mode=TEST,
         to_copies=False,
-        options={"lower_bound": 1},
+        options={**hparam_range("eval_episodes"), "lower_bound": 1},  # as many as evaluations
     ),
     Flag(
         "copies",
@@ -188,10 +225,11 @@ FLAG_TABLE = (
         1,
         "Train N independent copies with seeds "
         "derived from --seed into --output_dir/run_<i>, then "
-        "write summary.json and curves.png.",
+        "write summary.json and curves.png (N at most 1000: all are checked before the "
+        "first trains).",
         mode=TRAINING,
         to_copies=False,  # a copy is one run
-        options={"lower_bound": 1},
+        options={"lower_bound": 1, "upper_bound": slots.MAX_COPIES},
     ),
     Flag(
         "copies_parallel",
@@ -200,7 +238,7 @@ FLAG_TABLE = (
         "How many copies run at once (each in its own process when > 1).",
         mode=TRAINING,
         to_copies=False,
-        options={"lower_bound": 1},
+        options={"lower_bound": 1, "upper_bound": slots.MAX_COPIES},
     ),
     Flag(
         "num_workers",
@@ -209,7 +247,8 @@ FLAG_TABLE = (
         "Actor processes stepping the env copies (num_envs is shared among them) "
         "and feeding the learner in this process; 0: this process acts and learns.",
         mode=TRAINING,
-        options={"lower_bound": 0},
+        # Each worker steps at least one of the num_envs copies.
+        options={**hparam_range("num_envs"), "lower_bound": 0},
     ),
     Flag(
         "worker_restarts",
@@ -218,19 +257,19 @@ FLAG_TABLE = (
         "With --num_workers: failed workers restarted within --worker_restart_window "
         "seconds before training stops (keeping its last checkpoint).",
         mode=TRAINING,
-        options={"lower_bound": 0},
+        options={"lower_bound": 0, "upper_bound": MAX_WORKER_RESTARTS},
     ),
     Flag(
         "worker_restart_window",
-        flags.DEFINE_float,
+        define_finite_float,
         300.0,
         "Seconds over which --worker_restarts counts failures.",
         mode=TRAINING,
-        options={"lower_bound": 1.0},
+        options={"lower_bound": 1.0, "upper_bound": MAX_RESTART_WINDOW},
     ),
     Flag(
         "worker_timeout",
-        flags.DEFINE_float,
+        define_finite_float,
         WORKER_TIMEOUT_SECONDS,
         "With --num_workers: a worker that sends nothing for this many seconds while it "
         "owes a round (hung, or stopped by SIGSTOP) is killed and restarted.",
@@ -300,8 +339,8 @@ HELP_FLAGS = {"--help", "-h", "-?", "--helpshort", "--helpfull", "--helpxml"}
 
 
 def fail(message: str) -> NoReturn:
-    """One line on stderr, exit code 2."""
-    print(f"{PROG}: error: {message}", file=sys.stderr, flush=True)
+    """One line on stderr (control characters in it escaped), exit code 2."""
+    print(f"{PROG}: error: {one_line(message)}", file=sys.stderr, flush=True)
     sys.exit(2)
 
 
@@ -332,10 +371,10 @@ def unknown_flag_message(error: flags.UnrecognizedFlagError) -> str:
 def flag_error_message(error: flags.Error) -> str:
     """absl's error in one line; for "flag --x=v: <why>", saying what --x takes where
     <why> is Python's own ("invalid literal for int() with base 10: 'v'")."""
-    line = str(error).splitlines()[0]
+    line = str(error)  # whole: a value may hold a newline (fail escapes it)
     if not isinstance(error, flags.IllegalFlagValueError):
         return line
-    match = re.match(r"flag --(\w+)=(.*?): ", line)
+    match = re.match(r"flag --(\w+)=(.*?): ", line, re.DOTALL)
     if match is None or match.group(1) not in FLAGS:
         return line
     parser = FLAGS[match.group(1)].parser
@@ -379,8 +418,11 @@ def check_early():
     from rl.early_checks import check_run
 
     check_mode_flags()
-    if FLAGS["copies_parallel"].present and FLAGS.copies <= 1:
-        fail("--copies_parallel is for --copies N with N > 1; add --copies or remove it")
+    try:
+        given_parallel = FLAGS.copies_parallel if FLAGS["copies_parallel"].present else None
+        slots.check_copies(FLAGS.copies, given_parallel)
+    except USER_ERRORS as e:
+        fail(str(e))
     load_plugins()
     checked = None
     try:

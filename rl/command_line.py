@@ -6,22 +6,25 @@ train.py does (rl/cli.py).
 """
 
 import argparse
+import math
 import sys
-from typing import Callable, NoReturn
+from typing import NoReturn
 
+from rl.errors import one_line
 from rl.registry import did_you_mean
 
 EXIT_BAD_INPUT = 2
 
 
 def fail(prog: str, message: str) -> NoReturn:
-    """``<prog>: error: <message>`` on stderr, then exit code 2.
+    """``<prog>: error: <message>`` on stderr, one line (control characters escaped),
+    then exit code 2.
 
     Args:
       prog: the command, as its usage names it.
       message: what was wrong with the input.
     """
-    print(f"{prog}: error: {message}", file=sys.stderr, flush=True)
+    print(f"{prog}: error: {one_line(message)}", file=sys.stderr, flush=True)
     sys.exit(EXIT_BAD_INPUT)
 
 
@@ -47,20 +50,53 @@ class OneLineParser(argparse.ArgumentParser):
         return parsed
 
 
-def int_at_least(low: int) -> Callable[[str], int]:
-    """An argparse ``type``: an integer of at least ``low``.
+class InRange:
+    """An argparse ``type``: a finite number of ``kind`` (int or float) in [low, high].
+
+    Every numeric flag of rl's commands reads through one, so each declares its range
+    (as hparams fields do) and nan, inf and out-of-range values are refused in one line.
+
+    Attributes:
+      kind: ``int`` or ``float``.
+      low: the smallest value accepted.
+      high: the largest value accepted.
+    """
+
+    def __init__(self, kind: type, low: float, high: float):
+        self.kind, self.low, self.high = kind, low, high
+
+    def __call__(self, text: str):
+        try:
+            value = self.kind(text)
+        except ValueError:
+            what = "an integer" if self.kind is int else "a number"
+            raise argparse.ArgumentTypeError(f"{text!r} is not {what}") from None
+        if not math.isfinite(value):
+            raise argparse.ArgumentTypeError(
+                f"must be a number in [{self.low}, {self.high}], got {value}"
+            )
+        if value < self.low:
+            raise argparse.ArgumentTypeError(f"must be at least {self.low}, got {value}")
+        if value > self.high:
+            raise argparse.ArgumentTypeError(f"must be at most {self.high}, got {value}")
+        return value
+
+
+def int_in_range(low: int, high: int) -> InRange:
+    """An argparse ``type``: an integer in [low, high].
 
     Args:
       low: the smallest value accepted.
+      high: the largest value accepted.
     """
+    return InRange(int, low, high)
 
-    def read(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-        if value < low:
-            raise argparse.ArgumentTypeError(f"must be at least {low}, got {value}")
-        return value
 
-    return read
+def float_in_range(low: float, high: float) -> InRange:
+    """An argparse ``type``: a finite number in [low, high] (nan and inf are refused).
+
+    Args:
+      low: the smallest value accepted.
+      high: the largest value accepted.
+    """
+    return InRange(float, low, high)

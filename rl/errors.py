@@ -5,6 +5,16 @@ train.py can name them without loading TensorFlow.
 """
 
 
+def one_line(text: str) -> str:
+    """``text`` with its control characters (newline, tab, escape...) written as Python
+    escapes (``\\n``): an error that quotes user input stays one line on the terminal.
+
+    Every command's one error line passes through it, so no message need escape the
+    values it quotes.
+    """
+    return "".join(char if char.isprintable() else repr(char)[1:-1] for char in text)
+
+
 class UnknownNameError(KeyError):
     """A name that is not registered (rl/registry.py). ``str()`` gives one readable line."""
 

@@ -81,6 +81,48 @@ def write_text_atomic(path: str, text: str) -> None:
     write_bytes_atomic(path, text.encode("utf-8", errors="surrogateescape"))
 
 
+# The run folder, set by Experiment before it makes envs: envs that play against the run's
+# own policy artefacts (self-play, rl/games/selfplay.py) find them there, and MuJoCo's
+# log goes there (rl/envs/mujoco_log.py). Worker processes inherit it.
+RUN_DIR_VARIABLE = "RL_RUN_DIR"
+
+# JSON from outside (a request, a flag, a file) nested deeper than this is refused: rl's
+# own records nest a few levels, and Python's parser raises RecursionError near 1000.
+MAX_JSON_DEPTH = 32
+
+
+class JSONNestingError(ValueError):
+    """JSON nested deeper than ``MAX_JSON_DEPTH``; ``str()`` says so."""
+
+
+def loads_json(text: str) -> Any:
+    """``json.loads`` for text from outside: JSON nested deeper than ``MAX_JSON_DEPTH`` is
+    a ValueError (``JSONNestingError``), as malformed JSON is, not a RecursionError.
+
+    Raises:
+        ValueError: the text is not JSON.
+        JSONNestingError: it nests deeper than ``MAX_JSON_DEPTH``.
+    """
+    too_deep = JSONNestingError(f"JSON nested deeper than {MAX_JSON_DEPTH} levels")
+    try:
+        value = json.loads(text)
+    except RecursionError:
+        raise too_deep from None
+    level, depth = [value], 0
+    while True:  # one level of containers at a time: no recursion of our own
+        containers = [item for item in level if isinstance(item, (list, dict))]
+        if not containers:
+            return value
+        depth += 1
+        if depth > MAX_JSON_DEPTH:
+            raise too_deep
+        level = [
+            item
+            for container in containers
+            for item in (container.values() if isinstance(container, dict) else container)
+        ]
+
+
 def read_json_object(path: str) -> Dict[str, Any]:
     """The JSON object a file holds (hparams.json, a snapshot file, a manifest).
 
@@ -93,7 +135,7 @@ def read_json_object(path: str) -> Dict[str, Any]:
     with open(path, "rb") as f:
         data = f.read()
     try:
-        value = json.loads(data.decode("utf-8"))
+        value = loads_json(data.decode("utf-8"))
     except UnicodeDecodeError:
         raise ValueError(f"{path} is not UTF-8 text; it must hold a JSON object") from None
     except ValueError as e:

@@ -51,12 +51,10 @@ def load(modules: Iterable[str]) -> List[str]:
                 f"--plugins {name}: no module named {missing!r}{where}; a plugin is a module "
                 "importable from the current folder or the Python path, e.g. my_pkg.my_rl"
             ) from None
-        except Exception as e:
-            frame = traceback.extract_tb(e.__traceback__)[-1]
-            raise PluginError(
-                f"--plugins {name}: importing it raised {type(e).__name__}: "
-                f"{str(e).splitlines()[0] if str(e) else ''} ({frame.filename}:{frame.lineno})"
-            ) from None
+        except BaseException as e:
+            # A plugin is user code run by rl: sys.exit(), SystemExit or Ctrl-C in it end
+            # the command as any bad input does, not with its own exit code or a traceback.
+            raise PluginError(f"--plugins {name}: importing it {what_it_did(e)}") from None
         _loaded.append(name)
     os.environ[ENV_VARIABLE] = ",".join(_loaded)
     return list(_loaded)
@@ -65,3 +63,14 @@ def load(modules: Iterable[str]) -> List[str]:
 def load_from_environment() -> List[str]:
     """In a worker process: the plugins its learner loaded ($RL_PLUGINS)."""
     return load(name for name in os.environ.get(ENV_VARIABLE, "").split(",") if name.strip())
+
+
+def what_it_did(error: BaseException) -> str:
+    """How a plugin's import ended, in words, with where: "raised ValueError: bad (m.py:3)",
+    "called sys.exit(0) (m.py:3)"."""
+    frame = traceback.extract_tb(error.__traceback__)[-1]
+    where = f"({frame.filename}:{frame.lineno})"
+    if isinstance(error, SystemExit):
+        return f"called sys.exit({error.code!r}) {where}"
+    text = str(error).splitlines()[0] if str(error).strip() else ""
+    return f"raised {type(error).__name__}{': ' + text if text else ''} {where}"

@@ -22,12 +22,14 @@ from typing import Any, Dict, List, Optional, Sequence
 
 import numpy as np
 
-from rl.files import fsync_dir, read_json_object, write_bytes_atomic, write_text_atomic
+from rl.files import (
+    RUN_DIR_VARIABLE,  # noqa: F401  (self-play and the experiment name it from here)
+    fsync_dir,
+    read_json_object,
+    write_bytes_atomic,
+    write_text_atomic,
+)
 
-# The run folder, set by Experiment before it makes envs: envs that play against the run's
-# own policy artefacts (self-play, rl/games/selfplay.py) find them there. Worker
-# processes inherit it.
-RUN_DIR_VARIABLE = "RL_RUN_DIR"
 POLICIES_DIR = "policies"
 POLICY_FILE = "policy.json"
 WEIGHTS_FILE = "weights.npz"

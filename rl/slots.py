@@ -20,9 +20,41 @@ import subprocess
 import time
 from typing import Callable, Dict, List, Optional, Protocol, Sequence
 
+from rl.errors import HParamsError
 from rl.processes import die_with_parent_hook
 
 POLL_SECONDS = 0.5
+# The most --copies of one run (train.py, and each search trial). Every copy is checked
+# and given its folder and seed before the first trains, so 10^8 grew to gigabytes before
+# anything ran; a thousand is far beyond a comparison of seeds (Agarwal et al. 2021,
+# "Deep RL at the edge of the statistical precipice", report intervals from 10 to 100
+# runs) and is checked in seconds.
+MAX_COPIES = 1000
+
+
+def check_copies(copies: int, parallel: Optional[int]) -> None:
+    """--copies N with --copies_parallel P agree: P only with N > 1, and P <= N.
+
+    One check for train.py and rl.search, which take both flags.
+
+    Args:
+        copies: --copies.
+        parallel: --copies_parallel, or None when it was not given.
+
+    Raises:
+        HParamsError: one line saying which flag to change.
+    """
+    if parallel is None:
+        return
+    if copies <= 1:
+        raise HParamsError(
+            "--copies_parallel is for --copies N with N > 1; add --copies or remove it"
+        )
+    if parallel > copies:
+        raise HParamsError(
+            f"--copies_parallel {parallel} is more than --copies {copies}: at most "
+            f"{copies} copies can run at once; lower it"
+        )
 
 
 class Child:

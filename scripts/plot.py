@@ -25,6 +25,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from rl import analysis  # noqa: E402
+from rl.errors import one_line  # noqa: E402
 
 
 def _parse_args(argv: list[str]) -> argparse.Namespace:
@@ -133,7 +134,7 @@ def main(argv: list[str]) -> int:
         output = args.output or os.path.join(args.run_dirs[0], analysis.CURVES_NAME)
         analysis.plot_curves(groups, output, title=args.title)
     except (OSError, ValueError) as e:
-        print(f"plot.py: error: {e}", file=sys.stderr)
+        print(f"plot.py: error: {one_line(str(e))}", file=sys.stderr)
         return 2
     print(format_table(rows))
     print(f"wrote {output}")

@@ -24,6 +24,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from rl import analysis  # noqa: E402
+from rl.errors import one_line  # noqa: E402
 from rl.snapshot import DIFF_FILE, PACKAGES_FILE, SNAPSHOT_DIR, read_snapshot  # noqa: E402
 
 # A packages.txt line pinning this project: snapshots written before the project was left
@@ -354,7 +355,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         lines = build_commands(args.output_dir, args.new_output_dir, args.src_dir)
     except (FileNotFoundError, ValueError) as e:
-        print(f"reproduce.py: error: {e}", file=sys.stderr)  # train.py's one-line form
+        print(f"reproduce.py: error: {one_line(str(e))}", file=sys.stderr)  # train.py's one-line form
         return 2
     print("\n".join(lines))
     return 0

@@ -502,7 +502,7 @@ def one_line_error(capsys, *args):
             "argument --suite_seeds: must be at least 2",
         ),
         (["--suite", "classic", "--suite_parallel", "0"], "argument --suite_parallel: must be"),
-        (["--peer", "--pairs", "0"], "--pairs must be >= 1, got 0"),
+        (["--peer", "--pairs", "0"], "argument --pairs: must be at least 1, got 0"),
         (["--remote", "--calls", "0"], "argument --calls: must be at least 1, got 0"),
         (["--_peer_run", "dqn_cartpole", "x", "100"], "--_peer_run SEED 'x' is not an integer"),
         (["--_peer_run", "nosuch", "0", "100"], "--_peer_run has no peer for 'nosuch': valid: "),
@@ -545,7 +545,10 @@ def test_a_flag_of_another_mode_is_refused_naming_its_mode(no_slow_work, capsys,
         (["--bogus_flag", "1"], "Unknown command line flag 'bogus_flag' (the train.py flags"),
         (["--copies", "3"], "--copies is not passed on to train.py; the flags passed on are"),
         (["--hparam_override", "bogus=1"], "unknown hparam 'bogus'"),
-        (["--num_workers", "two"], "flag --num_workers=two: 'two' is not a non-negative integer"),
+        (
+            ["--num_workers", "two"],
+            "flag --num_workers=two: 'two' is not an integer in the range [0, 4096]",
+        ),
     ],
 )
 def test_train_flags_are_checked_before_the_runs(no_slow_work, capsys, args, message):

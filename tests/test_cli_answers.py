@@ -68,7 +68,7 @@ def messages(proc):
             ["--hparams", "ppo_tiny", "--hparam_override", "act_select=nope", "--output_dir", "x"],
             "nope",
         ),
-        (["--hparams", "ppo_tiny", "--seed", str(2**64), "--output_dir", "x"], "'seed'"),
+        (["--hparams", "ppo_tiny", "--seed", str(2**64), "--output_dir", "x"], "--seed"),
         (["--hparams", "ppo_tiny", "--train_steps", "abc"], "train_steps"),
         (["--hparams", "ppo_tiny"], "--output_dir is required"),
         # Before TensorFlow, and so before any actor process starts.
@@ -206,6 +206,33 @@ def test_gymnasiums_warnings_are_rl_lines_said_once(tmp_path):
 
 
 @pytest.mark.process
+def test_mujoco_logs_in_the_run_folder_and_warns_once(tmp_path):
+    # MuJoCo wrote MUJOCO_LOG.TXT into the folder train.py ran from, and printed its
+    # warning about HalfCheetah's model at every env made.
+    pytest.importorskip("mujoco", reason="needs the mujoco extra")
+    cwd = tmp_path / "where_the_user_is"
+    cwd.mkdir()
+    out = tmp_path / "runs" / "cheetah"
+    proc = subprocess.run(
+        [sys.executable, TRAIN, "--hparams", "sac_tiny", "--env", "HalfCheetah-v5",
+         "--train_steps", "64", "--eval_episodes", "1", "--output_dir", str(out)],
+        capture_output=True, text=True, timeout=300, cwd=cwd,
+        env={**os.environ, "PYTHONPATH": ROOT},
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert list(cwd.iterdir()) == []
+    said = [l for l in proc.stderr.splitlines() if l.startswith("rl: warning: MuJoCo: ")]
+    assert len(said) == 1 and said[0].endswith(f"(its log: {out / 'MUJOCO_LOG.TXT'})"), said
+    logged = (out / "MUJOCO_LOG.TXT").read_text()
+    assert logged.count("WARNING: ") >= 2  # the training env's and the evaluation env's
+    assert (
+        said[0]
+        .split("MuJoCo: ", 1)[1]
+        .startswith(logged.split("WARNING: ", 1)[1].split("\n")[0][:40])
+    )
+
+
+@pytest.mark.process
 def test_mistakes_on_an_existing_run_are_reported_without_loading_tensorflow(tmp_path):
     out = tmp_path / "run"
     trained = train_tiny(out)
@@ -213,7 +240,7 @@ def test_mistakes_on_an_existing_run_are_reported_without_loading_tensorflow(tmp
     before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
     for args, expected in (
         (["--hparam_override", "lr=1"], "unknown hparam 'lr'"),
-        (["--seed", "-3"], "hparam 'seed' must be in [0, "),
+        (["--seed", "-3"], "flag --seed=-3: -3 is not an integer in the range [0, "),
         (["--env", "CartPole-v7"], "unknown env 'CartPole-v7'"),
     ):
         proc = run(*args, "--output_dir", str(out))

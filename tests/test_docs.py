@@ -125,7 +125,7 @@ def test_the_flag_reference_lists_every_flag_of_train_py():
     assert len(names) == len(set(names))
     for name in ("--hparams", "--output_dir", "--num_workers", "--copies", "--sys"):
         assert name in names
-    assert "| `--copies` | int | `1` | [1, inf] |" in reference
+    assert "| `--copies` | int | `1` | [1, 1000] |" in reference
     assert all(name[2:] in flags.FLAGS for name in names)
 
 

@@ -113,6 +113,10 @@ def project(tmp_path_factory):
     (package / "agent.py").write_text(textwrap.dedent(AGENT))
     (package / "broken.py").write_text("import no_such_dependency_xyz\n")
     (package / "raises.py").write_text("raise RuntimeError('bad plugin')\n")
+    # A plugin ends the process or is interrupted while it registers.
+    (package / "exits.py").write_text("import sys\nsys.exit(0)\n")
+    (package / "exits_saying.py").write_text("raise SystemExit('x')\n")
+    (package / "interrupted.py").write_text("raise KeyboardInterrupt\n")
     (package / "duplicate.py").write_text(
         "from rl import registry\n\n@registry.hparams.register\ndef ppo_cartpole():\n    pass\n"
     )
@@ -203,6 +207,11 @@ def test_plugins_and_the_run_folder_reach_ray_actors(project):
         ),
         ("my_rl.raises", "--plugins my_rl.raises: importing it raised RuntimeError: bad plugin"),
         ("my_rl.duplicate", "--plugins my_rl.duplicate: importing it raised"),
+        # These ended train.py with exit 0 and no output, printed only "x", and printed a
+        # 28-line traceback.
+        ("my_rl.exits", "--plugins my_rl.exits: importing it called sys.exit(0) ("),
+        ("my_rl.exits_saying", "--plugins my_rl.exits_saying: importing it called sys.exit('x')"),
+        ("my_rl.interrupted", "--plugins my_rl.interrupted: importing it raised KeyboardInterrupt ("),
         # An unset shell variable ($PLUGIN): it was skipped, and recorded as "" in the snapshot.
         ("", "--plugins was given an empty name; a plugin is a module importable"),
     ],

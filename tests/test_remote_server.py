@@ -669,6 +669,16 @@ def test_an_env_not_served_is_not_found_naming_what_is(stub):
         ({"kwargs_json": '{"no_such_kwarg": 1}'}, ["could not be made", "no_such_kwarg"]),
         ({"kwargs_json": '{"render_mode": "human"}'}, ["could not be made", "render_mode"]),
         ({"render_mode": "human"}, ["render_mode 'human'", "rgb_array"]),
+        # Was INTERNAL (RecursionError) from the JSON parser.
+        ({"kwargs_json": "[" * 100_000}, ["kwargs_json: JSON nested deeper than 32 levels"]),
+        (
+            {"kwargs_json": '{"a": ' + "[" * 40 + "]" * 40 + "}"},
+            ["kwargs_json: JSON nested deeper than 32 levels"],
+        ),
+        (
+            {"kwargs_json": '{"sutton_barto_reward": "maybe"}'},
+            ["could not be made", "'sutton_barto_reward' takes true or false, got 'maybe'"],
+        ),
     ],
     ids=[
         "zero_envs",
@@ -679,6 +689,9 @@ def test_an_env_not_served_is_not_found_naming_what_is(stub):
         "kwargs_unknown",
         "kwargs_render_mode",
         "render_mode",
+        "kwargs_too_deep_for_the_parser",
+        "kwargs_nested_deeply",
+        "kwargs_bool_as_text",
     ],
 )
 def test_bad_make_requests_are_invalid_arguments(served, request_fields, phrases):
@@ -1371,6 +1384,29 @@ def run_without_token(command):
 
 
 @pytest.mark.process
+@pytest.mark.parametrize(
+    "flags, variable, expected",
+    [
+        (["--token", "   "], None, "--token is blank"),
+        (["--token", ""], None, "--token is blank"),
+        (["--token", "a\nb"], None, "--token holds whitespace at its ends or characters other"),
+        ([], "  ", f"${TOKEN_VARIABLE} is blank"),
+    ],
+)
+def test_cli_refuses_a_blank_token_even_on_loopback(flags, variable, expected):
+    # A blank token passed the check for non-loopback hosts and protected nothing.
+    environ = {**environment_without_token(), **({TOKEN_VARIABLE: variable} if variable else {})}
+    done = subprocess.run(
+        serve_command("--env", "CartPole-v1", "--port", "0", "--host", "0.0.0.0", *flags),
+        cwd=ROOT, env=environ, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and expected in lines[0], done.stderr
+    assert done.stdout == ""
+
+
+@pytest.mark.process
 def test_cli_refuses_an_open_host_without_a_token():
     done = run_without_token(serve_command("--env", "CartPole-v1", "--host", "0.0.0.0"))
     assert done.returncode == 2, done.stderr
@@ -1401,8 +1437,14 @@ def test_cli_refuses_an_env_it_cannot_serve_in_one_line(env_ids, expected):
     "flags, expected",
     [
         (["--prot", "5"], "unrecognized arguments: --prot 5"),
-        (["--port", "abc"], "argument --port: invalid int value: 'abc'"),
-        (["--idle_timeout", "nan"], "--idle_timeout must be a positive number, got nan"),
+        (["--port", "abc"], "argument --port: 'abc' is not an integer"),
+        (["--port", "70000"], "argument --port: must be at most 65535, got 70000"),
+        (
+            ["--idle_timeout", "nan"],
+            "argument --idle_timeout: must be a number in [0.1, 604800.0], got nan",
+        ),
+        (["--max_sessions", "0"], "argument --max_sessions: must be at least 1, got 0"),
+        (["--threads", "1e9"], "argument --threads: '1e9' is not an integer"),
         (["--tls_cert", "{text}", "--tls_key", "{text}"], "holds no PEM certificate"),
     ],
 )

@@ -430,12 +430,16 @@ def test_bad_input_exits_2_with_one_line_and_writes_nothing(tmp_path):
 @pytest.mark.parametrize(
     "flags, expected",
     [
+        # The same check and words as train.py's (rl.slots.check_copies).
         (["--copies_parallel=2"], "--copies_parallel is for --copies N with N > 1; add --copies"),
         (
             ["--copies=2", "--copies_parallel=3"],
-            "--copies_parallel 3 is more than the trial's --copies 2",
+            "--copies_parallel 3 is more than --copies 2: at most 2 copies can run at once",
         ),
         (["--copies=0"], "--copies: must be at least 1, got 0"),
+        (["--copies=100000000"], "--copies: must be at most 1000, got 100000000"),
+        (["--seed=nan"], "--seed: 'nan' is not an integer"),
+        (["--parallel=100000"], "--parallel: must be at most 10000, got 100000"),
     ],
 )
 def test_bad_copies_flags_exit_2_with_one_line_and_write_nothing(

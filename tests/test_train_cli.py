@@ -66,11 +66,11 @@ def error_line(proc):
         ),
         (  # absl said "invalid literal for int() with base 10: 'abc'"
             ["--hparams", "ppo_tiny", "--train_steps", "abc"],
-            "flag --train_steps=abc: 'abc' is not a positive integer",
+            "flag --train_steps=abc: 'abc' is not an integer in the range [1, 1000000000000]",
         ),
         (
             ["--hparams", "ppo_tiny", "--train_steps", "0"],
-            "flag --train_steps=0: 0 is not a positive",
+            "flag --train_steps=0: 0 is not an integer in the range [1, ",
         ),
         (  # absl said "('Non-boolean argument to boolean flag', 'maybe')"
             ["--hparams", "ppo_tiny", "--record_video=maybe"],
@@ -97,6 +97,52 @@ def error_line(proc):
             ["--hparams", "ppo_tiny", "--copies_parallel", "2"],
             "--copies_parallel is for --copies N with N > 1",
         ),
+        # Every numeric flag has a range (test_input_checks.py); these were accepted.
+        (  # TensorFlow's device set-up spun for minutes
+            ["--hparams", "ppo_tiny", "--sys", "mirrored", "--cpu_replicas", "100000"],
+            "flag --cpu_replicas=100000: 100000 is not an integer in the range [2, 64]",
+        ),
+        (  # grew to gigabytes checking the copies
+            ["--hparams", "ppo_tiny", "--copies", "100000000"],
+            "flag --copies=100000000: 100000000 is not an integer in the range [1, 1000]",
+        ),
+        (  # rl.search refused it; one check for both now
+            ["--hparams", "ppo_tiny", "--copies", "2", "--copies_parallel", "3"],
+            "--copies_parallel 3 is more than --copies 2: at most 2 copies can run at once",
+        ),
+        (
+            ["--hparams", "ppo_tiny", "--num_workers", "2", "--worker_restart_window", "nan"],
+            "flag --worker_restart_window=nan: nan is not a number in the range [1.0, 604800.0]",
+        ),
+        (
+            ["--hparams", "ppo_tiny", "--num_workers", "2", "--worker_restart_window", "inf"],
+            "flag --worker_restart_window=inf: inf is not a number in the range",
+        ),
+        (
+            ["--hparams", "ppo_tiny", "--seed", "-1"],
+            "flag --seed=-1: -1 is not an integer in the range [0, 2147483647]",
+        ),
+        (  # any text was true
+            ["--hparams", "ppo_tiny", "--env", "CartPole-v1?sutton_barto_reward=maybe"],
+            "env 'CartPole-v1' keyword argument 'sutton_barto_reward' takes true or false, "
+            "got 'maybe'",
+        ),
+        (  # a RecursionError traceback
+            ["--hparams", "ppo_tiny", "--env", "CartPole-v1?sutton_barto_reward=" + "[" * 3000],
+            "nested deeper than",
+        ),
+        # User text with a newline is echoed escaped: the error stays one line.
+        (["--hparams", "ppo_tiny", "--env", "Cart\nPole"], "unknown env 'Cart\\nPole'"),
+        (["--hparams", "ppo_\ntiny"], "unknown hparams 'ppo_\\ntiny'"),
+        (
+            ["--hparams", "ppo_tiny", "--hparam_override", "le\narning_rate=1"],
+            "unknown hparam 'le\\narning_rate'",
+        ),
+        (["--hparams", "ppo_tiny", "--plugins", "no\nsuch"], "--plugins no\\nsuch: no module"),
+        (  # was cut at the newline: "flag --train_steps=1"
+            ["--hparams", "ppo_tiny", "--train_steps", "1\n2"],
+            "flag --train_steps=1\\n2: '1\\n2' is not an integer in the range",
+        ),
     ],
 )
 def test_bad_input_is_one_line_exit_2_and_writes_nothing(tmp_path, args, expected):
@@ -104,7 +150,18 @@ def test_bad_input_is_one_line_exit_2_and_writes_nothing(tmp_path, args, expecte
     proc = run(*args, "--output_dir", str(out))
     assert proc.returncode == 2, proc.stderr
     assert expected in error_line(proc)
+    assert len(proc.stderr.splitlines()) == 1, proc.stderr
     assert not out.exists()
+
+
+@pytest.mark.process
+def test_an_output_dir_with_a_newline_is_echoed_in_one_line(tmp_path):
+    notes = tmp_path / "a\nb"
+    notes.write_text("not a folder\n")
+    proc = run("--hparams", "ppo_tiny", "--output_dir", str(notes))
+    assert proc.returncode == 2, proc.stderr
+    assert "a\\nb" in error_line(proc) and len(proc.stderr.splitlines()) == 1, proc.stderr
+    assert notes.read_text() == "not a folder\n"
 
 
 @pytest.mark.process
@@ -306,3 +363,19 @@ def test_the_progress_line_counts_down_to_zero_and_not_below():
     )
     run.step = 1500  # a rollout that ends past the target: 3 s past at 150 steps/s
     assert progress.line().endswith("ETA 0:00:00")
+
+
+@pytest.mark.process
+def test_a_blank_env_server_token_is_refused_before_connecting(tmp_path):
+    # It was sent as "Bearer    " to a server that may take no token at all.
+    out = tmp_path / "run"
+    proc = subprocess.run(
+        [sys.executable, TRAIN, "--hparams", "ppo_tiny", "--env", "grpc://127.0.0.1:9/CartPole-v1",
+         "--output_dir", str(out)],
+        capture_output=True, text=True, timeout=120, cwd=ROOT,
+        env={**os.environ, "RL_ENV_SERVER_TOKEN": "   "},
+    )  # fmt: skip
+    assert proc.returncode == 2, proc.stderr
+    assert "$RL_ENV_SERVER_TOKEN is blank" in error_line(proc)
+    assert len(proc.stderr.splitlines()) == 1, proc.stderr
+    assert not out.exists()

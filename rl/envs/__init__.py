@@ -1,7 +1,8 @@
 """envs: building (vectorised) Gymnasium environments by name.
 
 ``make.py`` turns a name into an env; ``registered.py`` holds the named
-constructors that add wrappers; ``catch.py`` is rl's own small image env. The
+constructors that add wrappers; ``catch.py`` is rl's own small image env;
+``mujoco_log.py`` sends MuJoCo's warnings to the run folder, each said once. The
 two-player games' envs (rl/games/registered.py) sit above this package, since they load
 saved policies; rl/catalog.py registers them with everything else.
 """

@@ -29,13 +29,15 @@ import numpy as np
 from gymnasium.utils.env_checker import check_env
 
 from rl import command_line, plugins
-from rl.command_line import int_at_least
+from rl.command_line import int_in_range
 from rl.envs.make import env_factory
 from rl.errors import USER_ERRORS, PluginError
+from rl.fields import MAX_SEED, MAX_STEPS
 
 PROG = "python -m rl.envs.check"
 PASS, WARN, FAIL = "PASS", "WARN", "FAIL"
 STATUSES = (PASS, WARN, FAIL)
+MAX_EPISODES = 100_000  # --episodes: a typo guard
 DETERMINISM_STEPS = 200  # steps compared between two envs reset with one seed
 
 EnvFactory = Callable[[], gym.Env]
@@ -697,14 +699,20 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     )
     parser.add_argument("env", help="registered env, Gymnasium id or grpc://host:port/ENV_ID")
     parser.add_argument(
-        "--episodes", type=int_at_least(1), default=10, help="random episodes to play (default 10)"
+        "--episodes",
+        type=int_in_range(1, MAX_EPISODES),
+        default=10,
+        help="random episodes to play (default 10)",
     )
     parser.add_argument(
-        "--seed", type=int_at_least(0), default=0, help="seeds resets and actions (default 0)"
+        "--seed",
+        type=int_in_range(0, MAX_SEED),
+        default=0,
+        help="seeds resets and actions (default 0)",
     )
     parser.add_argument(
         "--max_steps",
-        type=int_at_least(1),
+        type=int_in_range(1, MAX_STEPS),
         default=10_000,
         help="stop an episode that has not ended after this many steps (default 10000)",
     )

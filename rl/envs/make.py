@@ -2,7 +2,9 @@
 
 ``--env NAME`` takes a registered constructor (which may add wrappers) or any
 Gymnasium id, with keyword arguments for it after a ``?`` as in env server URLs:
-``LunarLander-v3?continuous=true&gravity=-9.5`` (values are JSON where they parse).
+``LunarLander-v3?continuous=true&gravity=-9.5`` (values are JSON where they parse). A
+keyword the constructor declares bool, int or float takes only that: ``true``/``false``
+for a bool (not ``1`` or ``yes``, which Python would take as true).
 Every env gets the same observation treatment: non-Box
 observations (Discrete, MultiDiscrete, Tuple, Dict) are flattened to
 one-hot/concatenated float32 vectors, uint8 images stay uint8 (the model
@@ -12,7 +14,9 @@ scales them), and every other Box becomes float32.
 import collections
 import importlib.util
 import inspect
+import math
 import os
+import sys
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import gymnasium as gym
@@ -21,6 +25,7 @@ from gymnasium.envs.registration import load_env_creator
 
 import rl.envs.atari as atari  # the module, not the package: rl.envs imports this file
 from rl import registry
+from rl.envs import mujoco_log
 from rl.envs.remote import address as remote_url
 from rl.errors import HParamsError
 
@@ -33,7 +38,11 @@ FAMILY_NEEDS = {
     "phys2d": ("jax", "pip install 'gymnasium[jax]'"),
     "tabular": ("jax", "pip install 'gymnasium[jax]'"),
 }
-GYM_MAKE_KWARGS = ["max_episode_steps", "disable_env_checker"]  # gym.make's, not the env's
+# gym.make's keyword arguments (not the env's), with their types.
+GYM_MAKE_KWARGS = {"max_episode_steps": int, "disable_env_checker": bool}
+# What a keyword argument declared with one of these types takes (JSON after ``?``); the
+# values of others (str, lists, Optional[...]) are the constructor's to check.
+DECLARED_KINDS = {bool: "true or false", int: "an integer", float: "a finite number"}
 LEGACY = "legacy"  # ids Gymnasium 1.x keeps only to explain they need mujoco-py, shimmy, ...
 
 
@@ -90,8 +99,9 @@ def split_kwargs(name: str) -> Tuple[str, Dict[str, Any]]:
         raise HParamsError(f"env '{name}': {e}") from None
 
 
-def _parameters(constructor) -> Optional[List[str]]:
-    """The keyword arguments a constructor takes, or None if it takes any (``**kwargs``)."""
+def _parameters(constructor) -> Optional[Dict[str, Optional[type]]]:
+    """The keyword arguments a constructor takes, each with its declared kind (a key of
+    ``DECLARED_KINDS``, else None), or None if it takes any (``**kwargs``)."""
     try:
         parameters = inspect.signature(constructor).parameters.values()
     except (TypeError, ValueError):
@@ -99,7 +109,35 @@ def _parameters(constructor) -> Optional[List[str]]:
     if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters):
         return None
     keyword = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
-    return [p.name for p in parameters if p.kind in keyword and p.name != "render_mode"]
+    return {
+        p.name: _declared_kind(p)
+        for p in parameters
+        if p.kind in keyword and p.name != "render_mode"
+    }
+
+
+def _declared_kind(parameter: inspect.Parameter) -> Optional[type]:
+    """bool, int or float when ``parameter`` is annotated so (or, unannotated, defaults
+    to a bool), else None."""
+    annotation = parameter.annotation
+    if isinstance(annotation, str):  # ``from __future__ import annotations``
+        annotation = {kind.__name__: kind for kind in DECLARED_KINDS}.get(annotation)
+    if annotation in DECLARED_KINDS:
+        return annotation
+    if annotation is inspect.Parameter.empty and isinstance(parameter.default, bool):
+        return bool
+    return None
+
+
+def fits_kind(value: Any, kind: type) -> bool:
+    """Whether a parsed keyword value is of the declared ``kind``: JSON true/false for
+    bool (not 1 or "yes"), a whole number for int, a finite number for float (JSON's
+    parser reads NaN and Infinity)."""
+    if kind is bool or isinstance(value, bool):
+        return kind is bool and isinstance(value, bool)
+    if kind is float:
+        return isinstance(value, (int, float)) and math.isfinite(value)
+    return isinstance(value, kind)
 
 
 def _check_kwargs(name: str, kwargs: Dict[str, Any]) -> None:
@@ -118,13 +156,21 @@ def _check_kwargs(name: str, kwargs: Dict[str, Any]) -> None:
             raise HParamsError(f"env '{name}' cannot be made here: {e}") from None
         accepted = _parameters(creator)
         if accepted is not None:
-            accepted += GYM_MAKE_KWARGS
-    unknown = sorted(set(kwargs) - set(accepted)) if accepted is not None else []
+            accepted.update(GYM_MAKE_KWARGS)
+    if accepted is None:
+        return
+    unknown = sorted(set(kwargs) - set(accepted))
     if unknown:
         takes = ", ".join(accepted) if accepted else "none"
         raise HParamsError(
             f"env '{name}' takes no keyword argument {unknown[0]!r}: it takes {takes}"
         )
+    for key, value in kwargs.items():
+        kind = accepted[key]
+        if kind is not None and not fits_kind(value, kind):
+            raise HParamsError(
+                f"env '{name}' keyword argument {key!r} takes {DECLARED_KINDS[kind]}, got {value!r}"
+            )
 
 
 def check_env_name(name: str) -> None:
@@ -143,6 +189,7 @@ def check_env(name: str, kwargs: Dict[str, Any]) -> None:
     if remote_url.is_remote(name):
         try:
             remote_url.parse(name)
+            remote_url.token_from_environment()  # sent with every call: checked now
         except ValueError as e:
             raise HParamsError(str(e)) from None
         if importlib.util.find_spec("grpc") is None:
@@ -201,6 +248,10 @@ def make_raw_env(name: str, render_mode: Optional[str] = None, **kwargs) -> gym.
         # pygame-based envs draw off-screen; without this SDL probes for a
         # display and prints errors on headless machines.
         os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
+    if "mujoco" in sys.modules or (
+        name in gym.envs.registry and env_family(name) == "mujoco"
+    ):  # a plugin's env may load MuJoCo too
+        mujoco_log.route_warnings()
     try:
         if name in registry.envs:
             return registry.envs.get(name)(render_mode=render_mode, **kwargs)

@@ -402,6 +402,17 @@ def declared_limits(cls: type, name: str) -> Optional[Limits]:
     return None
 
 
+def int_field_range(name: str) -> Tuple[int, int]:
+    """(low, high) that the integer field ``name`` of HParams declares: the range of a
+    command-line flag that sets it (train.py's --seed, rl.search's --train_steps).
+
+    Args:
+        name: a field of HParams with both limits declared.
+    """
+    limits = declared_limits(HParams, name)
+    return int(limits.low), int(limits.high)
+
+
 def check_ranges(hp: HParams) -> None:
     """Checks every field's type and the limits declared with it.
 

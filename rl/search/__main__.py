@@ -19,13 +19,18 @@ import sys
 from typing import List, NoReturn, Optional, Sequence
 
 from rl import command_line
-from rl.command_line import int_at_least
+from rl.command_line import int_in_range
 from rl.errors import PluginError, RunConflictError, SystemUnavailableError, UnknownNameError
+from rl.fields import MAX_STEPS
+from rl.slots import MAX_COPIES, check_copies
 
 # The other modules of rl are imported inside the functions: rl.search.study and the
 # hparams load Gymnasium and TensorBoard, which --help and a flag mistake answer without.
 
 PROG = "python -m rl.search"
+# The most --trials (and trials at once): each is a train.py run with a folder of its own;
+# the bound turns a typo into an error instead of a study that never ends.
+MAX_TRIALS = 10_000
 
 
 def fail(message: str) -> NoReturn:
@@ -39,6 +44,7 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     Args:
         argv: the arguments after the program name.
     """
+    from rl.hparams.base import int_field_range
     from rl.search.space import NAMED_SPACES
     from rl.search.study import DEFAULT_STUDY_NAME, PRUNERS, SAMPLERS, SYSTEMS
 
@@ -55,10 +61,13 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     )
     parser.add_argument("--output_dir", required=True, help="the search's folder")
     parser.add_argument(
-        "--trials", required=True, type=int_at_least(1), help="done trials the study should hold"
+        "--trials",
+        required=True,
+        type=int_in_range(1, MAX_TRIALS),
+        help="done trials the study should hold",
     )
     parser.add_argument(
-        "--parallel", type=int_at_least(1), default=1, help="trials at once (default 1)"
+        "--parallel", type=int_in_range(1, MAX_TRIALS), default=1, help="trials at once (default 1)"
     )
     parser.add_argument(
         "--sys",
@@ -77,30 +86,38 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     parser.add_argument("--pruner", choices=PRUNERS, default="median")
     parser.add_argument(
         "--pruner_startup_trials",
-        type=int_at_least(0),
+        type=int_in_range(0, MAX_TRIALS),
         help="median: complete trials before any pruning (default 5)",
     )
     parser.add_argument(
         "--pruner_warmup_steps",
-        type=int_at_least(0),
+        type=int_in_range(0, MAX_STEPS),
         help="median: env steps before a trial can be pruned (default 0); asha: the first "
         "rung's step (default: Optuna's auto)",
     )
     parser.add_argument(
         "--hparam_override", default="", help="overrides every trial shares, as in train.py"
     )
-    parser.add_argument("--train_steps", type=int_at_least(1), help="every trial's --train_steps")
-    parser.add_argument("--seed", type=int, help="every trial's --seed; also seeds the sampler")
+    parser.add_argument(
+        "--train_steps",
+        type=int_in_range(*int_field_range("train_steps")),
+        help="every trial's --train_steps",
+    )
+    parser.add_argument(
+        "--seed",
+        type=int_in_range(*int_field_range("seed")),
+        help="every trial's --seed; also seeds the sampler",
+    )
     parser.add_argument(
         "--copies",
-        type=int_at_least(1),
+        type=int_in_range(1, MAX_COPIES),
         default=1,
         help="train each trial as N copies with seeds from its seed (train.py --copies) and "
         "score the interquartile mean of their final evaluations (default 1)",
     )
     parser.add_argument(
         "--copies_parallel",
-        type=int_at_least(1),
+        type=int_in_range(1, MAX_COPIES),
         help="how many of a trial's copies train at once (default 1; needs --copies)",
     )
     parser.add_argument(
@@ -144,13 +161,7 @@ def build_config(args: argparse.Namespace):
         raise HParamsError(f"--pruner_startup_trials is for --pruner median, not {args.pruner}")
     if args.pruner_warmup_steps is not None and args.pruner == "none":
         raise HParamsError("--pruner_warmup_steps is for --pruner median or asha, not none")
-    if args.copies_parallel is not None and args.copies == 1:
-        raise HParamsError("--copies_parallel is for --copies N with N > 1; add --copies")
-    if (args.copies_parallel or 1) > args.copies:
-        raise HParamsError(
-            f"--copies_parallel {args.copies_parallel} is more than the trial's "
-            f"--copies {args.copies}"
-        )
+    check_copies(args.copies, args.copies_parallel)  # as train.py checks them
     loaded = plugins.load(args.plugins)  # before the set is looked up: it may be a plugin's
     base = resolve_hparams(
         args.hparams, args.hparam_override, train_steps=args.train_steps, seed=args.seed

@@ -22,8 +22,9 @@ from multiprocessing import connection
 from typing import Dict, Iterator, List, NoReturn, Optional, Sequence
 
 from rl import command_line, files, registry
-from rl.command_line import int_at_least
+from rl.command_line import int_in_range
 from rl.errors import RunConflictError, SystemUnavailableError
+from rl.fields import MAX_SEED
 from rl.games.spec import GameSpec, check_game_name, make_game
 from rl.registry import UnknownNameError
 from rl.run_folder import check_output_dir
@@ -37,6 +38,10 @@ LOCK_FILE = ".lock"
 MAX_CHUNK = 25  # games of one pair sent to a worker at once
 EXIT_GAME_FAILED = 1
 EXIT_INTERRUPTED = 130
+# Upper limits of the count flags, typo guards: games of one pair, and processes (or Ray
+# tasks) playing at once.
+MAX_GAMES = 1_000_000
+MAX_WORKERS = 1024
 
 
 def fail(message: str) -> NoReturn:
@@ -58,13 +63,13 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     )
     parser.add_argument("--game", required=True, help="tictactoe, connect_four or rps")
     parser.add_argument(
-        "--games", type=int_at_least(1), required=True, help="games per pair of players"
+        "--games", type=int_in_range(1, MAX_GAMES), required=True, help="games per pair of players"
     )
     parser.add_argument("--output_dir", required=True, help="the tournament folder")
     selection = parser.add_mutually_exclusive_group()
     selection.add_argument(
         "--every",
-        type=int_at_least(1),
+        type=int_in_range(1, MAX_GAMES),  # artefacts are fewer than games
         default=None,
         metavar="K",
         help="each run's every K-th artefact from its oldest (default: all)",
@@ -72,13 +77,13 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     selection.add_argument("--latest", action="store_true", help="only each run's newest artefact")
     parser.add_argument(
         "--num_workers",
-        type=int_at_least(1),
+        type=int_in_range(1, MAX_WORKERS),
         default=1,
         help="processes (or Ray tasks at once) playing games; 1: this process (default)",
     )
     parser.add_argument("--sys", choices=SYSTEMS, default="local", help="local (default) or ray")
     parser.add_argument(
-        "--seed", type=int_at_least(0), default=0, help="seeds every game (default 0)"
+        "--seed", type=int_in_range(0, MAX_SEED), default=0, help="seeds every game (default 0)"
     )
     return parser.parse_args(list(argv))
 

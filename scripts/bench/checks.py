@@ -11,8 +11,9 @@ import os
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from rl import plugins
-from rl.command_line import int_at_least
+from rl.command_line import int_in_range
 from rl.errors import USER_ERRORS, PluginError
+from rl.fields import MAX_SEED, MAX_STEPS
 from scripts.bench import children, peer_settings
 
 # The train.py flags the rl runs of the table and --peer pass on; the benchmark sets
@@ -128,9 +129,9 @@ def peer_run_args(values: List[str]) -> Tuple[str, int, int]:
             f"--_peer_run has no peer for {name!r}: valid: {', '.join(peer_settings.PEERS)}"
         )
     numbers = []
-    for what, text, low in (("SEED", seed, 0), ("STEPS", steps, 1)):
+    for what, text, low, high in (("SEED", seed, 0, MAX_SEED), ("STEPS", steps, 1, MAX_STEPS)):
         try:
-            numbers.append(int_at_least(low)(text))
+            numbers.append(int_in_range(low, high)(text))
         except argparse.ArgumentTypeError as e:
             children.fail(f"--_peer_run {what} {e}")
     return name, numbers[0], numbers[1]

@@ -50,8 +50,10 @@ import sys
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from rl import command_line
-from rl.command_line import int_at_least
+from rl.command_line import float_in_range, int_in_range
+from rl.fields import MAX_SEED, MAX_STEPS
 from rl.files import write_text_atomic
+from rl.slots import MAX_COPIES
 from scripts.bench import (
     checks,
     children,
@@ -65,29 +67,37 @@ from scripts.bench import (
     workers,
 )
 
+MOST_RETURN = 1e9  # --target: a finite return, beyond any env's
+
 
 def build_parser() -> argparse.ArgumentParser:
     """The benchmark's flags, every mode's; a bad value ends in one line and exit 2."""
     parser = command_line.OneLineParser(prog=children.PROG, description=__doc__.splitlines()[0])
     parser.add_argument("--hparams", nargs="+", default=["ppo_cartpole", "dqn_cartpole"])
     parser.add_argument(
-        "--seeds", nargs="+", type=int_at_least(0), default=[0], help="without --peer"
+        "--seeds", nargs="+", type=int_in_range(0, MAX_SEED), default=[0], help="without --peer"
     )
     parser.add_argument(
         "--train_steps",
-        type=int_at_least(1),
+        type=int_in_range(1, MAX_STEPS),
         default=None,
         help="env steps of each rl run (default: the set's own; with --workers 20,000)",
     )
     parser.add_argument(
-        "--target", type=float, default=475.0, help="evaluation return counted as solved"
+        "--target",
+        type=float_in_range(-MOST_RETURN, MOST_RETURN),
+        default=475.0,
+        help="evaluation return counted as solved",
     )
     parser.add_argument("--json", help="also write the rows to this JSON file")
     parser.add_argument(
         "--peer", action="store_true", help="alternate runs with Stable-Baselines3 (PPO, DQN, SAC)"
     )
     parser.add_argument(
-        "--pairs", type=int, default=3, help="with --peer: rl/peer runs per set (seeds 0..N-1)"
+        "--pairs",
+        type=int_in_range(1, MAX_COPIES),
+        default=3,
+        help="with --peer: rl/peer runs per set (seeds 0..N-1)",
     )
     parser.add_argument(
         "--baseline",
@@ -111,13 +121,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--suite_seeds",
-        type=int_at_least(2),  # a row is over train.py --copies, which needs 2 or more
+        type=int_in_range(2, MAX_COPIES),  # a row is over train.py --copies, which needs 2 or more
         default=3,
         help="with --suite: runs per set (copies, at least 2)",
     )
     parser.add_argument(
         "--suite_parallel",
-        type=int_at_least(1),
+        type=int_in_range(1, MAX_COPIES),
         default=os.cpu_count() or 1,
         help="with --suite: at once",
     )
@@ -136,7 +146,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="env steps/s over gRPC (unary, streaming) against in-process, and PPO throughput",
     )
     parser.add_argument(
-        "--calls", type=int_at_least(1), default=3000, help="with --remote: steps per row"
+        "--calls",
+        type=int_in_range(1, MAX_STEPS),
+        default=3000,
+        help="with --remote: steps per row",
     )
     # The processes this script starts for the peer and the per-call costs.
     parser.add_argument("--_peer_run", nargs=3, metavar="SET_SEED_STEPS", help=argparse.SUPPRESS)
@@ -148,7 +161,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--peer_checkpoint_steps",
-        type=int_at_least(1),
+        type=int_in_range(1, MAX_STEPS),
         default=peer_runs.PEER_CHECKPOINT_STEPS,
         help="with --peer_checkpoints: env steps between saves",
     )

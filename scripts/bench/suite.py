@@ -121,6 +121,7 @@ def run_suite(
       the rows of every set in suite.md.
     """
     columns.print_header(SUITE_HEADER)
+    parallel = min(parallel, seeds)  # train.py refuses more at once than there are copies
     try:
         for name, agent, env, steps in sets:
             command = children.train_command(

@@ -7,9 +7,11 @@ in hparams.json): the auth token comes from the ``RL_ENV_SERVER_TOKEN``
 environment variable.
 """
 
-import json
+import os
 import urllib.parse
-from typing import Any, Dict, NamedTuple
+from typing import Any, Dict, NamedTuple, Optional
+
+from rl.files import JSONNestingError, loads_json
 
 SCHEMES = ("grpc", "grpcs")
 TOKEN_VARIABLE = "RL_ENV_SERVER_TOKEN"
@@ -24,6 +26,32 @@ class RemoteAddress(NamedTuple):
     kwargs: Dict[str, Any]
 
 
+def check_token(token: str, source: str) -> str:
+    """``token`` if it can be an auth token, else ValueError naming ``source``.
+
+    It is sent as gRPC metadata (``authorization: Bearer <token>``), which holds printable
+    ASCII; a blank one (``--token "   "``, an unset shell variable) protects nothing.
+
+    Args:
+      token: the token.
+      source: where it came from, as the user wrote it (``--token``, ``$RL_ENV_SERVER_TOKEN``).
+    """
+    if not token.strip():
+        raise ValueError(f"{source} is blank: give a token of letters, digits and symbols")
+    if token != token.strip() or not all(" " <= char <= "~" for char in token):
+        raise ValueError(
+            f"{source} holds whitespace at its ends or characters other than printable "
+            "ASCII, which gRPC metadata cannot carry"
+        )
+    return token
+
+
+def token_from_environment() -> Optional[str]:
+    """The token in ``$RL_ENV_SERVER_TOKEN`` (checked), or None when it is unset or empty."""
+    token = os.environ.get(TOKEN_VARIABLE)
+    return check_token(token, f"${TOKEN_VARIABLE}") if token else None
+
+
 def is_remote(name: str) -> bool:
     """Whether an env name is an env server URL."""
     return isinstance(name, str) and name.split("://", 1)[0] in SCHEMES and "://" in name
@@ -34,7 +62,8 @@ def query_kwargs(query: str) -> Dict[str, Any]:
     (``true``, ``-9.5``, ``[1, 2]``), else kept as text.
 
     Raises:
-      ValueError: a part without ``=``, an empty key, or a key given twice.
+      ValueError: a part without ``=``, an empty key, a key given twice, or JSON nested
+        too deeply.
     """
     kwargs: Dict[str, Any] = {}
     for part in query.split("&") if query else []:
@@ -45,7 +74,9 @@ def query_kwargs(query: str) -> Dict[str, Any]:
         if key in kwargs:
             raise ValueError(f"keyword argument {key!r} is given twice")
         try:
-            kwargs[key] = json.loads(value)
+            kwargs[key] = loads_json(value)
+        except JSONNestingError as e:
+            raise ValueError(f"keyword argument {key!r} is {e}") from None
         except ValueError:
             kwargs[key] = value
     return kwargs
@@ -58,6 +89,8 @@ def parse(url: str) -> RemoteAddress:
       ValueError: with what a valid URL looks like.
     """
     form = "grpc://host:port/ENV_ID (or grpcs:// for TLS)"
+    if not url.isprintable():  # urlsplit drops newlines and tabs without a word
+        raise ValueError(f"env URL {url!r} holds a control character (a newline, a tab): {form}")
     parts = urllib.parse.urlsplit(url)
     if parts.scheme not in SCHEMES:
         raise ValueError(f"env URL {url!r} must start with grpc:// or grpcs://: {form}")

@@ -247,7 +247,10 @@ class Connection:
         else:
             self.channel = grpc.insecure_channel(self.address.target, CHANNEL_OPTIONS)
         self.stub = env_pb2_grpc.EnvServiceStub(self.channel)
-        token = os.environ.get(remote_url.TOKEN_VARIABLE)
+        try:
+            token = remote_url.token_from_environment()
+        except ValueError as e:
+            raise EnvServerError(str(e)) from None
         self.metadata = (("authorization", f"Bearer {token}"),) if token else None
         self.retry_seconds = retry_seconds()
         self.answer_seconds = answer_seconds()

@@ -17,6 +17,7 @@ import gymnasium as gym
 import numpy as np
 
 from rl.envs.remote import env_pb2
+from rl.files import JSONNestingError, loads_json
 
 # The dtypes that cross the wire; anything else (object, strings, datetimes) is refused.
 DTYPES = frozenset(
@@ -316,7 +317,7 @@ def decode_info(text: str) -> Dict[str, Any]:
     if not text:
         return {}
     try:
-        info = json.loads(text)
+        info = loads_json(text)
     except ValueError as e:
         raise CodecError(f"info is not JSON: {e}") from None
     if not isinstance(info, dict):
@@ -337,7 +338,9 @@ def decode_json_object(text: str, what: str) -> Dict[str, Any]:
     if not text:
         return {}
     try:
-        value = json.loads(text)
+        value = loads_json(text)
+    except JSONNestingError as e:
+        raise CodecError(f"{what}: {e}") from None
     except ValueError as e:
         raise CodecError(f"{what} is not JSON: {e}") from None
     if not isinstance(value, dict):

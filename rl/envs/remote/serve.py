@@ -22,7 +22,6 @@ import ipaddress
 import itertools
 import json
 import logging
-import math
 import os
 import re
 import secrets
@@ -39,10 +38,16 @@ import numpy as np
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
 from rl import command_line, plugins
+from rl.command_line import float_in_range, int_in_range
 from rl.envs.make import check_env_name, make_raw_env
 from rl.envs.remote import codec, env_pb2, env_pb2_grpc
-from rl.envs.remote.address import PEM_CERTIFICATE, TOKEN_VARIABLE
-from rl.errors import PluginError, UnknownNameError
+from rl.envs.remote.address import (
+    PEM_CERTIFICATE,
+    TOKEN_VARIABLE,
+    check_token,
+    token_from_environment,
+)
+from rl.errors import PluginError, UnknownNameError, one_line
 from rl.version import __version__
 
 LOG = logging.getLogger("rl.envs.remote.serve")
@@ -543,6 +548,14 @@ def is_loopback(host: str) -> bool:
 
 
 # --- the command ---------------------------------------------------------------------
+# Upper limits of the size flags: far above what one server process holds (each session
+# may hold a thread, each env its memory); they turn a typo into an error, not a crash.
+MOST_SESSIONS = 4096
+MOST_ENVS = 65_536
+MOST_MESSAGE_BYTES = 2**31 - 1  # gRPC's message sizes are 32-bit signed
+MOST_IDLE_SECONDS = 7 * 24 * 3600.0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = command_line.OneLineParser(
         prog="python -m rl.envs.remote.serve",
@@ -554,7 +567,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="comma-separated env ids to serve: registered rl envs or Gymnasium ids; * serves any",
     )
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
-    parser.add_argument("--port", type=int, default=50051, help="0 picks a free port")
+    parser.add_argument(
+        "--port", type=int_in_range(0, 65535), default=50051, help="0 picks a free port"
+    )
     parser.add_argument(
         "--token",
         default=None,
@@ -562,25 +577,29 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--tls_cert", default=None, help="PEM certificate chain: serve TLS")
     parser.add_argument("--tls_key", default=None, help="PEM private key for --tls_cert")
-    defaults = Limits()
-    parser.add_argument("--max_sessions", type=int, default=defaults.max_sessions)
-    parser.add_argument("--max_envs_per_session", type=int, default=defaults.max_envs_per_session)
-    parser.add_argument("--max_total_envs", type=int, default=defaults.max_total_envs)
-    parser.add_argument(
-        "--idle_timeout",
-        type=float,
-        default=defaults.idle_timeout,
-        help="seconds without a call before a session is closed",
-    )
-    parser.add_argument(
-        "--max_message_bytes",
-        type=int,
-        default=defaults.max_message_bytes,
-        help="largest request or response; bigger ones get RESOURCE_EXHAUSTED",
-    )
+    # The Limits, each flag with its range (default: the Limits' own).
+    for name, reader, help_text in [
+        ("max_sessions", int_in_range(1, MOST_SESSIONS), "sessions open at once"),
+        ("max_envs_per_session", int_in_range(1, MOST_ENVS), "env copies one session holds"),
+        ("max_total_envs", int_in_range(1, MOST_ENVS), "env copies all sessions hold"),
+        (
+            "idle_timeout",
+            float_in_range(0.1, MOST_IDLE_SECONDS),
+            "seconds without a call before a session is closed",
+        ),
+        (
+            "max_message_bytes",
+            int_in_range(1024, MOST_MESSAGE_BYTES),
+            "largest request or response; bigger ones get RESOURCE_EXHAUSTED",
+        ),
+    ]:
+        default = getattr(Limits(), name)
+        parser.add_argument(
+            f"--{name}", type=reader, default=default, help=f"{help_text} (default {default})"
+        )
     parser.add_argument(
         "--threads",
-        type=int,
+        type=int_in_range(RESERVED_THREADS + 1, MOST_SESSIONS + RESERVED_THREADS),
         default=None,
         help=f"calls served at once (default --max_sessions + {RESERVED_THREADS}: an open step "
         "stream holds a thread)",
@@ -603,24 +622,12 @@ def check_args(args: argparse.Namespace) -> None:
         plugins.load(args.plugins)
     except PluginError as e:
         raise ServeError(str(e)) from None
-    for name, value, low in [
-        ("--max_sessions", args.max_sessions, 1),
-        ("--max_envs_per_session", args.max_envs_per_session, 1),
-        ("--max_total_envs", args.max_total_envs, 1),
-        ("--max_message_bytes", args.max_message_bytes, 1024),
-        (
-            "--threads",
-            args.threads if args.threads is not None else RESERVED_THREADS + 1,
-            RESERVED_THREADS + 1,
-        ),
-        ("--port", args.port, 0),
-    ]:
-        if value < low:
-            raise ServeError(f"{name} must be at least {low}, got {value}")
-    if args.port > 65535:
-        raise ServeError(f"--port must be at most 65535, got {args.port}")
-    if not (math.isfinite(args.idle_timeout) and args.idle_timeout > 0):
-        raise ServeError(f"--idle_timeout must be a positive number, got {args.idle_timeout:g}")
+    # The numbers' ranges are the parser's (build_parser).
+    if args.token is not None:
+        try:
+            check_token(args.token, "--token")
+        except ValueError as e:
+            raise ServeError(str(e)) from None
     if (args.tls_cert is None) != (args.tls_key is None):
         raise ServeError("--tls_cert and --tls_key go together")
     for path in (args.tls_cert, args.tls_key):
@@ -775,8 +782,12 @@ def launch(
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)  # bad flags: one line, exit code 2
-    args.token = args.token or os.environ.get(TOKEN_VARIABLE) or None
     try:
+        if args.token is None:
+            try:
+                args.token = token_from_environment()
+            except ValueError as e:
+                raise ServeError(str(e)) from None
         check_args(args)
         tls = None
         if args.tls_cert:
@@ -798,7 +809,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             env_ids, args.host, args.port, args.token, limits, args.threads, tls
         )
     except ServeError as e:
-        print(f"{parser.prog}: error: {e}", file=sys.stderr)
+        print(f"{parser.prog}: error: {one_line(str(e))}", file=sys.stderr)
         return command_line.EXIT_BAD_INPUT
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
     stop_signals: List[int] = []

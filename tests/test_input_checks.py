@@ -1,0 +1,242 @@
+"""The shared checks of user input: numeric flags with declared ranges, one copies check,
+one-line error text, bounded JSON nesting, typed env keyword arguments, auth tokens.
+
+What train.py and the other commands answer with them is tested through the commands
+(test_train_cli.py, test_search.py, test_remote_server.py); here are the pieces, on
+hand-picked values.
+"""
+
+import argparse
+
+import pytest
+from absl import flags
+
+from rl import cli, command_line, slots
+from rl.command_line import InRange, float_in_range, int_in_range
+from rl.envs.make import fits_kind
+from rl.envs.remote import address
+from rl.errors import HParamsError, one_line
+from rl.files import MAX_JSON_DEPTH, JSONNestingError, loads_json
+
+pytestmark = pytest.mark.unit
+
+NUMERIC_DEFINES = (flags.DEFINE_integer, cli.define_finite_float)
+
+
+def test_every_numeric_flag_of_train_py_declares_both_bounds():
+    numeric = [flag for flag in cli.FLAG_TABLE if flag.define in NUMERIC_DEFINES]
+    assert {"copies", "cpu_replicas", "worker_restart_window", "seed"} <= {
+        flag.name for flag in numeric
+    }
+    for flag in numeric:
+        assert {"lower_bound", "upper_bound"} <= set(flag.options), flag.name
+        assert flag.options["lower_bound"] <= flag.options["upper_bound"], flag.name
+    # absl's own float flag lets nan through its bounds (nan < low is False).
+    assert flags.DEFINE_float not in {flag.define for flag in cli.FLAG_TABLE}
+
+
+def test_flags_that_set_hparams_take_the_fields_ranges():
+    options = {flag.name: flag.options for flag in cli.FLAG_TABLE}
+    assert options["seed"] == {"lower_bound": 0, "upper_bound": 2**31 - 1}
+    assert options["train_steps"] == {"lower_bound": 1, "upper_bound": 10**12}
+    assert options["eval_episodes"] == {"lower_bound": 0, "upper_bound": 100_000}
+    assert options["num_workers"] == {"lower_bound": 0, "upper_bound": 4096}  # num_envs' high
+
+
+@pytest.mark.parametrize("text", ["nan", "NaN", "inf", "-inf", "0.5", "1e6"])
+def test_the_finite_float_parser_refuses_nan_inf_and_values_outside(text):
+    with pytest.raises(ValueError, match=r"is not a number in the range \[1.0, 100.0\]"):
+        cli.FiniteFloatParser(1.0, 100.0).parse(text)
+
+
+def test_the_finite_float_parser_takes_its_bounds_and_between():
+    parser = cli.FiniteFloatParser(1.0, 100.0)
+    assert [parser.parse(t) for t in ("1", "2.5", "100")] == [1.0, 2.5, 100.0]
+
+
+def commands_parsers():
+    """The argparse parsers of every user-facing command but train.py (absl)."""
+    import rl.envs.check
+    import rl.search.__main__
+    import rl.tournament.cli
+    import scripts.bench.cli
+    from rl.envs.remote import serve
+
+    captured = []
+
+    class Captured(Exception):
+        pass
+
+    def capture(parser, args=None, namespace=None):
+        captured.append(parser)
+        raise Captured
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(command_line.OneLineParser, "parse_args", capture)
+        for parse in (
+            rl.search.__main__.parse_args,
+            rl.tournament.cli.parse_args,
+            rl.envs.check.parse_args,
+        ):
+            with pytest.raises(Captured):
+                parse([])
+    return captured + [serve.build_parser(), scripts.bench.cli.build_parser()]
+
+
+def test_every_numeric_flag_of_the_other_commands_reads_through_a_range():
+    parsers = commands_parsers()
+    assert len(parsers) == 5
+    for parser in parsers:
+        typed = [action for action in parser._actions if action.type is not None]
+        assert typed, parser.prog  # each has numeric flags
+        for action in typed:
+            assert isinstance(action.type, InRange), (parser.prog, action.dest)
+            assert action.type.low <= action.type.high, (parser.prog, action.dest)
+
+
+@pytest.mark.parametrize(
+    "reader, text, expected",
+    [
+        (int_in_range(1, 3), "2", 2),
+        (int_in_range(1, 3), "3", 3),
+        (float_in_range(0.5, 2.0), "0.5", 0.5),
+        (float_in_range(0.5, 2.0), "2", 2.0),
+    ],
+)
+def test_a_range_reads_values_inside(reader, text, expected):
+    value = reader(text)
+    assert value == expected and type(value) is type(expected)
+
+
+@pytest.mark.parametrize(
+    "reader, text, message",
+    [
+        (int_in_range(1, 3), "0", "must be at least 1, got 0"),
+        (int_in_range(1, 3), "4", "must be at most 3, got 4"),
+        (int_in_range(1, 3), "nan", "'nan' is not an integer"),
+        (int_in_range(1, 3), "2.0", "'2.0' is not an integer"),
+        (float_in_range(0.5, 2.0), "nan", r"must be a number in [0.5, 2.0], got nan"),
+        (float_in_range(0.5, 2.0), "-inf", r"must be a number in [0.5, 2.0], got -inf"),
+        (float_in_range(0.5, 2.0), "x", "'x' is not a number"),
+        (float_in_range(0.5, 2.0), "2.25", "must be at most 2.0, got 2.25"),
+    ],
+)
+def test_a_range_refuses_values_outside_in_one_line(reader, text, message):
+    with pytest.raises(argparse.ArgumentTypeError) as refused:
+        reader(text)
+    assert str(refused.value) == message
+
+
+@pytest.mark.parametrize("copies, parallel", [(1, None), (3, None), (2, 2), (5, 1), (5, 3)])
+def test_copies_and_copies_parallel_that_agree_pass(copies, parallel):
+    slots.check_copies(copies, parallel)
+
+
+@pytest.mark.parametrize(
+    "copies, parallel, message",
+    [
+        (1, 2, "--copies_parallel is for --copies N with N > 1; add --copies or remove it"),
+        (1, 1, "--copies_parallel is for --copies N with N > 1"),
+        (2, 3, "--copies_parallel 3 is more than --copies 2: at most 2 copies can run at once"),
+    ],
+)
+def test_copies_parallel_without_copies_or_above_them_is_refused(copies, parallel, message):
+    with pytest.raises(HParamsError) as refused:
+        slots.check_copies(copies, parallel)
+    assert str(refused.value).startswith(message)
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("plain text, quotes ' \" and é", "plain text, quotes ' \" and é"),
+        ("a\nb", "a\\nb"),
+        ("tab\there\r", "tab\\there\\r"),
+        ("bell\x07 escape\x1b[31m", "bell\\x07 escape\\x1b[31m"),
+        ("line\u2028separator", "line\\u2028separator"),
+    ],
+)
+def test_one_line_escapes_control_characters_only(text, expected):
+    assert one_line(text) == expected
+    assert len(one_line(text).splitlines()) == 1
+
+
+def nested(depth: int) -> str:
+    return "[" * depth + "]" * depth
+
+
+def test_json_nested_to_the_limit_is_read():
+    assert loads_json(nested(MAX_JSON_DEPTH)) is not None
+    assert loads_json('{"a": [1, {"b": [2]}]}') == {"a": [1, {"b": [2]}]}
+    assert loads_json("3") == 3
+
+
+@pytest.mark.parametrize(
+    "text",
+    [nested(MAX_JSON_DEPTH + 1), "[" * 100_000, '{"a": ' + nested(MAX_JSON_DEPTH) + "}"],
+)
+def test_json_nested_deeper_is_a_value_error_not_a_recursion_error(text):
+    with pytest.raises(JSONNestingError, match=f"nested deeper than {MAX_JSON_DEPTH} levels"):
+        loads_json(text)
+
+
+def test_an_env_keyword_argument_nested_too_deeply_is_refused_not_kept_as_text():
+    assert address.query_kwargs("a=[[1]]&b=[[1") == {"a": [[1]], "b": "[[1"}  # bad JSON: text
+    with pytest.raises(ValueError, match="keyword argument 'a' is JSON nested deeper than"):
+        address.query_kwargs("a=" + "[" * 5000)
+
+
+@pytest.mark.parametrize(
+    "value, kind, fits",
+    [
+        (True, bool, True),
+        (False, bool, True),
+        ("maybe", bool, False),
+        ("true", bool, False),  # JSON true is True; the text "true" in quotes is not
+        (1, bool, False),
+        (0, bool, False),
+        (3, int, True),
+        (3.0, int, False),
+        (True, int, False),
+        (3, float, True),
+        (-9.5, float, True),
+        ("abc", float, False),
+        (False, float, False),
+        (float("nan"), float, False),  # json.loads("NaN")
+        (float("-inf"), float, False),
+    ],
+)
+def test_env_keyword_values_fit_their_declared_kind(value, kind, fits):
+    assert fits_kind(value, kind) is fits
+
+
+@pytest.mark.parametrize(
+    "token, message",
+    [
+        ("", "--token is blank"),
+        ("   ", "--token is blank"),
+        ("\t\n", "--token is blank"),
+        (" s3cret", "--token holds whitespace at its ends"),
+        ("s3cret\n", "--token holds whitespace at its ends"),
+        ("a\x00b", "characters other than printable ASCII"),
+        ("pässword", "characters other than printable ASCII"),
+    ],
+)
+def test_a_token_that_cannot_protect_or_be_sent_is_refused(token, message):
+    with pytest.raises(ValueError, match=message):
+        address.check_token(token, "--token")
+
+
+def test_a_printable_token_is_kept_as_it_is():
+    assert address.check_token("a-b_c.d~e/f+g=", "--token") == "a-b_c.d~e/f+g="
+    assert address.check_token("with inner space", "--token") == "with inner space"
+
+
+def test_the_token_variable_unset_or_empty_means_no_token(monkeypatch):
+    monkeypatch.delenv(address.TOKEN_VARIABLE, raising=False)
+    assert address.token_from_environment() is None
+    monkeypatch.setenv(address.TOKEN_VARIABLE, "")
+    assert address.token_from_environment() is None
+    monkeypatch.setenv(address.TOKEN_VARIABLE, " ")
+    with pytest.raises(ValueError, match=r"\$RL_ENV_SERVER_TOKEN is blank"):
+        address.token_from_environment()
