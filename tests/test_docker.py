@@ -43,7 +43,9 @@ def table_rows(stdout):
 def test_every_image_builds_and_passes_its_checks():
     problem = daemon_problem()
     if problem:
-        pytest.skip(f"no Docker daemon reachable ({problem}); start one: bash scripts/docker_base.sh")
+        pytest.skip(
+            f"no Docker daemon reachable ({problem}); start one: bash scripts/docker_base.sh"
+        )
     args = ["bash", SCRIPT]
     if os.environ.get("RL_CHECK_IMAGES_GPU", "1") == "0":
         args.append("--no-gpu")
