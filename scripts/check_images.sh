@@ -70,7 +70,7 @@ say "builds with $builder ($("$builder" version --format '{{.Client.Version}}' 2
 
 if [ "$cold" = 1 ]; then
     docker rmi -f rl:cpu rl:env-server rl:gpu >/dev/null 2>&1
-    docker builder prune -af >/dev/null
+    "$builder" builder prune -af >/dev/null
 fi
 
 # build TAG DOCKERFILE CONTEXT LOG: one build on the host network; its output goes to LOG.
