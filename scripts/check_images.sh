@@ -4,13 +4,14 @@
 #                  second container resumes that run from the volume (--train_steps 120000);
 #   rl:env-server  serves CartPole with a token to a train.py outside it (and refuses a wrong
 #                  token), and stops cleanly on `docker stop`;
-#   rl:gpu         the build, and TensorFlow importing in it (no GPU here to run on).
+#   rl:gpu, rl:tpu the builds, and TensorFlow importing in them (no GPU or TPU here to run on).
 # Each image is built twice more after its first build: from a copy of the context with one
 # comment added to rl/ (a code-only change: the "warm" time), then from the checkout again.
 # The table at the end gives each image's size and build times.
 #   bash scripts/check_images.sh            # as the build cache stands
 #   bash scripts/check_images.sh --cold     # empty the build cache first: cold build times
-#   bash scripts/check_images.sh --no-gpu   # skip rl:gpu (its build downloads about 3 GB)
+#   bash scripts/check_images.sh --no-gpu   # skip rl:gpu (its build downloads about 3 GB);
+#                                           # --no-tpu likewise
 # Environment: PYTHON, the interpreter with rl's requirements for the learner outside the
 # containers (default: python); CHECK_LOG_DIR, where build and run logs go (default: a
 # temporary folder, printed). On a machine without an image registry, scripts/docker_base.sh
@@ -22,12 +23,13 @@ cd "$(dirname "$0")/.."
 root="$PWD"
 
 cold=0
-gpu=1
+declare -A skip
 for arg in "$@"; do
     case "$arg" in
         --cold) cold=1 ;;
-        --no-gpu) gpu=0 ;;
-        *) echo "check_images.sh: unknown argument $arg (known: --cold, --no-gpu)" >&2; exit 2 ;;
+        --no-gpu) skip[gpu]=1 ;;
+        --no-tpu) skip[tpu]=1 ;;
+        *) echo "check_images.sh: unknown argument $arg (known: --cold, --no-gpu, --no-tpu)" >&2; exit 2 ;;
     esac
 done
 
@@ -69,7 +71,7 @@ docker rmi rl-check-buildkit >/dev/null 2>&1
 say "builds with $builder ($("$builder" version --format '{{.Client.Version}}' 2>/dev/null)), logs in $logs"
 
 if [ "$cold" = 1 ]; then
-    docker rmi -f rl:cpu rl:env-server rl:gpu >/dev/null 2>&1
+    docker rmi -f rl:cpu rl:env-server rl:gpu rl:tpu >/dev/null 2>&1
     "$builder" builder prune -af >/dev/null
 fi
 
@@ -211,12 +213,12 @@ no_tensorflow_in_env_server() {
         'import importlib.util, sys; sys.exit(importlib.util.find_spec("tensorflow") is not None)'
 }
 
-tensorflow_imports_in_gpu() {
+tensorflow_imports_in() {
     local said
-    said="$(docker run --rm --entrypoint python rl:gpu -c \
+    said="$(docker run --rm --entrypoint python "$1" -c \
         'import tensorflow as tf; print(tf.__version__, len(tf.config.list_physical_devices("GPU")), "GPUs")' \
-        2>"$logs/gpu-import.err")" || { tail -n 5 "$logs/gpu-import.err" >&2; return 1; }
-    say "  TensorFlow in rl:gpu: $said"
+        2>"$logs/import-$1.err")" || { tail -n 5 "$logs/import-$1.err" >&2; return 1; }
+    say "  TensorFlow in $1: $said"
 }
 
 # --- rl:env-server first: the smallest and quickest.
@@ -238,24 +240,27 @@ if build_and_time cpu rl:cpu deploy/Dockerfile; then
     fi
 fi
 
-# --- rl:gpu: built here only on the public python base; a CUDA base image cannot be pulled.
-if [ "$gpu" = 0 ]; then
-    verdict[gpu]="skipped: --no-gpu"
-else
-    gpu_base="$(sed -n 's/^FROM \([^ ]*\).*/\1/p' deploy/Dockerfile.gpu | head -n 1)"
-    if ! docker image inspect "$gpu_base" >/dev/null 2>&1; then
-        verdict[gpu]="skipped: its base $gpu_base is not here and no registry is reachable"
-    elif build_and_time gpu rl:gpu deploy/Dockerfile.gpu; then
-        run_check gpu "no compiler" no_compiler_in rl:gpu
-        run_check gpu "TensorFlow imports (no GPU here to run on)" tensorflow_imports_in_gpu
+# --- rl:gpu and rl:tpu: built, and TensorFlow imported, without the accelerator to run on.
+# A base image other than the python one cannot be pulled here (no registry): skipped.
+for name in gpu tpu; do
+    if [ "${skip[$name]:-0}" = 1 ]; then
+        verdict[$name]="skipped: --no-$name"
+        continue
     fi
-fi
+    base="$(sed -n 's/^FROM \([^ ]*\).*/\1/p' "deploy/Dockerfile.$name" | head -n 1)"
+    if ! docker image inspect "$base" >/dev/null 2>&1; then
+        verdict[$name]="skipped: its base $base is not here and no registry is reachable"
+    elif build_and_time "$name" "rl:$name" "deploy/Dockerfile.$name"; then
+        run_check "$name" "no compiler" no_compiler_in "rl:$name"
+        run_check "$name" "TensorFlow imports (no $name here)" tensorflow_imports_in "rl:$name"
+    fi
+done
 
 cache_state="as cached"
 [ "$cold" = 1 ] && cache_state="cold"
 echo
 printf '%-15s %-9s %-14s %-19s %s\n' image size "build ($cache_state)" "code-only rebuild" checks
-for name in env-server cpu gpu; do
+for name in env-server cpu gpu tpu; do
     printf '%-15s %-9s %-14s %-19s %s\n' "rl:$name" "${size[$name]:--}" "${cold_time[$name]:--}" \
         "${warm_time[$name]:--}" "${verdict[$name]:--}"
 done

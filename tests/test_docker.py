@@ -2,7 +2,8 @@
 
 The `docker` tier (`pytest -m docker`) needs a reachable daemon and skips with one line
 without one; `bash scripts/docker_base.sh` starts one where Debian's packages can be had.
-RL_CHECK_IMAGES_GPU=0 leaves rl:gpu out (its build downloads about 3 GB).
+RL_CHECK_IMAGES_ARGS adds the script's arguments, e.g. "--no-gpu --no-tpu" to leave out
+the accelerator images (each build downloads gigabytes).
 """
 
 import os
@@ -46,16 +47,14 @@ def test_every_image_builds_and_passes_its_checks():
         pytest.skip(
             f"no Docker daemon reachable ({problem}); start one: bash scripts/docker_base.sh"
         )
-    args = ["bash", SCRIPT]
-    if os.environ.get("RL_CHECK_IMAGES_GPU", "1") == "0":
-        args.append("--no-gpu")
+    args = ["bash", SCRIPT, *os.environ.get("RL_CHECK_IMAGES_ARGS", "").split()]
     proc = subprocess.run(
         args, cwd=ROOT, capture_output=True, text=True, timeout=3500,
         env={**os.environ, "PYTHON": sys.executable},
     )  # fmt: skip
     assert proc.returncode == 0, proc.stdout + proc.stderr[-4000:]
     rows = table_rows(proc.stdout)
-    assert set(rows) == {"rl:cpu", "rl:env-server", "rl:gpu"}, proc.stdout
+    assert set(rows) == {"rl:cpu", "rl:env-server", "rl:gpu", "rl:tpu"}, proc.stdout
     for image in ("rl:cpu", "rl:env-server"):
         assert "FAILED" not in rows[image] and " MB " in rows[image], rows[image]
     assert "475+ on a volume: ok" in rows["rl:cpu"]
@@ -71,6 +70,6 @@ def test_a_bad_argument_is_one_line_and_exit_2():
     )
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines() == [
-        "check_images.sh: unknown argument --colt (known: --cold, --no-gpu)"
+        "check_images.sh: unknown argument --colt (known: --cold, --no-gpu, --no-tpu)"
     ]
     assert proc.stdout == ""
