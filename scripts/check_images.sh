@@ -75,9 +75,14 @@ if [ "$cold" = 1 ]; then
     "$builder" builder prune -af >/dev/null
 fi
 
+# The images this script builds carry this label, so the ones a later build of the same tag
+# left untagged can be removed (and no other image).
+built_here="rl.check_images=1"
+
 # build TAG DOCKERFILE CONTEXT LOG: one build on the host network; its output goes to LOG.
 build() {
-    nice -n 10 "$builder" build --network host --progress plain -t "$1" -f "$3/$2" "$3" >"$4" 2>&1
+    nice -n 10 "$builder" build --network host --progress plain --label "$built_here" \
+        -t "$1" -f "$3/$2" "$3" >"$4" 2>&1
 }
 
 # build_and_time NAME TAG DOCKERFILE: the first build, the code-only rebuild, and a last build
@@ -255,6 +260,8 @@ for name in gpu tpu; do
         run_check "$name" "TensorFlow imports (no $name here)" tensorflow_imports_in "rl:$name"
     fi
 done
+
+docker image prune -f --filter "label=$built_here" >/dev/null
 
 cache_state="as cached"
 [ "$cold" = 1 ] && cache_state="cold"
