@@ -164,7 +164,13 @@ resume_in_a_second_container() {
     starts="$(wc -l <"$volume/ppo/snapshot/resumes.jsonl")"
     read -r step mean <<<"$(last_eval "$volume/ppo")"
     say "  second container: final step $final, starts recorded $starts, last evaluation at $step: return $mean"
-    [ "$final" = 120000 ] && [ "$starts" -ge 2 ] && [ "$step" = 120000 ]
+    grep -q "resuming from runs/ppo/checkpoints/ckpt-100000" "$logs/cpu-resume.err" \
+        && [ "$final" = 120000 ] && [ "$starts" -ge 2 ] && [ "$step" = 120000 ]
+}
+
+# KubeRay starts `ray start` through `bash -l`, whose /etc/profile resets PATH.
+login_shell_finds_ray() {
+    docker run --rm --entrypoint bash "$1" -lc 'command -v ray' | grep -qx /venv/bin/ray
 }
 
 no_compiler_in() {
@@ -222,7 +228,7 @@ tensorflow_imports_in() {
     local said
     said="$(docker run --rm --entrypoint python "$1" -c \
         'import tensorflow as tf; print(tf.__version__, len(tf.config.list_physical_devices("GPU")), "GPUs")' \
-        2>"$logs/import-$1.err")" || { tail -n 5 "$logs/import-$1.err" >&2; return 1; }
+        2>"$logs/import-${1#rl:}.err")" || { tail -n 5 "$logs/import-${1#rl:}.err" >&2; return 1; }
     say "  TensorFlow in $1: $said"
 }
 
@@ -240,6 +246,7 @@ fi
 # --- rl:cpu
 if build_and_time cpu rl:cpu deploy/Dockerfile; then
     run_check cpu "no compiler" no_compiler_in rl:cpu
+    run_check cpu "bash -l finds ray" login_shell_finds_ray rl:cpu
     if run_check cpu "ppo_cartpole to 475+ on a volume" train_to_475; then
         run_check cpu "resumed in a second container" resume_in_a_second_container
     fi
@@ -257,6 +264,7 @@ for name in gpu tpu; do
         verdict[$name]="skipped: its base $base is not here and no registry is reachable"
     elif build_and_time "$name" "rl:$name" "deploy/Dockerfile.$name"; then
         run_check "$name" "no compiler" no_compiler_in "rl:$name"
+        run_check "$name" "bash -l finds ray" login_shell_finds_ray "rl:$name"
         run_check "$name" "TensorFlow imports (no $name here)" tensorflow_imports_in "rl:$name"
     fi
 done
