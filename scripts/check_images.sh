@@ -4,7 +4,8 @@
 #                  second container resumes that run from the volume (--train_steps 120000);
 #   rl:env-server  serves CartPole with a token to a train.py outside it (and refuses a wrong
 #                  token), and stops cleanly on `docker stop`;
-#   rl:gpu, rl:tpu the builds, and TensorFlow importing in them (no GPU or TPU here to run on).
+#   rl:gpu, rl:tpu the builds; TensorFlow importing in rl:gpu (no GPU here to run on), and
+#                  rl:tpu's TensorFlow and libtpu packages (importing them needs a TPU host).
 # Each image is built twice more after its first build: from a copy of the context with one
 # comment added to rl/ (a code-only change: the "warm" time), then from the checkout again.
 # The table at the end gives each image's size and build times.
@@ -232,6 +233,17 @@ tensorflow_imports_in() {
     say "  TensorFlow in $1: $said"
 }
 
+# TensorFlow's TPU build loads libtpu when imported, which wants a TPU host (here libtpu 0.0.52,
+# what tensorflow-tpu 2.20's libtpu~=0.0.14 resolves to, aborts the import; 0.0.14 hangs).
+# Off a TPU host: the packages and their versions only.
+tpu_packages_in() {
+    local said
+    said="$(docker run --rm --entrypoint python "$1" -c 'import importlib.metadata as m
+print(*(p + " " + m.version(p) for p in ("tensorflow-tpu", "libtpu", "ray")), sep=", ")' \
+        2>"$logs/import-tpu.err")" || { tail -n 5 "$logs/import-tpu.err" >&2; return 1; }
+    say "  in $1: $said"
+}
+
 # --- rl:env-server first: the smallest and quickest.
 if build_and_time env-server rl:env-server deploy/env-server/Dockerfile; then
     token="$("$python" -c 'import secrets; print(secrets.token_hex(32))')"
@@ -252,7 +264,7 @@ if build_and_time cpu rl:cpu deploy/Dockerfile; then
     fi
 fi
 
-# --- rl:gpu and rl:tpu: built, and TensorFlow imported, without the accelerator to run on.
+# --- rl:gpu and rl:tpu: built and checked without the accelerator to run on.
 # A base image other than the python one cannot be pulled here (no registry): skipped.
 for name in gpu tpu; do
     if [ "${skip[$name]:-0}" = 1 ]; then
@@ -265,7 +277,11 @@ for name in gpu tpu; do
     elif build_and_time "$name" "rl:$name" "deploy/Dockerfile.$name"; then
         run_check "$name" "no compiler" no_compiler_in "rl:$name"
         run_check "$name" "bash -l finds ray" login_shell_finds_ray "rl:$name"
-        run_check "$name" "TensorFlow imports (no $name here)" tensorflow_imports_in "rl:$name"
+        if [ "$name" = gpu ]; then
+            run_check gpu "TensorFlow imports (no GPU here)" tensorflow_imports_in rl:gpu
+        else
+            run_check tpu "tensorflow-tpu and libtpu installed" tpu_packages_in rl:tpu
+        fi
     fi
 done
 
