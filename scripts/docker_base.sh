@@ -36,6 +36,8 @@ start_daemon() {
     done
     echo "dockerd did not start (last lines of $log_dir/dockerd.log):" >&2
     tail -n 5 "$log_dir/dockerd.log" >&2 || true
+    kill "$(cat "$log_dir/dockerd.pid")" 2>/dev/null || true
+    rm -f "$log_dir/dockerd.pid"  # nothing of ours runs for a caller to stop
     return 3
 }
 
