@@ -290,9 +290,9 @@ docker image prune -f --filter "label=$built_here" >/dev/null
 cache_state="as cached"
 [ "$cold" = 1 ] && cache_state="cold"
 echo
-printf '%-15s %-9s %-14s %-19s %s\n' image size "build ($cache_state)" "code-only rebuild" checks
+printf '%-15s %-9s %-18s %-19s %s\n' image size "build ($cache_state)" "code-only rebuild" checks
 for name in env-server cpu gpu tpu; do
-    printf '%-15s %-9s %-14s %-19s %s\n' "rl:$name" "${size[$name]:--}" "${cold_time[$name]:--}" \
+    printf '%-15s %-9s %-18s %-19s %s\n' "rl:$name" "${size[$name]:--}" "${cold_time[$name]:--}" \
         "${warm_time[$name]:--}" "${verdict[$name]:--}"
 done
 if [ "$failures" -gt 0 ]; then
