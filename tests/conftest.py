@@ -70,7 +70,7 @@ def _no_run_dir_from_an_earlier_test(monkeypatch):
     monkeypatch.delenv("RL_RUN_DIR", raising=False)
 
 
-TIERS = ("unit", "process", "slow")  # the markers pytest.ini declares for the tiers
+TIERS = ("unit", "process", "slow", "docker")  # the markers pytest.ini declares for the tiers
 
 
 def tier_problems(items) -> list:

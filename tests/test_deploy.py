@@ -328,7 +328,7 @@ def test_each_dockerfile_copies_what_exists_and_installs_declared_extras(dockerf
     with open(os.path.join(DEPLOY, dockerfile), encoding="utf-8") as f:
         text = f.read()
     patterns = dockerignore_patterns()
-    for line in re.findall(r"^COPY (.+)$", text, re.M):
+    for line in re.findall(r"^COPY (?!--from=)(.+)$", text, re.M):  # not from an earlier stage
         *sources, _ = line.split()
         for source in sources:
             assert os.path.exists(os.path.join(ROOT, source)), f"{dockerfile}: {source}"
