@@ -25,7 +25,7 @@ import sys
 import tempfile
 import threading
 import time
-from typing import Any, BinaryIO, Dict, List, Optional, Union
+from typing import Any, BinaryIO, Dict, List, NoReturn, Optional, Union
 
 import numpy as np
 
@@ -36,8 +36,9 @@ from rl.agents.experience import ExperienceSource, OwnActor
 from rl.counters import Counters
 from rl.early_checks import CheckedRun, check_run
 from rl.envs import make_vec_env
+from rl.envs.make import episode_cap
 from rl.errors import CheckpointError, RunConflictError  # noqa: F401  (re-exported)
-from rl.evaluation import Evaluator
+from rl.evaluation import EvaluationStopped, Evaluator
 from rl.hparams.base import HParams, HParamsError
 from rl.hparams.resolve import HPARAMS_FILE, load_run_hparams
 from rl.logbook import recent_scalars
@@ -76,7 +77,9 @@ def build_envs_and_agent(hp: HParams, num_envs: Optional[int] = None):
         num_envs: env copies to build here (default ``hp.num_envs``; one when
             actor processes step them and this process only reads the spaces).
     """
-    envs = make_vec_env(hp.env, num_envs or hp.num_envs, hp.vectorization)
+    envs = make_vec_env(
+        hp.env, num_envs or hp.num_envs, hp.vectorization, max_episode_steps=hp.max_episode_steps
+    )
     try:
         agent = Agent(hp, envs.single_observation_space, envs.single_action_space)
     except (ValueError, TypeError) as e:
@@ -198,6 +201,12 @@ class Experiment:
         os.environ[RUN_DIR_VARIABLE] = os.path.abspath(self.output_dir)
         with self.system.scope():
             self.envs, self.agent = build_envs_and_agent(hp, 1 if num_workers else None)
+        cap = episode_cap(hp.env, hp.max_episode_steps)
+        if cap is not None:  # said once here: every env copy of the run gets the same cap
+            self._say(
+                f"warning: env '{hp.env}' has no time limit of its own: its episodes are "
+                f"cut at max_episode_steps={cap} (an hparam)"
+            )
         self.counters = Counters(episodes=0)
         self.folder = RunFolder(
             self.output_dir,
@@ -219,7 +228,15 @@ class Experiment:
             eval_actor.load(self.learner.publish())
             return eval_actor.to_env(eval_actor.act(obs, self.step)[0])
 
-        self.evaluator = Evaluator(hp.env, hp.seed, act_for_evaluation, viewer=viewer)
+        self._stop_signal: Optional[int] = None  # a SIGINT or SIGTERM received
+        self.evaluator = Evaluator(
+            hp.env,
+            hp.seed,
+            act_for_evaluation,
+            viewer=viewer,
+            max_episode_steps=hp.max_episode_steps,
+            stop=lambda: self._stop_signal is not None,
+        )
         # --- everything is checked and built; from here on we write ---
         self.logbook = self.folder.logbook
         if not read_only:
@@ -238,7 +255,6 @@ class Experiment:
         # eval.jsonl was read (and checked) above; records past the restored step are redone.
         self._last_eval: Optional[Dict[str, Any]] = last_eval_record(eval_records, self.step)
         self._next_video = 0
-        self._stop_signal: Optional[int] = None
         self.failure: Optional[str] = None  # why training stopped early (non-finite update)
         self.failure_kind: Optional[str] = None  # "non_finite" or "workers"
         self._warned = False
@@ -315,6 +331,14 @@ class Experiment:
         self.logbook.scalar("eval/return_std", result["return_std"], result["step"])
         self.logbook.scalar("eval/length_mean", float(np.mean(result["lengths"])), result["step"])
         return result
+
+    def _evaluate_unless_stopped(self, start_time: float) -> None:
+        """An evaluation during training; a signal gives it up at once (training then
+        stops with a checkpoint at this clean point, with no record of it)."""
+        try:
+            self._evaluate_and_record(start_time)
+        except EvaluationStopped:
+            pass
 
     # --- training -----------------------------------------------------------
     def _end_step(self, target: int) -> int:
@@ -403,7 +427,7 @@ class Experiment:
                     if step >= next_eval:
                         next_eval = next_multiple(step, hp.eval_interval)
                         if hp.eval_episodes > 0:
-                            self._evaluate_and_record(start_time)
+                            self._evaluate_unless_stopped(start_time)
                     if step >= next_checkpoint:
                         next_checkpoint = next_multiple(step, hp.checkpoint_interval)
                         self.save()
@@ -414,7 +438,7 @@ class Experiment:
                     and hp.eval_episodes > 0
                     and (self._last_eval is None or self._last_eval["step"] != self.step)
                 ):
-                    self._evaluate_and_record(start_time)
+                    self._evaluate_unless_stopped(start_time)
                 self.save()
             progress.finish()
         finally:
@@ -502,11 +526,25 @@ class Experiment:
                 self._old_handlers[signum] = signal.signal(signum, self._on_signal)
 
     def _on_signal(self, signum, frame) -> None:
+        """The first signal stops training at the next clean point (an evaluation under
+        way is given up) with a checkpoint; a second one ends the process at once."""
         del frame
-        if self._stop_signal is not None:  # a second Ctrl-C: stop now
-            raise KeyboardInterrupt
+        if self._stop_signal is not None:
+            self._stop_now(signum)
         self._stop_signal = signum
         self._say(f"got signal {signum}: saving a checkpoint and stopping")
+
+    def _stop_now(self, signum: int) -> NoReturn:
+        """Ends the process at once with 128 + ``signum``, even in the middle of a save:
+        a checkpoint is written whole or not at all (TensorFlow writes it to a temporary
+        folder, then renames; state files and the index are replaced atomically), so the
+        last one finished stays readable and a rerun resumes from it."""
+        kept = self.folder.latest_checkpoint
+        self._say(
+            f"got signal {signum} again: stopping now; "
+            + (f"the last checkpoint, {kept}, is kept" if kept else "no checkpoint was saved")
+        )
+        os._exit(128 + signum)  # no clean-up: that is what waiting for the first signal does
 
     def _restore_signal_handlers(self) -> None:
         for signum, handler in self._old_handlers.items():

@@ -38,6 +38,7 @@ RESUMABLE_FIELDS = frozenset(
         "checkpoint_interval",
         "keep_checkpoints",
         "video_interval",
+        "max_episode_steps",  # lowered to resume a run whose episodes ran too long
     }
 )
 
@@ -62,6 +63,10 @@ class HParams:
     eval_epsilon: float = bounded(0.0, 0, 1)
     grad_comp: str = named("", "grad_comp")  # registered loss, e.g. "ppo_clip"
     env: str = named("CartPole-v1", "envs")  # registered env name or any Gymnasium id
+    # Episodes of an env without a time limit of its own are truncated at this many steps
+    # (gymnasium's TimeLimit), so no policy can loop for ever; an env's own limit is kept.
+    # 27,000: the ALE's 108,000 frames at 4 frames a step (Machado et al., 2018).
+    max_episode_steps: int = bounded(27_000, 1, MAX_STEPS)
     num_envs: int = bounded(8, 1, 4096)  # environment copies stepped together
     vectorization: str = one_of(
         "sync", ("sync", "async")
