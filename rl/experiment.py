@@ -229,6 +229,7 @@ class Experiment:
             return eval_actor.to_env(eval_actor.act(obs, self.step)[0])
 
         self._stop_signal: Optional[int] = None  # a SIGINT or SIGTERM received
+        self._old_handlers: Dict[int, Any] = {}  # while this run's are installed
         self.evaluator = Evaluator(
             hp.env,
             hp.seed,
@@ -443,7 +444,10 @@ class Experiment:
             progress.finish()
         finally:
             self.experience.stop()
-            self._restore_signal_handlers()
+            if self._stop_signal is None:
+                # After a signal the handlers stay until close(): another signal while the
+                # process winds down stops it at once, in one line.
+                self._restore_signal_handlers()
         # Tracking: the run's files and how training ended.
         self.tracker.finish(FAILED if self.failure else KILLED if self._stop_signal else FINISHED)
         elapsed = max(time.time() - start_time, 1e-9)
@@ -519,7 +523,7 @@ class Experiment:
 
     # --- signals --------------------------------------------------------------
     def _install_signal_handlers(self) -> None:
-        self._old_handlers = {}
+        self._restore_signal_handlers()  # a train() after an interrupted one
         self._stop_signal = None
         if threading_is_main():
             for signum in (signal.SIGINT, signal.SIGTERM):
@@ -549,6 +553,7 @@ class Experiment:
     def _restore_signal_handlers(self) -> None:
         for signum, handler in self._old_handlers.items():
             signal.signal(signum, handler)
+        self._old_handlers = {}
 
     def _lock_folder(self, checked: Optional[HParams]) -> None:
         """Holds the run folder's lock until close() (or until this object is collected),
@@ -578,6 +583,7 @@ class Experiment:
     def close(self) -> None:
         """Closes the environments and stops the workers and what the system started."""
         try:
+            self._restore_signal_handlers()
             self.experience.stop()
             self.envs.close()
             self.evaluator.close()
