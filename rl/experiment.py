@@ -230,6 +230,7 @@ class Experiment:
 
         self._stop_signal: Optional[int] = None  # a SIGINT or SIGTERM received
         self._old_handlers: Dict[int, Any] = {}  # while this run's are installed
+        self._training = False  # in train(), whose signal handling covers its evaluations
         self.evaluator = Evaluator(
             hp.env,
             hp.seed,
@@ -303,15 +304,26 @@ class Experiment:
         Returns:
             step, returns, lengths, return_mean, return_std, episodes, and
             videos (paths) when recording.
+
+        Raises:
+            EvaluationStopped: SIGINT or SIGTERM came (``interrupted`` says which); the
+                evaluation was given up at the step it reached.
         """
         episodes = self.hp.eval_episodes if episodes is None else episodes
-        result, gif = self.evaluator.evaluate(
-            self.step,
-            episodes,
-            record=record,
-            videos_dir=self.folder.file("videos"),
-            video_name=video_name,
-        )
+        outside_training = not self._training
+        if outside_training:
+            self._install_signal_handlers()
+        try:
+            result, gif = self.evaluator.evaluate(
+                self.step,
+                episodes,
+                record=record,
+                videos_dir=self.folder.file("videos"),
+                video_name=video_name,
+            )
+        finally:
+            if outside_training and self._stop_signal is None:
+                self._restore_signal_handlers()
         if gif is not None:
             self.logbook.gif("eval/video", gif.data, self.step, gif.width, gif.height)
         return result
@@ -385,6 +397,7 @@ class Experiment:
                 f"the run ends at step {end}"
             )
         self._install_signal_handlers()
+        self._training = True
         try:
             try:
                 self.experience.start()
@@ -443,6 +456,7 @@ class Experiment:
                 self.save()
             progress.finish()
         finally:
+            self._training = False
             self.experience.stop()
             if self._stop_signal is None:
                 # After a signal the handlers stay until close(): another signal while the
@@ -479,6 +493,11 @@ class Experiment:
             say=self._say,
             log_scalar=self.folder.logbook.scalar,
         )
+
+    @property
+    def interrupted(self) -> Optional[int]:
+        """The signal (SIGINT or SIGTERM) that stopped the last train() or evaluate(), if any."""
+        return self._stop_signal
 
     def _finished_result(self) -> Dict[str, Any]:
         """The result of a run that was already finished, from its records.
@@ -536,7 +555,8 @@ class Experiment:
         if self._stop_signal is not None:
             self._stop_now(signum)
         self._stop_signal = signum
-        self._say(f"got signal {signum}: saving a checkpoint and stopping")
+        then = "saving a checkpoint and stopping" if self._training else "stopping the evaluation"
+        self._say(f"got signal {signum}: {then}")
 
     def _stop_now(self, signum: int) -> NoReturn:
         """Ends the process at once with 128 + ``signum``, even in the middle of a save:
