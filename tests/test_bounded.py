@@ -161,6 +161,19 @@ def wait_for_the_final_evaluation(run: Run, out) -> None:
              run.proc, run.stderr)  # fmt: skip
 
 
+def assert_it_resumes_from_checkpoint_128(out) -> None:
+    """The run in ``out`` trains on from its checkpoint 128, with a cap its evaluation
+    ends at."""
+    resumed = subprocess.run(
+        train("--train_steps", "160", "--hparam_override", "max_episode_steps=20",
+              "--output_dir", str(out)),
+        cwd=ROOT, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert resumed.returncode == 0, resumed.stderr
+    assert f"resuming from {out}/checkpoints/ckpt-128" in resumed.stderr
+    assert json.loads(resumed.stdout.splitlines()[-1])["step"] == 160
+
+
 ENDLESS_EVALUATION = [
     "--train_steps", "128", "--hparam_override",
     "max_episode_steps=1000000000,eval_interval=1000000,checkpoint_interval=128",
@@ -181,15 +194,7 @@ def test_sigterm_during_an_endless_evaluation_stops_within_seconds(tmp_path, wor
     assert code == 128 + signal.SIGTERM, run.stderr()
     assert seconds < SIGNAL_GRACE_SECONDS, (seconds, run.stderr())
     assert "Traceback" not in run.stderr()
-    # The checkpoint is readable: the run resumes from it (with a cap its evaluation ends at).
-    resumed = subprocess.run(
-        train("--train_steps", "160", "--hparam_override", "max_episode_steps=20",
-              "--output_dir", str(out)),
-        cwd=ROOT, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
-    assert resumed.returncode == 0, resumed.stderr
-    assert "resuming from" in resumed.stderr and "ckpt-128" in resumed.stderr
-    assert json.loads(resumed.stdout.splitlines()[-1])["step"] == 160
+    assert_it_resumes_from_checkpoint_128(out)
 
 
 @pytest.mark.process
@@ -209,22 +214,16 @@ def test_a_second_sigint_stops_at_once_in_one_line_and_keeps_the_checkpoint(tmp_
     assert "Traceback" not in stderr and "KeyboardInterrupt" not in stderr, stderr
     # Either the second signal found the run still winding down (one line says so), or the
     # run had ended already.
-    again = [line for line in stderr.splitlines() if "again" in line]
-    assert again in ([], [f"rl: got signal 2 again: stopping now; the last checkpoint, "
-                          f"{out}/checkpoints/ckpt-128, is kept\n".rstrip()]), stderr  # fmt: skip
-    resumed = subprocess.run(
-        train("--train_steps", "160", "--hparam_override", "max_episode_steps=20",
-              "--output_dir", str(out)),
-        cwd=ROOT, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
-    assert resumed.returncode == 0, resumed.stderr
-    assert "ckpt-128" in resumed.stderr
+    kept = out / "checkpoints" / "ckpt-128"
+    said = f"rl: got signal 2 again: stopping now; the last checkpoint, {kept}, is kept"
+    assert [line for line in stderr.splitlines() if "again" in line] in ([], [said]), stderr
+    assert_it_resumes_from_checkpoint_128(out)
 
 
-@pytest.mark.process
-@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
-def test_a_signal_stops_a_test_of_an_endless_run_within_seconds_in_one_line(tmp_path, signum):
-    out = tmp_path / "run"
+@pytest.fixture(scope="module")
+def endless_run(tmp_path_factory):
+    """A trained run whose test episodes (capped at a billion steps) do not end."""
+    out = tmp_path_factory.mktemp("endless") / "run"
     trained = subprocess.run(
         train("--train_steps", "128", "--hparam_override",
               "max_episode_steps=1000000000,eval_episodes=0,checkpoint_interval=128",
@@ -232,7 +231,13 @@ def test_a_signal_stops_a_test_of_an_endless_run_within_seconds_in_one_line(tmp_
         cwd=ROOT, capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert trained.returncode == 0, trained.stderr
-    run = Run([sys.executable, TRAIN, "--training=false", "--output_dir", str(out)])
+    return out
+
+
+@pytest.mark.process
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_a_signal_stops_a_test_of_an_endless_run_within_seconds_in_one_line(endless_run, signum):
+    run = Run([sys.executable, TRAIN, "--training=false", "--output_dir", str(endless_run)])
     try:
         # The test episodes are under way once the run's handlers are (SIGTERM's is the
         # second one installed; Python has its own for SIGINT from the start).
@@ -246,4 +251,4 @@ def test_a_signal_stops_a_test_of_an_endless_run_within_seconds_in_one_line(tmp_
     assert seconds < SIGNAL_GRACE_SECONDS, (seconds, run.stderr())
     assert run.lines[-1] == f"train.py: stopped by signal {signum}: no test results written\n"
     assert "Traceback" not in run.stderr()
-    assert not (out / "test.json").exists()
+    assert not (endless_run / "test.json").exists()
