@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from polling import wait_for
 
-from rl import catalog  # noqa: F401  (fills the registries)
+from rl import catalog, video  # noqa: F401  (catalog fills the registries)
 from rl.envs.make import bound_episodes, episode_cap, has_episode_limit, make_env
 from rl.evaluation import EvaluationStopped, Evaluator
 from rl.hparams.base import HParamsError
@@ -84,6 +84,20 @@ def test_evaluation_episodes_are_capped_and_a_stop_gives_the_evaluation_up():
         stopped.evaluate(step=0, episodes=2)  # uncapped: only the stop ends it
     stopped.close()
     assert len(asked) == 5  # asked before every step, given up at the sixth
+
+
+@pytest.mark.unit
+def test_a_recording_keeps_the_frames_within_its_budget_and_says_so_once(capsys):
+    frame = np.zeros((4, 6, 3), np.uint8)  # 72 bytes
+    recorder = video.EpisodeRecorder(max_bytes=3 * frame.nbytes)
+    for _ in range(5):
+        recorder.add_frame(frame)
+    assert len(recorder) == 3 and recorder.full
+    warning = "rl: warning: the recording stops at frame 3 (0 MiB of frames); the episode goes on"
+    assert capsys.readouterr().err == warning + "\n"
+    recorder.clear()
+    recorder.add_frame(frame)
+    assert len(recorder) == 1 and not recorder.full
 
 
 # --- through train.py ---------------------------------------------------------------
