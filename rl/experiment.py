@@ -65,6 +65,12 @@ from rl.tracking import FAILED, FINISHED, KILLED, NoTracking, Tracker
 from rl.workers.experience import WorkerPool
 from rl.workers.pool import WorkerFailure
 
+# After a signal, how long training may go on to finish the rollout under way (a clean
+# point to checkpoint at). Past it the run stops without a checkpoint, as a kill would,
+# keeping the last one: a run ends well within 10 s of SIGTERM (the save and the clean-up
+# take the rest), however slow its env or long its rollouts.
+SIGNAL_GRACE_SECONDS = 5.0
+
 
 def build_envs_and_agent(hp: HParams, num_envs: Optional[int] = None):
     """The training envs and the agent; any mismatch becomes one HParamsError.
@@ -229,6 +235,7 @@ class Experiment:
             return eval_actor.to_env(eval_actor.act(obs, self.step)[0])
 
         self._stop_signal: Optional[int] = None  # a SIGINT or SIGTERM received
+        self._signal_time = 0.0  # when (time.monotonic())
         self._old_handlers: Dict[int, Any] = {}  # while this run's are installed
         self._training = False  # in train(), whose signal handling covers its evaluations
         self.evaluator = Evaluator(
@@ -409,9 +416,19 @@ class Experiment:
             next_checkpoint = next_multiple(self.step, hp.checkpoint_interval)
             # Stop only at a clean point (no partial rollout held outside the
             # checkpoint): past the target, or soon after a signal.
+            unsaved = False  # stopped by a signal away from a clean point
             while self.learner.pending_steps() > 0 or (
                 self.step < target and self._stop_signal is None
             ):
+                if self._stop_signal is not None and self._signal_grace_over():
+                    unsaved = True
+                    kept = self.folder.latest_checkpoint
+                    self._say(
+                        f"the rollout under way did not end within {SIGNAL_GRACE_SECONDS:g} s "
+                        "of the signal: stopping without a checkpoint; "
+                        + (f"the last one, {kept}, is kept" if kept else "none was saved")
+                    )
+                    break
                 try:
                     ended = self.experience.step()
                     if ended is not None:
@@ -446,7 +463,7 @@ class Experiment:
                         next_checkpoint = next_multiple(step, hp.checkpoint_interval)
                         self.save()
                 progress.maybe_print()
-            if self.failure is None:
+            if self.failure is None and not unsaved:
                 if (
                     self._stop_signal is None
                     and hp.eval_episodes > 0
@@ -555,8 +572,12 @@ class Experiment:
         if self._stop_signal is not None:
             self._stop_now(signum)
         self._stop_signal = signum
+        self._signal_time = time.monotonic()
         then = "saving a checkpoint and stopping" if self._training else "stopping the evaluation"
         self._say(f"got signal {signum}: {then}")
+
+    def _signal_grace_over(self) -> bool:
+        return time.monotonic() - self._signal_time > SIGNAL_GRACE_SECONDS
 
     def _stop_now(self, signum: int) -> NoReturn:
         """Ends the process at once with 128 + ``signum``, even in the middle of a save:

@@ -212,6 +212,37 @@ def test_sigterm_during_an_endless_evaluation_stops_within_seconds(tmp_path, wor
 
 
 @pytest.mark.process
+def test_sigterm_mid_rollout_of_a_slow_env_stops_within_seconds_keeping_the_checkpoint(tmp_path):
+    # A rollout of 4,000 steps of 2 ms each takes 8 s or more: the run stops without
+    # finishing the one under way, as a kill would, and keeps its last checkpoint.
+    out = tmp_path / "run"
+
+    def command(train_steps):
+        return [sys.executable, TRAIN, "--hparams", "ppo_tiny", "--env", "slow_cartpole",
+                "--train_steps", str(train_steps), "--output_dir", str(out), "--hparam_override",
+                "num_envs=1,rollout_steps=4000,checkpoint_interval=4000,eval_episodes=0"]  # fmt: skip
+
+    first = subprocess.run(command(4000), cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert first.returncode == 0, first.stderr
+    run = Run(command(1_000_000))
+    try:
+        # The first progress line comes after the first step of the next rollout.
+        run.wait_for_line("step     4,001/1,000,000")
+        run.proc.send_signal(signal.SIGTERM)
+        code, seconds = run.end(timeout=60)
+    finally:
+        run.kill()
+    assert code == 128 + signal.SIGTERM, run.stderr()
+    assert seconds < SIGNAL_GRACE_SECONDS, (seconds, run.stderr())
+    kept = out / "checkpoints" / "ckpt-4000"
+    assert (
+        "rl: the rollout under way did not end within 5 s of the signal: stopping without a "
+        f"checkpoint; the last one, {kept}, is kept\n"
+    ) in run.lines, run.stderr()
+    assert [p.name for p in (out / "checkpoints").glob("ckpt-*.index")] == ["ckpt-4000.index"]
+
+
+@pytest.mark.process
 def test_a_second_sigint_stops_at_once_in_one_line_and_keeps_the_checkpoint(tmp_path):
     out = tmp_path / "run"
     run = Run(train(*ENDLESS_EVALUATION, "--output_dir", str(out)))
