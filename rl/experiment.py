@@ -580,10 +580,14 @@ class Experiment:
         return time.monotonic() - self._signal_time > SIGNAL_GRACE_SECONDS
 
     def _stop_now(self, signum: int) -> NoReturn:
-        """Ends the process at once with 128 + ``signum``, even in the middle of a save:
-        a checkpoint is written whole or not at all (TensorFlow writes it to a temporary
-        folder, then renames; state files and the index are replaced atomically), so the
-        last one finished stays readable and a rerun resumes from it."""
+        """Ends the process at once with 128 + ``signum``, even in the middle of a save.
+
+        A save never touches earlier checkpoints: TensorFlow writes the new one in
+        ``ckpt-<N>_temp/`` and renames its files into place, rl's state files and index
+        are replaced atomically, and what a kill leaves half-done is tidied (or moved
+        aside as unreadable) at the next start. So the last finished checkpoint stays
+        readable and a rerun resumes from it, as after kill -9.
+        """
         kept = self.folder.latest_checkpoint
         self._say(
             f"got signal {signum} again: stopping now; "
