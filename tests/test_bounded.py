@@ -17,6 +17,7 @@ from polling import wait_for
 from rl import catalog, video  # noqa: F401  (catalog fills the registries)
 from rl.envs.make import bound_episodes, episode_cap, has_episode_limit, make_env
 from rl.evaluation import EvaluationStopped, Evaluator
+from rl.fields import DEFAULT_MAX_EPISODE_STEPS
 from rl.hparams.base import HParamsError
 from rl.hparams.resolve import resolve_hparams
 
@@ -60,10 +61,19 @@ def test_an_envs_own_limit_is_kept():
 
 
 @pytest.mark.unit
+def test_an_env_server_caps_what_it_serves_as_a_run_does():
+    from rl.envs.remote.serve import env_maker  # late: it loads grpc
+
+    make = env_maker(["endless", "CartPole-v1"])
+    assert episode_length(make("endless", None, {})) == DEFAULT_MAX_EPISODE_STEPS
+    assert make("CartPole-v1", None, {}).spec.max_episode_steps == 500
+
+
+@pytest.mark.unit
 def test_max_episode_steps_is_an_hparam_with_a_range():
     hp = resolve_hparams("ppo_tiny", "max_episode_steps=40")
     assert hp.max_episode_steps == 40 and hp.to_dict()["max_episode_steps"] == 40
-    assert resolve_hparams("ppo_tiny").max_episode_steps == 27_000  # the ALE's 108,000 frames
+    assert resolve_hparams("ppo_tiny").max_episode_steps == DEFAULT_MAX_EPISODE_STEPS == 27_000
     with pytest.raises(HParamsError, match="max_episode_steps"):
         resolve_hparams("ppo_tiny", "max_episode_steps=0")
 

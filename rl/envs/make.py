@@ -214,7 +214,7 @@ def bound_episodes(env: gym.Env, max_episode_steps: Optional[int]) -> gym.Env:
 def episode_cap(name: str, max_episode_steps: int) -> Optional[int]:
     """The cap ``make_env(name, max_episode_steps=...)`` puts on episodes: None when the
     env has a limit of its own (one copy is made to find out) or is an env server's
-    (the server makes its envs)."""
+    (the server caps its envs itself, at DEFAULT_MAX_EPISODE_STEPS)."""
     if remote_url.is_remote(name) or atari.is_atari(name):
         return None  # the ALE caps episodes at 108,000 frames itself
     env = make_raw_env(name)
@@ -304,7 +304,8 @@ def make_vec_env(
         vectorization: "sync" (in this process) or "async" (one process each).
         render_mode: passed to each copy.
         max_episode_steps: the cap on episodes of an env without a limit (``make_env``);
-            an env server's copies are as the server makes them.
+            an env server's copies are as the server makes them (capped at
+            DEFAULT_MAX_EPISODE_STEPS).
     """
     if remote_url.is_remote(name):
         # One session of num_envs copies on the server, stepped in one call;
