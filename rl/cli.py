@@ -696,7 +696,9 @@ def run_test() -> int:
 
 def run_test_episodes(output_dir: str) -> Dict[str, Any]:
     """Tests one run folder into its test.json; bad input ends the process."""
-    from rl.experiment import Experiment  # late: it loads TensorFlow
+    # Late, both: they load TensorFlow and Gymnasium.
+    from rl.evaluation import EvaluationStopped
+    from rl.experiment import Experiment
 
     try:
         experiment = Experiment(
@@ -717,6 +719,10 @@ def run_test_episodes(output_dir: str) -> Dict[str, Any]:
             record=FLAGS.test_episodes if FLAGS.record_video else 0,
             video_name=f"test_step{experiment.step:09d}",
         )
+    except EvaluationStopped:
+        signum = int(experiment.interrupted)
+        print(f"{PROG}: stopped by signal {signum}: no test results written", file=sys.stderr)
+        sys.exit(128 + signum)
     finally:
         experiment.close()
     result["checkpoint"] = experiment.restored_from

@@ -19,6 +19,11 @@ from rl.envs import make_vec_env
 Act = Callable[[np.ndarray, np.random.Generator], np.ndarray]
 
 
+class EvaluationStopped(Exception):
+    """An evaluation given up at a step because its ``stop`` said so (a signal): it
+    leaves no result."""
+
+
 class EvalEnvs:
     """``episodes`` copies of an env, of which the first ``watched`` render frames.
 
@@ -28,13 +33,21 @@ class EvalEnvs:
     reset with ``seed + i``, as a single vector env's copies are.
     """
 
-    def __init__(self, env_name: str, episodes: int, watched: int):
+    def __init__(
+        self,
+        env_name: str,
+        episodes: int,
+        watched: int,
+        max_episode_steps: Optional[int] = None,
+    ):
         """Makes the copies.
 
         Args:
             env_name: a registered env name or a Gymnasium id.
             episodes: how many copies in all (> 0).
             watched: how many of them render rgb_array frames (0..episodes).
+            max_episode_steps: the cap on episodes of an env without a limit of its
+                own (rl.envs.make_env); None: episodes as the env has them.
         """
         if not 0 <= watched <= episodes or episodes <= 0:
             raise ValueError(
@@ -42,10 +55,14 @@ class EvalEnvs:
             )
         self.key = (episodes, watched)
         self.watched = (
-            make_vec_env(env_name, watched, "sync", render_mode="rgb_array") if watched else None
+            make_vec_env(env_name, watched, "sync", "rgb_array", max_episode_steps)
+            if watched
+            else None
         )
         self.others = (
-            make_vec_env(env_name, episodes - watched, "sync") if episodes > watched else None
+            make_vec_env(env_name, episodes - watched, "sync", None, max_episode_steps)
+            if episodes > watched
+            else None
         )
         self._parts = [envs for envs in (self.watched, self.others) if envs is not None]
 
@@ -90,7 +107,13 @@ class Evaluator:
     """Runs evaluation episodes and records videos of some of them."""
 
     def __init__(
-        self, env_name: str, seed: int, act: Act, viewer: Optional[video.ScreenViewer] = None
+        self,
+        env_name: str,
+        seed: int,
+        act: Act,
+        viewer: Optional[video.ScreenViewer] = None,
+        max_episode_steps: Optional[int] = None,
+        stop: Callable[[], bool] = lambda: False,
     ):
         """Makes nothing until the first evaluation.
 
@@ -99,11 +122,17 @@ class Evaluator:
             seed: the run seed; each evaluation's streams derive from it and the step.
             act: ``act(obs [N, ...], rng) -> actions [N]``, the policy evaluated.
             viewer: shows the first episode on screen while it runs (closed with this).
+            max_episode_steps: the cap on episodes of an env without a limit of its own
+                (rl.envs.make_env); None: episodes as the env has them.
+            stop: asked before every step; True gives the evaluation up
+                (EvaluationStopped), so a signal stops even a long one within a step.
         """
         self.env_name = env_name
         self.seed = seed
         self.act = act
         self.viewer = viewer
+        self.max_episode_steps = max_episode_steps
+        self.stop = stop
         self._envs: Optional[EvalEnvs] = None
 
     def _env_set(self, episodes: int, watched: int) -> EvalEnvs:
@@ -111,7 +140,7 @@ class Evaluator:
         if self._envs is None or self._envs.key != (episodes, watched):
             if self._envs is not None:
                 self._envs.close()
-            self._envs = EvalEnvs(self.env_name, episodes, watched)
+            self._envs = EvalEnvs(self.env_name, episodes, watched, self.max_episode_steps)
         return self._envs
 
     def evaluate(
@@ -136,6 +165,9 @@ class Evaluator:
             The result (step, returns, lengths, return_mean, return_std,
             episodes, and videos when recording) and the first recorded
             episode's GIF (None when nothing was recorded).
+
+        Raises:
+            EvaluationStopped: ``stop`` said so before a step.
         """
         if episodes <= 0:
             raise ValueError(f"episodes must be > 0, got {episodes}")
@@ -151,6 +183,8 @@ class Evaluator:
         running = np.ones(episodes, bool)
         self._capture(envs, recorders, running)
         while running.any():
+            if self.stop():
+                raise EvaluationStopped(f"the evaluation at step {step} was stopped")
             actions = self.act(obs, rng)
             obs, rewards, terminated, truncated = envs.step(actions)
             returns += rewards * running

@@ -25,7 +25,7 @@ import sys
 import tempfile
 import threading
 import time
-from typing import Any, BinaryIO, Dict, List, Optional, Union
+from typing import Any, BinaryIO, Dict, List, NoReturn, Optional, Union
 
 import numpy as np
 
@@ -36,8 +36,9 @@ from rl.agents.experience import ExperienceSource, OwnActor
 from rl.counters import Counters
 from rl.early_checks import CheckedRun, check_run
 from rl.envs import make_vec_env
+from rl.envs.make import episode_cap
 from rl.errors import CheckpointError, RunConflictError  # noqa: F401  (re-exported)
-from rl.evaluation import Evaluator
+from rl.evaluation import EvaluationStopped, Evaluator
 from rl.hparams.base import HParams, HParamsError
 from rl.hparams.resolve import HPARAMS_FILE, load_run_hparams
 from rl.logbook import recent_scalars
@@ -65,6 +66,12 @@ from rl.tracking import FAILED, FINISHED, KILLED, NoTracking, Tracker
 from rl.workers.experience import WorkerPool
 from rl.workers.pool import WorkerFailure
 
+# After a signal, how long training may go on to finish the rollout under way (a clean
+# point to checkpoint at). Past it the run stops without a checkpoint, as a kill would,
+# keeping the last one: a run ends well within 10 s of SIGTERM (the save and the clean-up
+# take the rest), however slow its env or long its rollouts.
+SIGNAL_GRACE_SECONDS = 5.0
+
 
 def build_envs_and_agent(hp: HParams, num_envs: Optional[int] = None):
     """The training envs and the agent; any mismatch becomes one HParamsError.
@@ -77,7 +84,9 @@ def build_envs_and_agent(hp: HParams, num_envs: Optional[int] = None):
         num_envs: env copies to build here (default ``hp.num_envs``; one when
             actor processes step them and this process only reads the spaces).
     """
-    envs = make_vec_env(hp.env, num_envs or hp.num_envs, hp.vectorization)
+    envs = make_vec_env(
+        hp.env, num_envs or hp.num_envs, hp.vectorization, max_episode_steps=hp.max_episode_steps
+    )
     try:
         agent = Agent(hp, envs.single_observation_space, envs.single_action_space)
     except (ValueError, TypeError) as e:
@@ -203,6 +212,12 @@ class Experiment:
         os.environ[RUN_DIR_VARIABLE] = os.path.abspath(self.output_dir)
         with self.system.scope():
             self.envs, self.agent = build_envs_and_agent(hp, 1 if num_workers else None)
+        cap = episode_cap(hp.env, hp.max_episode_steps)
+        if cap is not None:  # said once here: every env copy of the run gets the same cap
+            self._say(
+                f"warning: env '{hp.env}' has no time limit of its own: its episodes are "
+                f"cut at max_episode_steps={cap} (an hparam)"
+            )
         self.counters = Counters(episodes=0)
         self.folder = RunFolder(
             self.output_dir,
@@ -224,7 +239,18 @@ class Experiment:
             eval_actor.load(self.learner.publish())
             return eval_actor.to_env(eval_actor.act(obs, self.step)[0])
 
-        self.evaluator = Evaluator(hp.env, hp.seed, act_for_evaluation, viewer=viewer)
+        self._stop_signal: Optional[int] = None  # a SIGINT or SIGTERM received
+        self._signal_time = 0.0  # when (time.monotonic())
+        self._old_handlers: Dict[int, Any] = {}  # while this run's are installed
+        self._training = False  # in train(), whose signal handling covers its evaluations
+        self.evaluator = Evaluator(
+            hp.env,
+            hp.seed,
+            act_for_evaluation,
+            viewer=viewer,
+            max_episode_steps=hp.max_episode_steps,
+            stop=lambda: self._stop_signal is not None,
+        )
         # --- everything is checked and built; from here on we write ---
         self.logbook = self.folder.logbook
         if not read_only:
@@ -243,7 +269,6 @@ class Experiment:
         # eval.jsonl was read (and checked) above; records past the restored step are redone.
         self._last_eval: Optional[Dict[str, Any]] = last_eval_record(eval_records, self.step)
         self._next_video = 0
-        self._stop_signal: Optional[int] = None
         self.failure: Optional[str] = None  # why training stopped early (non-finite update)
         self.failure_kind: Optional[str] = None  # "non_finite" or "workers"
         self._warned = False
@@ -291,15 +316,26 @@ class Experiment:
         Returns:
             step, returns, lengths, return_mean, return_std, episodes, and
             videos (paths) when recording.
+
+        Raises:
+            EvaluationStopped: SIGINT or SIGTERM came (``interrupted`` says which); the
+                evaluation was given up at the step it reached.
         """
         episodes = self.hp.eval_episodes if episodes is None else episodes
-        result, gif = self.evaluator.evaluate(
-            self.step,
-            episodes,
-            record=record,
-            videos_dir=self.folder.file("videos"),
-            video_name=video_name,
-        )
+        outside_training = not self._training
+        if outside_training:
+            self._install_signal_handlers()
+        try:
+            result, gif = self.evaluator.evaluate(
+                self.step,
+                episodes,
+                record=record,
+                videos_dir=self.folder.file("videos"),
+                video_name=video_name,
+            )
+        finally:
+            if outside_training and self._stop_signal is None:
+                self._restore_signal_handlers()
         if gif is not None:
             self.logbook.gif("eval/video", gif.data, self.step, gif.width, gif.height)
         return result
@@ -320,6 +356,14 @@ class Experiment:
         self.logbook.scalar("eval/return_std", result["return_std"], result["step"])
         self.logbook.scalar("eval/length_mean", float(np.mean(result["lengths"])), result["step"])
         return result
+
+    def _evaluate_unless_stopped(self, start_time: float) -> None:
+        """An evaluation during training; a signal gives it up at once (training then
+        stops with a checkpoint at this clean point, with no record of it)."""
+        try:
+            self._evaluate_and_record(start_time)
+        except EvaluationStopped:
+            pass
 
     # --- training -----------------------------------------------------------
     def _end_step(self, target: int) -> int:
@@ -365,6 +409,7 @@ class Experiment:
                 f"the run ends at step {end}"
             )
         self._install_signal_handlers()
+        self._training = True
         try:
             try:
                 self.experience.start()
@@ -376,9 +421,19 @@ class Experiment:
             next_checkpoint = next_multiple(self.step, hp.checkpoint_interval)
             # Stop only at a clean point (no partial rollout held outside the
             # checkpoint): past the target, or soon after a signal.
+            unsaved = False  # stopped by a signal away from a clean point
             while self.learner.pending_steps() > 0 or (
                 self.step < target and self._stop_signal is None
             ):
+                if self._stop_signal is not None and self._signal_grace_over():
+                    unsaved = True
+                    kept = self.folder.latest_checkpoint
+                    self._say(
+                        f"the rollout under way did not end within {SIGNAL_GRACE_SECONDS:g} s "
+                        "of the signal: stopping without a checkpoint; "
+                        + (f"the last one, {kept}, is kept" if kept else "none was saved")
+                    )
+                    break
                 try:
                     ended = self.experience.step()
                     if ended is not None:
@@ -408,23 +463,27 @@ class Experiment:
                     if step >= next_eval:
                         next_eval = next_multiple(step, hp.eval_interval)
                         if hp.eval_episodes > 0:
-                            self._evaluate_and_record(start_time)
+                            self._evaluate_unless_stopped(start_time)
                     if step >= next_checkpoint:
                         next_checkpoint = next_multiple(step, hp.checkpoint_interval)
                         self.save()
                 progress.maybe_print()
-            if self.failure is None:
+            if self.failure is None and not unsaved:
                 if (
                     self._stop_signal is None
                     and hp.eval_episodes > 0
                     and (self._last_eval is None or self._last_eval["step"] != self.step)
                 ):
-                    self._evaluate_and_record(start_time)
+                    self._evaluate_unless_stopped(start_time)
                 self.save()
             progress.finish()
         finally:
+            self._training = False
             self.experience.stop()
-            self._restore_signal_handlers()
+            if self._stop_signal is None:
+                # After a signal the handlers stay until close(): another signal while the
+                # process winds down stops it at once, in one line.
+                self._restore_signal_handlers()
         # Tracking: the run's files and how training ended.
         self.tracker.finish(FAILED if self.failure else KILLED if self._stop_signal else FINISHED)
         elapsed = max(time.time() - start_time, 1e-9)
@@ -457,6 +516,11 @@ class Experiment:
             say=self._say,
             log_scalar=self.folder.logbook.scalar,
         )
+
+    @property
+    def interrupted(self) -> Optional[int]:
+        """The signal (SIGINT or SIGTERM) that stopped the last train() or evaluate(), if any."""
+        return self._stop_signal
 
     def _finished_result(self) -> Dict[str, Any]:
         """The result of a run that was already finished, from its records.
@@ -501,22 +565,46 @@ class Experiment:
 
     # --- signals --------------------------------------------------------------
     def _install_signal_handlers(self) -> None:
-        self._old_handlers = {}
+        self._restore_signal_handlers()  # a train() after an interrupted one
         self._stop_signal = None
         if threading_is_main():
             for signum in (signal.SIGINT, signal.SIGTERM):
                 self._old_handlers[signum] = signal.signal(signum, self._on_signal)
 
     def _on_signal(self, signum, frame) -> None:
+        """The first signal stops training at the next clean point (an evaluation under
+        way is given up) with a checkpoint; a second one ends the process at once."""
         del frame
-        if self._stop_signal is not None:  # a second Ctrl-C: stop now
-            raise KeyboardInterrupt
+        if self._stop_signal is not None:
+            self._stop_now(signum)
         self._stop_signal = signum
-        self._say(f"got signal {signum}: saving a checkpoint and stopping")
+        self._signal_time = time.monotonic()
+        then = "saving a checkpoint and stopping" if self._training else "stopping the evaluation"
+        self._say(f"got signal {signum}: {then}")
+
+    def _signal_grace_over(self) -> bool:
+        return time.monotonic() - self._signal_time > SIGNAL_GRACE_SECONDS
+
+    def _stop_now(self, signum: int) -> NoReturn:
+        """Ends the process at once with 128 + ``signum``, even in the middle of a save.
+
+        A save never touches earlier checkpoints: TensorFlow writes the new one in
+        ``ckpt-<N>_temp/`` and renames its files into place, rl's state files and index
+        are replaced atomically, and what a kill leaves half-done is tidied (or moved
+        aside as unreadable) at the next start. So the last finished checkpoint stays
+        readable and a rerun resumes from it, as after kill -9.
+        """
+        kept = self.folder.latest_checkpoint
+        self._say(
+            f"got signal {signum} again: stopping now; "
+            + (f"the last checkpoint, {kept}, is kept" if kept else "no checkpoint was saved")
+        )
+        os._exit(128 + signum)  # no clean-up: that is what waiting for the first signal does
 
     def _restore_signal_handlers(self) -> None:
         for signum, handler in self._old_handlers.items():
             signal.signal(signum, handler)
+        self._old_handlers = {}
 
     def _lock_folder(self, checked: Optional[HParams]) -> None:
         """Holds the run folder's lock until close() (or until this object is collected),
@@ -546,6 +634,7 @@ class Experiment:
     def close(self) -> None:
         """Closes the environments and stops the workers and what the system started."""
         try:
+            self._restore_signal_handlers()
             self.experience.stop()
             self.envs.close()
             self.evaluator.close()

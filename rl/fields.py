@@ -13,6 +13,10 @@ from typing import Any, Optional, Tuple
 # widths) turn a typo like 1e11 into an error instead of an out-of-memory crash.
 MAX_STEPS = 10**12  # env or gradient steps: far beyond any run, far inside int64
 MAX_SEED = 2**31 - 1  # 31 bits, like derived_seed; TF also takes the model's seed + 1000
+# The default cap on the episodes of an env without a time limit of its own (the hparam
+# max_episode_steps, and an env server's, rl/envs/remote/serve.py): the ALE's 108,000
+# frames at 4 frames a step, 30 minutes of play (Machado et al., 2018).
+DEFAULT_MAX_EPISODE_STEPS = 27_000
 ACTIVATIONS = ("relu", "tanh", "sigmoid", "elu", "softplus", "silu", "linear")
 
 

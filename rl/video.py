@@ -23,6 +23,11 @@ from rl.files import write_atomically
 
 _LOG = logging.getLogger(__name__)
 
+# Frames one recorded episode may hold in memory: 1,456 CartPole frames (every one of its
+# 500 steps), about 10,000 Atari ones. An episode as long as max_episode_steps allows
+# (27,000 CartPole-sized frames: 19 GB) is recorded up to here.
+MAX_RECORDING_BYTES = 2**30
+
 # Browsers (and so TensorBoard) replay GIF delays under 20 ms as 100 ms, so a faster GIF would
 # play slower; GIF stores delays in whole centiseconds.
 _MIN_GIF_DELAY_CS = 2
@@ -164,11 +169,18 @@ class EpisodeRecorder:
     """Collects the RGB frames of an episode and saves them as MP4 and GIF.
 
     Frames are kept in memory (a 600x400 CartPole frame is 720 KB), so record evaluation
-    episodes, not all of training.
+    episodes, not all of training; frames past ``max_bytes`` are left out, with one
+    warning line.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, max_bytes: int = MAX_RECORDING_BYTES) -> None:
+        """Args:
+        max_bytes: the most frame bytes kept; later frames are left out.
+        """
         self._frames: list[np.ndarray] = []
+        self._bytes = 0
+        self.max_bytes = max_bytes
+        self.full = False  # a frame was left out
 
     def __len__(self) -> int:
         return len(self._frames)
@@ -189,11 +201,24 @@ class EpisodeRecorder:
             raise ValueError(
                 f"frame shape {frame.shape} differs from the first frame's {self._frames[0].shape}"
             )
+        if self._bytes + frame.nbytes > self.max_bytes:
+            if not self.full:
+                self.full = True
+                print(
+                    f"rl: warning: the recording stops at frame {len(self._frames)} "
+                    f"({self.max_bytes / 2**20:.0f} MiB of frames); the episode goes on",
+                    file=sys.stderr,
+                    flush=True,
+                )
+            return
         self._frames.append(frame)
+        self._bytes += frame.nbytes
 
     def clear(self) -> None:
         """Drops all recorded frames, e.g. before the next episode."""
         self._frames.clear()
+        self._bytes = 0
+        self.full = False
 
     def gif(self, fps: int = 30, gif_scale: float = 1.0) -> EncodedGif:
         """Encodes the recorded frames as an animated GIF in memory (see `encode_gif`).

@@ -14,6 +14,8 @@ from typing import Any, Dict, Optional, Tuple
 import gymnasium as gym
 import numpy as np
 
+from rl.envs.make import BOUNDED_EPISODES
+
 ROWS = 10
 COLUMNS = 5
 CELL_HEIGHT = 4  # pixels per grid row
@@ -43,7 +45,7 @@ def draw(ball_row: int, ball_column: int, paddle_column: int) -> np.ndarray:
 class Catch(gym.Env):
     """Catch the falling ball with the paddle; Discrete(3) actions: left, stay, right."""
 
-    metadata = {"render_modes": ["rgb_array"], "render_fps": 8}
+    metadata = {"render_modes": ["rgb_array"], "render_fps": 8, BOUNDED_EPISODES: True}  # 9 steps
 
     def __init__(self, render_mode: Optional[str] = None):
         """Creates the env; ``reset`` must be called before ``step``.

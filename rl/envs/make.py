@@ -43,6 +43,10 @@ GYM_MAKE_KWARGS = {"max_episode_steps": int, "disable_env_checker": bool}
 # What a keyword argument declared with one of these types takes (JSON after ``?``); the
 # values of others (str, lists, Optional[...]) are the constructor's to check.
 DECLARED_KINDS = {bool: "true or false", int: "an integer", float: "a finite number"}
+# An env class sets ``metadata[BOUNDED_EPISODES] = True`` when every episode ends by
+# itself within a bounded number of steps, whatever the policy (Catch, the games):
+# then no cap is put on its episodes (see ``has_episode_limit``).
+BOUNDED_EPISODES = "bounded_episodes"
 LEGACY = "legacy"  # ids Gymnasium 1.x keeps only to explain they need mujoco-py, shimmy, ...
 
 
@@ -230,6 +234,43 @@ def _standard_wrappers(env: gym.Env) -> gym.Env:
     return env
 
 
+def has_episode_limit(env: gym.Env) -> bool:
+    """Whether ``env`` ends every episode by itself: a TimeLimit among its wrappers, a
+    limit in its spec, the ALE's cap on frames, or ``metadata[BOUNDED_EPISODES]``."""
+    layer = env
+    while isinstance(layer, gym.Wrapper):
+        if isinstance(layer, gym.wrappers.TimeLimit):
+            return True
+        layer = layer.env
+    spec = env.spec
+    if spec is not None and (
+        spec.max_episode_steps is not None or spec.kwargs.get("max_num_frames_per_episode")
+    ):
+        return True
+    return bool(env.metadata.get(BOUNDED_EPISODES))
+
+
+def bound_episodes(env: gym.Env, max_episode_steps: Optional[int]) -> gym.Env:
+    """``env`` with its episodes truncated at ``max_episode_steps`` (gymnasium's TimeLimit)
+    unless it has a limit of its own, which is kept; None: ``env`` as it is."""
+    if max_episode_steps is None or has_episode_limit(env):
+        return env
+    return gym.wrappers.TimeLimit(env, max_episode_steps)
+
+
+def episode_cap(name: str, max_episode_steps: int) -> Optional[int]:
+    """The cap ``make_env(name, max_episode_steps=...)`` puts on episodes: None when the
+    env has a limit of its own (one copy is made to find out) or is an env server's
+    (the server caps its envs itself, at DEFAULT_MAX_EPISODE_STEPS)."""
+    if remote_url.is_remote(name) or atari.is_atari(name):
+        return None  # the ALE caps episodes at 108,000 frames itself
+    env = make_raw_env(name)
+    try:
+        return None if has_episode_limit(env) else max_episode_steps
+    finally:
+        env.close()
+
+
 def make_raw_env(name: str, render_mode: Optional[str] = None, **kwargs) -> gym.Env:
     """One environment as its constructor returns it, without rl's observation wrappers
     (what an env server serves: the client applies the wrappers on its side).
@@ -267,29 +308,39 @@ def make_raw_env(name: str, render_mode: Optional[str] = None, **kwargs) -> gym.
         raise HParamsError(f"env '{name}' refused {kwargs}: {str(e).splitlines()[0]}") from None
 
 
-def make_env(name: str, render_mode: Optional[str] = None) -> gym.Env:
+def make_env(
+    name: str, render_mode: Optional[str] = None, max_episode_steps: Optional[int] = None
+) -> gym.Env:
     """One environment, with the standard observation wrappers.
 
     Args:
         name: a registered env name, a Gymnasium id, or a ``grpc://host:port/ID`` URL
           of an env server (rl/envs/remote).
         render_mode: passed to the constructor, e.g. "rgb_array" for video.
+        max_episode_steps: truncates the episodes of an env without a limit of its own
+          (``bound_episodes``; the hparam of that name); None: episodes as the env has them.
     """
     if remote_url.is_remote(name):
         from rl.envs.remote.client import RemoteEnv  # grpcio only when used
 
         return _standard_wrappers(RemoteEnv(name, render_mode=render_mode))
-    return _standard_wrappers(make_raw_env(name, render_mode))
+    return _standard_wrappers(bound_episodes(make_raw_env(name, render_mode), max_episode_steps))
 
 
-def env_factory(name: str, render_mode: Optional[str] = None) -> Callable[[], gym.Env]:
+def env_factory(
+    name: str, render_mode: Optional[str] = None, max_episode_steps: Optional[int] = None
+) -> Callable[[], gym.Env]:
     """A zero-argument constructor, for vector envs and worker processes."""
     check_env_name(name)
-    return lambda: make_env(name, render_mode)
+    return lambda: make_env(name, render_mode, max_episode_steps)
 
 
 def make_vec_env(
-    name: str, num_envs: int, vectorization: str = "sync", render_mode: Optional[str] = None
+    name: str,
+    num_envs: int,
+    vectorization: str = "sync",
+    render_mode: Optional[str] = None,
+    max_episode_steps: Optional[int] = None,
 ) -> gym.vector.VectorEnv:
     """``num_envs`` copies stepped together, with episode statistics in infos.
 
@@ -303,6 +354,9 @@ def make_vec_env(
         num_envs: how many copies.
         vectorization: "sync" (in this process) or "async" (one process each).
         render_mode: passed to each copy.
+        max_episode_steps: the cap on episodes of an env without a limit (``make_env``);
+            an env server's copies are as the server makes them (capped at
+            DEFAULT_MAX_EPISODE_STEPS).
     """
     if remote_url.is_remote(name):
         # One session of num_envs copies on the server, stepped in one call;
@@ -312,7 +366,7 @@ def make_vec_env(
 
         vec = RemoteVectorEnv(name, num_envs, render_mode=render_mode)
         return gym.wrappers.vector.RecordEpisodeStatistics(vec)
-    factories = [env_factory(name, render_mode)] * num_envs
+    factories = [env_factory(name, render_mode, max_episode_steps)] * num_envs
     mode = gym.vector.AutoresetMode.SAME_STEP
     if vectorization == "sync":
         vec = gym.vector.SyncVectorEnv(factories, autoreset_mode=mode)

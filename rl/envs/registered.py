@@ -8,7 +8,13 @@ import gymnasium as gym
 
 from rl import registry
 from rl.envs.catch import Catch
-from rl.envs.stand_ins import FLAKY_FAILURE_RATE, SLOW_STEP_SECONDS, FlakySteps, SlowSteps
+from rl.envs.stand_ins import (
+    FLAKY_FAILURE_RATE,
+    SLOW_STEP_SECONDS,
+    Endless,
+    FlakySteps,
+    SlowSteps,
+)
 
 
 @registry.envs.register("cartpole")
@@ -49,3 +55,10 @@ def flaky_cartpole(render_mode=None, failure_rate: float = FLAKY_FAILURE_RATE) -
     if not 0.0 <= failure_rate <= 1.0:
         raise ValueError(f"failure_rate must be in [0, 1], got {failure_rate}")
     return FlakySteps(gym.make("CartPole-v1", render_mode=render_mode), failure_rate)
+
+
+@registry.envs.register("endless")
+def endless(render_mode=None) -> gym.Env:
+    """Episodes that never end by themselves: a simulator without a time limit
+    (rl/envs/stand_ins.py); rl cuts them at max_episode_steps."""
+    return Endless(render_mode=render_mode)

@@ -5,6 +5,8 @@ real time (throughput with --num_workers is measured on it).
 ``flaky_cartpole`` raises now and then, like a simulator that crashes: its
 failures come from a generator seeded at reset, so a seeded run fails at the
 same steps every time.
+``endless`` never ends an episode, like a simulator without a time limit on
+which a policy loops: only rl's cap on episode length (``max_episode_steps``) ends them.
 """
 
 import time
@@ -29,6 +31,26 @@ class SlowSteps(gym.Wrapper, gym.utils.RecordConstructorArgs):
     def step(self, action):
         time.sleep(self.seconds)
         return self.env.step(action)
+
+
+class Endless(gym.Env):
+    """One state for ever: observation [0.0], two actions, reward 1 a step, no episode end."""
+
+    metadata = {"render_modes": []}
+
+    def __init__(self, render_mode: Optional[str] = None):
+        if render_mode is not None:
+            raise ValueError(f"endless: render_mode {render_mode!r}: it renders nothing")
+        self.observation_space = gym.spaces.Box(-1.0, 1.0, (1,), np.float32)
+        self.action_space = gym.spaces.Discrete(2)
+        self.render_mode = None
+
+    def reset(self, *, seed: Optional[int] = None, options=None):
+        super().reset(seed=seed)
+        return np.zeros(1, np.float32), {}
+
+    def step(self, action):
+        return np.zeros(1, np.float32), 1.0, False, False, {}
 
 
 class SimulatorCrash(RuntimeError):

@@ -23,6 +23,7 @@ from typing import Callable, Optional
 import gymnasium as gym
 import numpy as np
 
+from rl.envs.make import BOUNDED_EPISODES
 from rl.games.spec import (
     GameSpec,
     check_game_name,
@@ -40,7 +41,8 @@ def is_number(value) -> bool:
 class VersusEnv(gym.Env):
     """A game seen from one seat; ``opponent`` moves in the other."""
 
-    metadata = {"render_modes": ["rgb_array"], "render_fps": 2}
+    # Every game ends within a bounded number of moves (rps after its 15 throws).
+    metadata = {"render_modes": ["rgb_array"], "render_fps": 2, BOUNDED_EPISODES: True}
 
     def __init__(
         self,

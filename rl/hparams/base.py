@@ -18,7 +18,16 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from rl import registry
 from rl.errors import HParamsError
-from rl.fields import MAX_SEED, MAX_STEPS, Limits, bounded, named, one_of, positive
+from rl.fields import (
+    DEFAULT_MAX_EPISODE_STEPS,
+    MAX_SEED,
+    MAX_STEPS,
+    Limits,
+    bounded,
+    named,
+    one_of,
+    positive,
+)
 
 # RMSprop's epsilon under the root as TF1 and OpenAI Baselines' A2C had it, and as rl's
 # RMSprop ran before ``rmsprop_epsilon`` existed (the default, 1e-10, steps as SB3's
@@ -38,6 +47,7 @@ RESUMABLE_FIELDS = frozenset(
         "checkpoint_interval",
         "keep_checkpoints",
         "video_interval",
+        "max_episode_steps",  # lowered to resume a run whose episodes ran too long
     }
 )
 
@@ -62,6 +72,9 @@ class HParams:
     eval_epsilon: float = bounded(0.0, 0, 1)
     grad_comp: str = named("", "grad_comp")  # registered loss, e.g. "ppo_clip"
     env: str = named("CartPole-v1", "envs")  # registered env name or any Gymnasium id
+    # Episodes of an env without a time limit of its own are truncated at this many steps
+    # (gymnasium's TimeLimit), so no policy can loop for ever; an env's own limit is kept.
+    max_episode_steps: int = bounded(DEFAULT_MAX_EPISODE_STEPS, 1, MAX_STEPS)
     num_envs: int = bounded(8, 1, 4096)  # environment copies stepped together
     vectorization: str = one_of(
         "sync", ("sync", "async")

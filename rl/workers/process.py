@@ -120,7 +120,9 @@ def spec_actor(spec: WorkerSpec) -> Actor:
 def play(spec: WorkerSpec, conn: Connection) -> None:
     """Plays granted rounds until told to stop or the learner is gone."""
     first, end = spec.env_ids
-    envs = make_vec_env(spec.env, end - first, spec.vectorization)
+    envs = make_vec_env(
+        spec.env, end - first, spec.vectorization, max_episode_steps=spec.hparams.max_episode_steps
+    )
     try:
         actor = spec_actor(spec)
         start = spec.global_step(spec.first_round, 0)

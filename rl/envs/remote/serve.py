@@ -39,7 +39,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
 from rl import command_line, plugins
 from rl.command_line import float_in_range, int_in_range
-from rl.envs.make import check_env_name, make_raw_env
+from rl.envs.make import bound_episodes, check_env_name, make_raw_env
 from rl.envs.remote import codec, env_pb2, env_pb2_grpc
 from rl.envs.remote.address import (
     PEM_CERTIFICATE,
@@ -48,6 +48,7 @@ from rl.envs.remote.address import (
     token_from_environment,
 )
 from rl.errors import PluginError, UnknownNameError, one_line
+from rl.fields import DEFAULT_MAX_EPISODE_STEPS
 from rl.version import __version__
 
 LOG = logging.getLogger("rl.envs.remote.serve")
@@ -211,7 +212,10 @@ def env_maker(env_ids: Sequence[str]):
             check_env_name(env_id)
         except UnknownNameError as e:
             raise Refusal(grpc.StatusCode.NOT_FOUND, str(e)) from None
-        return make_raw_env(env_id, render_mode, **kwargs)
+        # Bounded as a run's own envs are by default: a client's loop always ends.
+        return bound_episodes(
+            make_raw_env(env_id, render_mode, **kwargs), DEFAULT_MAX_EPISODE_STEPS
+        )
 
     return make
 
