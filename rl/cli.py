@@ -16,16 +16,25 @@ from absl import flags
 from absl import logging as absl_logging
 
 from rl import _tf, plugins, registry, seeding, slots
-from rl.errors import USER_ERRORS, EnvServerError, PluginError
+from rl.errors import USER_ERRORS, EnvError, EnvServerError, PluginError
 from rl.files import read_json_object, set_aside, write_text_atomic
 from rl.processes import tf_thread_share
 from rl.snapshot import FLAGS_FILE, SNAPSHOT_DIR
 
 FLAGS = flags.FLAGS
 PROG = "train.py"
+# Exit codes of a run that failed (2 is bad input); each failure kind of a training
+# result (rl/experiment.py) has its own.
 EXIT_NON_FINITE = 3  # training produced a non-finite loss or weights
 EXIT_WORKERS = 4  # actor processes failed more often than --worker_restarts allows
 EXIT_ENV_SERVER = 5  # a grpc:// env server went away (or its env raised) during training
+EXIT_ENV = 6  # the env raised, in a training step or an evaluation
+FAILURE_EXITS = {
+    "non_finite": EXIT_NON_FINITE,
+    "workers": EXIT_WORKERS,
+    "env_server": EXIT_ENV_SERVER,
+    "env": EXIT_ENV,
+}
 
 
 TRAINING, TEST, BOTH = "training", "test", "both"  # the modes that read a flag
@@ -577,35 +586,39 @@ def run_training(checked, system) -> int:
 
     try:
         result = experiment.train()
-    except EnvServerError as e:
-        print(
-            f"{PROG}: stopped: {e}; the last checkpoint is kept: rerun the same command to resume",
-            file=sys.stderr,
-        )
-        return EXIT_ENV_SERVER
     finally:
         experiment.close()
+    # Every ending, a failure's too, leaves its result as one JSON line on stdout.
     print(
         json.dumps(
             {k: v for k, v in result.items() if isinstance(v, (int, float, str, type(None)))}
         )
     )
-    if result["failure"] and result.get("failure_kind") == "workers":
-        print(
-            f"{PROG}: stopped: {result['failure']}; the workers' output is in "
-            f"{experiment.system.workers_output(experiment.folder.file('workers'))}",
-            file=sys.stderr,
-        )
-        return EXIT_WORKERS
     if result["failure"]:
-        print(
-            f"{PROG}: stopped: {result['failure']}; try a lower learning_rate or max_grad_norm",
-            file=sys.stderr,
-        )
-        return EXIT_NON_FINITE
+        kind = result["failure_kind"]
+        stopped(f"{result['failure']}; {failure_advice(kind, experiment)}")
+        return FAILURE_EXITS[kind]
     if result["interrupted"]:
         return 128 + int(result["interrupted"])
     return 0
+
+
+def stopped(message: str) -> None:
+    """The one stderr line of a run that failed (its exit code says how)."""
+    print(f"{PROG}: stopped: {message}", file=sys.stderr, flush=True)
+
+
+def failure_advice(kind: str, experiment) -> str:
+    """What to do after a training failure of ``kind`` (a result's ``failure_kind``)."""
+    if kind == "non_finite":
+        return "try a lower learning_rate or max_grad_norm"
+    if kind == "workers":
+        output = experiment.system.workers_output(experiment.folder.file("workers"))
+        return f"the workers' output is in {output}"
+    rerun = "rerun the same command to " + (
+        "resume" if experiment.folder.latest_checkpoint else "start again"
+    )
+    return f"{rerun} once the server is back" if kind == "env_server" else rerun
 
 
 def run_test() -> int:
@@ -665,6 +678,9 @@ def run_test_episodes(output_dir: str) -> Dict[str, Any]:
             record=FLAGS.test_episodes if FLAGS.record_video else 0,
             video_name=f"test_step{experiment.step:09d}",
         )
+    except (EnvError, EnvServerError) as e:
+        stopped(f"cannot test {output_dir}: {e}; test.json was not written")
+        sys.exit(EXIT_ENV_SERVER if isinstance(e, EnvServerError) else EXIT_ENV)
     finally:
         experiment.close()
     result["checkpoint"] = experiment.restored_from

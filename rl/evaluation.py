@@ -13,7 +13,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 import numpy as np
 
 from rl import seeding, video
-from rl.envs import make_vec_env
+from rl.envs import EnvErrorsNamed, make_vec_env
 
 # obs [N, ...] float32 and a NumPy generator -> actions [N].
 Act = Callable[[np.ndarray, np.random.Generator], np.ndarray]
@@ -41,11 +41,18 @@ class EvalEnvs:
                 f"need 0 <= watched <= episodes and episodes > 0, got {watched}, {episodes}"
             )
         self.key = (episodes, watched)
+        # What the env raises in an evaluation is an EnvError naming it (rl/envs/make.py).
         self.watched = (
-            make_vec_env(env_name, watched, "sync", render_mode="rgb_array") if watched else None
+            EnvErrorsNamed(
+                make_vec_env(env_name, watched, "sync", render_mode="rgb_array"), env_name
+            )
+            if watched
+            else None
         )
         self.others = (
-            make_vec_env(env_name, episodes - watched, "sync") if episodes > watched else None
+            EnvErrorsNamed(make_vec_env(env_name, episodes - watched, "sync"), env_name)
+            if episodes > watched
+            else None
         )
         self._parts = [envs for envs in (self.watched, self.others) if envs is not None]
 

@@ -35,8 +35,13 @@ from rl.agents.base import Agent, NonFiniteError
 from rl.agents.experience import ExperienceSource, OwnActor
 from rl.counters import Counters
 from rl.early_checks import CheckedRun, check_run
-from rl.envs import make_vec_env
-from rl.errors import CheckpointError, RunConflictError  # noqa: F401  (re-exported)
+from rl.envs import EnvErrorsNamed, make_vec_env
+from rl.errors import (  # noqa: F401  (CheckpointError, RunConflictError: re-exported)
+    CheckpointError,
+    EnvError,
+    EnvServerError,
+    RunConflictError,
+)
 from rl.evaluation import Evaluator
 from rl.hparams.base import HParams, HParamsError
 from rl.hparams.resolve import HPARAMS_FILE, load_run_hparams
@@ -76,7 +81,8 @@ def build_envs_and_agent(hp: HParams, num_envs: Optional[int] = None):
         num_envs: env copies to build here (default ``hp.num_envs``; one when
             actor processes step them and this process only reads the spaces).
     """
-    envs = make_vec_env(hp.env, num_envs or hp.num_envs, hp.vectorization)
+    # What the env raises in training is an EnvError naming it (rl/envs/make.py).
+    envs = EnvErrorsNamed(make_vec_env(hp.env, num_envs or hp.num_envs, hp.vectorization), hp.env)
     try:
         agent = Agent(hp, envs.single_observation_space, envs.single_action_space)
     except (ValueError, TypeError) as e:
@@ -239,8 +245,9 @@ class Experiment:
         self._last_eval: Optional[Dict[str, Any]] = last_eval_record(eval_records, self.step)
         self._next_video = 0
         self._stop_signal: Optional[int] = None
-        self.failure: Optional[str] = None  # why training stopped early (non-finite update)
-        self.failure_kind: Optional[str] = None  # "non_finite" or "workers"
+        self.failure: Optional[str] = None  # why training stopped early, and what is kept
+        # "non_finite", "workers", "env" (it raised) or "env_server" (it went away or failed)
+        self.failure_kind: Optional[str] = None
         self._warned = False
         if self.restored_from is None:
             rows = "\n".join(f"| {k} | {v} |" for k, v in hp.to_dict().items())
@@ -334,7 +341,9 @@ class Experiment:
 
         Returns:
             step, episodes, episode_return_mean, eval_return_mean, steps_per_second,
-            the last update's losses, and ``interrupted`` (signal number or None).
+            the last update's losses, ``interrupted`` (signal number or None), and
+            ``failure`` (why training stopped early and which checkpoint is kept) with
+            ``failure_kind`` ("non_finite", "workers", "env", "env_server"), else None.
         """
         if self.read_only:
             raise RuntimeError(
@@ -360,13 +369,13 @@ class Experiment:
                 f"the run ends at step {end}"
             )
         self._install_signal_handlers()
+        progress = Progress(self, target, enabled=self.verbose)
         try:
             try:
                 self.experience.start()
             except WorkerFailure as e:
-                self.failure, self.failure_kind = f"{e}; nothing was trained", "workers"
+                self._stop_failed(e, "workers")
                 return self._result(0.0)
-            progress = Progress(self, target, enabled=self.verbose)
             next_eval = next_multiple(self.step, hp.eval_interval)
             next_checkpoint = next_multiple(self.step, hp.checkpoint_interval)
             # Stop only at a clean point (no partial rollout held outside the
@@ -381,11 +390,8 @@ class Experiment:
                     step = self.step
                     metrics = self.learner.update()
                 except (NonFiniteError, WorkerFailure) as e:
-                    # Nothing after the last checkpoint is saved: that training is lost.
-                    self.failure_kind = "workers" if isinstance(e, WorkerFailure) else "non_finite"
-                    kept = self.folder.latest_checkpoint
-                    self.failure = f"{e}; " + (
-                        f"the last checkpoint, {kept}, is kept" if kept else "no checkpoint saved"
+                    self._stop_failed(
+                        e, "workers" if isinstance(e, WorkerFailure) else "non_finite"
                     )
                     break
                 if metrics is not None:
@@ -417,6 +423,9 @@ class Experiment:
                     self._evaluate_and_record(start_time)
                 self.save()
             progress.finish()
+        except (EnvError, EnvServerError) as e:  # in a training step or an evaluation
+            self._stop_failed(e, "env_server" if isinstance(e, EnvServerError) else "env")
+            progress.finish()
         finally:
             self.experience.stop()
             self._restore_signal_handlers()
@@ -424,6 +433,15 @@ class Experiment:
         self.tracker.finish(FAILED if self.failure else KILLED if self._stop_signal else FINISHED)
         elapsed = max(time.time() - start_time, 1e-9)
         return self._result((self.step - start_step) / elapsed)
+
+    def _stop_failed(self, error: Exception, kind: str) -> None:
+        """Records why training stops early and what of it is on disk: nothing after the
+        last checkpoint is saved, so that training is lost."""
+        kept = self.folder.latest_checkpoint
+        on_disk = (
+            f"the last checkpoint, {kept}, is kept" if kept else "no checkpoint was written yet"
+        )
+        self.failure, self.failure_kind = f"{first_line(error)}; {on_disk}", kind
 
     def _episodes_ended(self, returns: np.ndarray, lengths: np.ndarray) -> None:
         """Counts and logs the episodes that ended at the step just observed."""

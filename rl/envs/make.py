@@ -22,7 +22,7 @@ from gymnasium.envs.registration import load_env_creator
 import rl.envs.atari as atari  # the module, not the package: rl.envs imports this file
 from rl import registry
 from rl.envs.remote import address as remote_url
-from rl.errors import HParamsError
+from rl.errors import EnvError, EnvServerError, HParamsError
 
 # Gymnasium families that need more than rl's own requirements: the module
 # each imports, and how to install it.
@@ -270,6 +270,45 @@ def make_vec_env(
     else:
         raise ValueError(f"unknown vectorization '{vectorization}': valid: sync, async")
     return gym.wrappers.vector.RecordEpisodeStatistics(vec)
+
+
+class EnvErrorsNamed(gym.vector.VectorWrapper):
+    """A vector env whose reset and step turn what the env raises into one ``EnvError``
+    naming the env, so a simulator's crash is told apart from a failure of rl's own code.
+
+    An env server's ``EnvServerError`` passes as it is: it already says what went wrong.
+    """
+
+    def __init__(self, env: gym.vector.VectorEnv, name: str):
+        """Args:
+        env: the vector env (``make_vec_env``).
+        name: the env's name as the run gave it (``flaky_cartpole?failure_rate=0.01``).
+        """
+        super().__init__(env)
+        self.name = name
+
+    def reset(self, **kwargs: Any):
+        try:
+            return self.env.reset(**kwargs)
+        except (EnvError, EnvServerError):
+            raise
+        except Exception as e:  # noqa: BLE001  (an env may raise anything)
+            raise named_env_error(self.name, "reset", e) from e
+
+    def step(self, actions):
+        try:
+            return self.env.step(actions)
+        except (EnvError, EnvServerError):
+            raise
+        except Exception as e:  # noqa: BLE001  (an env may raise anything)
+            raise named_env_error(self.name, "step", e) from e
+
+
+def named_env_error(name: str, call: str, error: Exception) -> EnvError:
+    """``env 'NAME' raised in a step: SimulatorCrash: <its message's first line>``."""
+    lines = str(error).strip().splitlines()
+    said = f": {lines[0]}" if lines else ""
+    return EnvError(f"env '{name}' raised in a {call}: {type(error).__name__}{said}")
 
 
 def true_next_obs(next_obs: np.ndarray, info: dict) -> np.ndarray:
