@@ -44,13 +44,17 @@ class EvalEnvs:
         # What the env raises in an evaluation is an EnvError naming it (rl/envs/make.py).
         self.watched = (
             EnvErrorsNamed(
-                make_vec_env(env_name, watched, "sync", render_mode="rgb_array"), env_name
+                make_vec_env(env_name, watched, "sync", render_mode="rgb_array"),
+                env_name,
+                "evaluation",
             )
             if watched
             else None
         )
         self.others = (
-            EnvErrorsNamed(make_vec_env(env_name, episodes - watched, "sync"), env_name)
+            EnvErrorsNamed(
+                make_vec_env(env_name, episodes - watched, "sync"), env_name, "evaluation"
+            )
             if episodes > watched
             else None
         )

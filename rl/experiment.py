@@ -82,7 +82,9 @@ def build_envs_and_agent(hp: HParams, num_envs: Optional[int] = None):
             actor processes step them and this process only reads the spaces).
     """
     # What the env raises in training is an EnvError naming it (rl/envs/make.py).
-    envs = EnvErrorsNamed(make_vec_env(hp.env, num_envs or hp.num_envs, hp.vectorization), hp.env)
+    envs = EnvErrorsNamed(
+        make_vec_env(hp.env, num_envs or hp.num_envs, hp.vectorization), hp.env, "training"
+    )
     try:
         agent = Agent(hp, envs.single_observation_space, envs.single_action_space)
     except (ValueError, TypeError) as e:

@@ -279,13 +279,15 @@ class EnvErrorsNamed(gym.vector.VectorWrapper):
     An env server's ``EnvServerError`` passes as it is: it already says what went wrong.
     """
 
-    def __init__(self, env: gym.vector.VectorEnv, name: str):
+    def __init__(self, env: gym.vector.VectorEnv, name: str, during: str):
         """Args:
         env: the vector env (``make_vec_env``).
         name: the env's name as the run gave it (``flaky_cartpole?failure_rate=0.01``).
+        during: what the env serves, for the message: "training", "evaluation".
         """
         super().__init__(env)
         self.name = name
+        self.during = during
 
     def reset(self, **kwargs: Any):
         try:
@@ -293,7 +295,7 @@ class EnvErrorsNamed(gym.vector.VectorWrapper):
         except (EnvError, EnvServerError):
             raise
         except Exception as e:  # noqa: BLE001  (an env may raise anything)
-            raise named_env_error(self.name, "reset", e) from e
+            raise named_env_error(self.name, "reset", self.during, e) from e
 
     def step(self, actions):
         try:
@@ -301,14 +303,16 @@ class EnvErrorsNamed(gym.vector.VectorWrapper):
         except (EnvError, EnvServerError):
             raise
         except Exception as e:  # noqa: BLE001  (an env may raise anything)
-            raise named_env_error(self.name, "step", e) from e
+            raise named_env_error(self.name, "step", self.during, e) from e
 
 
-def named_env_error(name: str, call: str, error: Exception) -> EnvError:
-    """``env 'NAME' raised in a step: SimulatorCrash: <its message's first line>``."""
+def named_env_error(name: str, call: str, during: str, error: Exception) -> EnvError:
+    """``env 'NAME' raised in step() during training: SimulatorCrash: <its first line>``."""
     lines = str(error).strip().splitlines()
     said = f": {lines[0]}" if lines else ""
-    return EnvError(f"env '{name}' raised in a {call}: {type(error).__name__}{said}")
+    return EnvError(
+        f"env '{name}' raised in {call}() during {during}: {type(error).__name__}{said}"
+    )
 
 
 def true_next_obs(next_obs: np.ndarray, info: dict) -> np.ndarray:
