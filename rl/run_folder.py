@@ -346,18 +346,24 @@ class RunFolder:
         folder = self.checkpoint_dir
         steps = list(reversed(checkpoint_steps(folder)))
         candidates = [os.path.join(folder, f"ckpt-{n}") for n in steps]
+        reasons = []  # why each newer checkpoint cannot be read, said once one can be
         for i, (step, path) in enumerate(zip(steps, candidates)):
             try:
                 self.checkpoint.restore(path).assert_existing_objects_matched()
                 self._load_separate_state(step)
-                if i:
-                    say(f"using the previous checkpoint {path}")
-                return path, candidates[:i]
             except Exception as e:  # noqa: BLE001  (TF raises IndexError, DataLoss, ... on bad files)
-                say(f"checkpoint {path} cannot be read: {first_line(e)}")
+                reasons.append(first_line(e))
+                continue
+            for unreadable, reason in zip(candidates, reasons):
+                say(f"checkpoint {unreadable} cannot be read: {reason}")
+            if i:
+                say(f"using the previous checkpoint {path}")
+            return path, candidates[:i]
         if candidates:
+            names = ", ".join(os.path.basename(path) for path in candidates)
             raise CheckpointError(
-                f"no checkpoint in {folder} can be read (tried {', '.join(candidates)})"
+                f"no checkpoint in {folder} can be read ({names}; the newest: {reasons[0]}); "
+                "put readable ones back from a copy, or train in another --output_dir"
             )
         if has_records or listed_checkpoints(folder):
             # Starting over would drop every record of the run.
