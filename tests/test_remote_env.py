@@ -100,10 +100,11 @@ def train(*args, env=None, timeout=240) -> subprocess.CompletedProcess:
 
 
 def start_train(args, stderr_path: Path, env: dict) -> subprocess.Popen:
-    with open(stderr_path, "w") as stderr:
+    """train.py writing its stderr to ``stderr_path`` and its stdout beside it (.out)."""
+    with open(stderr_path, "w") as stderr, open(stderr_path.with_suffix(".out"), "w") as stdout:
         return subprocess.Popen(
             [sys.executable, TRAIN, *args],
-            stdout=subprocess.DEVNULL,
+            stdout=stdout,
             stderr=stderr,
             cwd=ROOT,
             env=env,
@@ -440,13 +441,19 @@ def test_server_killed_mid_run_exits_5_keeps_checkpoints_and_resumes(tmp_path):
     [line] = train_lines(stderr)
     assert all(l == line or l.startswith("step ") for l in stderr.splitlines())  # progress
     assert line.startswith(f"train.py: stopped: env server {first.url()} is unreachable")
-    assert line.endswith("the last checkpoint is kept: rerun the same command to resume")
     # Nothing is damaged: every record parses, the newest checkpoint is complete and listed.
     assert json.loads((out / "hparams.json").read_text())["env"] == first.url()
     before = (out / "eval.jsonl").read_bytes()
     logged = [e["step"] for e in evals(out)]
     saved = checkpoint_steps(out)
     assert saved and logged and max(logged) <= saved[-1] < 2048
+    kept = out / "checkpoints" / f"ckpt-{saved[-1]}"
+    assert line.endswith(
+        f"the last checkpoint, {kept}, is kept; rerun the same command to resume once the "
+        "server is back"
+    )
+    result = json.loads((tmp_path / "train.out").read_text().splitlines()[-1])
+    assert result["failure_kind"] == "env_server" and result["failure"] in line
     assert all((out / "checkpoints" / f"ckpt-{s}.data-00000-of-00001").exists() for s in saved)
     index = (out / "checkpoints" / "checkpoint").read_text()
     assert f'model_checkpoint_path: "ckpt-{saved[-1]}"' in index
@@ -460,6 +467,40 @@ def test_server_killed_mid_run_exits_5_keeps_checkpoints_and_resumes(tmp_path):
     assert "cannot be read" not in rerun.stderr and "previous checkpoint" not in rerun.stderr
     assert (out / "eval.jsonl").read_bytes().startswith(before)
     assert [e["step"] for e in evals(out)] == list(range(128, 2049, 128))
+
+
+@pytest.mark.process
+def test_server_killed_before_the_first_checkpoint_says_none_was_written(tmp_path):
+    out = tmp_path / "run"
+    with serving(tmp_path / "server") as server:
+        # No checkpoint before the end of a run that cannot end before the kill.
+        args = ["--hparams", "ppo_tiny", "--train_steps", "100000000", "--env", server.url()]
+        args += ["--hparam_override", "checkpoint_interval=100000000", "--output_dir", str(out)]
+        run = start_train(args, tmp_path / "train.err", client_env(retry_seconds=1))
+        try:
+            wait_for(
+                lambda: "step " in (tmp_path / "train.err").read_text(),
+                "progress line",
+                process=run,
+            )
+            server.process.kill()  # kill -9
+            code = run.wait(timeout=120)
+        finally:
+            if run.poll() is None:
+                run.kill()
+                run.wait()
+    stderr = (tmp_path / "train.err").read_text()
+    assert code == 5, stderr
+    [line] = train_lines(stderr)
+    assert all(l == line or l.startswith("step ") for l in stderr.splitlines())  # progress
+    assert line.startswith(f"train.py: stopped: env server {server.url()} is unreachable")
+    assert line.endswith(
+        "; no checkpoint was written yet; rerun the same command to start again once the server "
+        "is back"
+    )
+    result = json.loads((tmp_path / "train.out").read_text().splitlines()[-1])
+    assert result["failure_kind"] == "env_server" and result["interrupted"] is None
+    assert checkpoint_steps(out) == []
 
 
 @pytest.mark.process
