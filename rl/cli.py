@@ -542,6 +542,10 @@ def say_gymnasium_warnings_once() -> None:
         from rl.envs.check import warning_text  # late: it loads Gymnasium (loaded by now)
 
         text = warning_text(message)
+        if text.startswith("ERROR: "):
+            # Only an async vector env's copy that raised logs these (a traceback among
+            # them) before the error is raised here again, where rl reports it in one line.
+            return
         if text not in shown:
             shown.add(text)
             print(f"rl: warning: {text}", file=sys.stderr, flush=True)
@@ -576,6 +580,8 @@ def build_experiment(checked, system):
         )
     except USER_ERRORS as e:
         fail(str(e))
+    except EnvError as e:  # it raised while being made
+        stop_for_env(e, "nothing was written")
 
 
 def run_training(checked, system) -> int:
@@ -606,6 +612,19 @@ def run_training(checked, system) -> int:
 def stopped(message: str) -> None:
     """The one stderr line of a run that failed (its exit code says how)."""
     print(f"{PROG}: stopped: {message}", file=sys.stderr, flush=True)
+
+
+def stop_for_env(error: Exception, written: str, context: str = "") -> NoReturn:
+    """Ends the process for an env that raised, or an env server that failed, outside
+    training (no result to print): one line, exit code 6 (5).
+
+    Args:
+        error: the EnvError or EnvServerError.
+        written: what that left on disk ("nothing was written").
+        context: what failed, before the error ("cannot test runs/x: ").
+    """
+    stopped(f"{context}{error}; {written}")
+    sys.exit(EXIT_ENV_SERVER if isinstance(error, EnvServerError) else EXIT_ENV)
 
 
 def failure_advice(kind: str, experiment) -> str:
@@ -672,6 +691,8 @@ def run_test_episodes(output_dir: str) -> Dict[str, Any]:
         )
     except USER_ERRORS + (FileNotFoundError,) as e:
         fail(f"cannot test {output_dir}: {e}")
+    except EnvError as e:  # it raised while being made
+        stop_for_env(e, "test.json was not written", f"cannot test {output_dir}: ")
     try:
         result = experiment.evaluate(
             episodes=FLAGS.test_episodes,
@@ -679,8 +700,7 @@ def run_test_episodes(output_dir: str) -> Dict[str, Any]:
             video_name=f"test_step{experiment.step:09d}",
         )
     except (EnvError, EnvServerError) as e:
-        stopped(f"cannot test {output_dir}: {e}; test.json was not written")
-        sys.exit(EXIT_ENV_SERVER if isinstance(e, EnvServerError) else EXIT_ENV)
+        stop_for_env(e, "test.json was not written", f"cannot test {output_dir}: ")
     finally:
         experiment.close()
     result["checkpoint"] = experiment.restored_from

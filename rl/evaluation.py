@@ -13,7 +13,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 import numpy as np
 
 from rl import seeding, video
-from rl.envs import EnvErrorsNamed, make_vec_env
+from rl.envs import make_vec_env_naming_errors
 
 # obs [N, ...] float32 and a NumPy generator -> actions [N].
 Act = Callable[[np.ndarray, np.random.Generator], np.ndarray]
@@ -43,18 +43,12 @@ class EvalEnvs:
         self.key = (episodes, watched)
         # What the env raises in an evaluation is an EnvError naming it (rl/envs/make.py).
         self.watched = (
-            EnvErrorsNamed(
-                make_vec_env(env_name, watched, "sync", render_mode="rgb_array"),
-                env_name,
-                "evaluation",
-            )
+            make_vec_env_naming_errors(env_name, watched, "evaluation", render_mode="rgb_array")
             if watched
             else None
         )
         self.others = (
-            EnvErrorsNamed(
-                make_vec_env(env_name, episodes - watched, "sync"), env_name, "evaluation"
-            )
+            make_vec_env_naming_errors(env_name, episodes - watched, "evaluation")
             if episodes > watched
             else None
         )

@@ -35,7 +35,7 @@ from rl.agents.base import Agent, NonFiniteError
 from rl.agents.experience import ExperienceSource, OwnActor
 from rl.counters import Counters
 from rl.early_checks import CheckedRun, check_run
-from rl.envs import EnvErrorsNamed, make_vec_env
+from rl.envs import make_vec_env_naming_errors
 from rl.errors import (  # noqa: F401  (CheckpointError, RunConflictError: re-exported)
     CheckpointError,
     EnvError,
@@ -82,9 +82,7 @@ def build_envs_and_agent(hp: HParams, num_envs: Optional[int] = None):
             actor processes step them and this process only reads the spaces).
     """
     # What the env raises in training is an EnvError naming it (rl/envs/make.py).
-    envs = EnvErrorsNamed(
-        make_vec_env(hp.env, num_envs or hp.num_envs, hp.vectorization), hp.env, "training"
-    )
+    envs = make_vec_env_naming_errors(hp.env, num_envs or hp.num_envs, "training", hp.vectorization)
     try:
         agent = Agent(hp, envs.single_observation_space, envs.single_action_space)
     except (ValueError, TypeError) as e:

@@ -7,6 +7,18 @@ saved policies; rl/catalog.py registers them with everything else.
 """
 
 from rl.envs import registered  # noqa: F401  (registers)
-from rl.envs.make import EnvErrorsNamed, check_env_name, make_env, make_vec_env, true_next_obs
+from rl.envs.make import (
+    check_env_name,
+    make_env,
+    make_vec_env,
+    make_vec_env_naming_errors,
+    true_next_obs,
+)
 
-__all__ = ["EnvErrorsNamed", "check_env_name", "make_env", "make_vec_env", "true_next_obs"]
+__all__ = [
+    "check_env_name",
+    "make_env",
+    "make_vec_env",
+    "make_vec_env_naming_errors",
+    "true_next_obs",
+]

@@ -10,10 +10,11 @@ scales them), and every other Box becomes float32.
 """
 
 import collections
+import contextlib
 import importlib.util
 import inspect
 import os
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
 import gymnasium as gym
 import numpy as np
@@ -22,7 +23,7 @@ from gymnasium.envs.registration import load_env_creator
 import rl.envs.atari as atari  # the module, not the package: rl.envs imports this file
 from rl import registry
 from rl.envs.remote import address as remote_url
-from rl.errors import EnvError, EnvServerError, HParamsError
+from rl.errors import EnvError, EnvServerError, HParamsError, UnknownNameError
 
 # Gymnasium families that need more than rl's own requirements: the module
 # each imports, and how to install it.
@@ -272,12 +273,23 @@ def make_vec_env(
     return gym.wrappers.vector.RecordEpisodeStatistics(vec)
 
 
-class EnvErrorsNamed(gym.vector.VectorWrapper):
-    """A vector env whose reset and step turn what the env raises into one ``EnvError``
-    naming the env, so a simulator's crash is told apart from a failure of rl's own code.
+def make_vec_env_naming_errors(
+    name: str, num_envs: int, during: str, vectorization: str = "sync", render_mode=None
+) -> gym.vector.VectorEnv:
+    """``make_vec_env`` whose env, when it raises while being made, reset or stepped,
+    raises one ``EnvError`` naming it: a simulator's crash told apart from rl's own faults.
 
-    An env server's ``EnvServerError`` passes as it is: it already says what went wrong.
+    Args:
+        name, num_envs, vectorization, render_mode: as ``make_vec_env``.
+        during: what the envs serve, for the message: "training", "evaluation".
     """
+    with env_errors_named(name, f"while being made for {during}"):
+        envs = make_vec_env(name, num_envs, vectorization, render_mode)
+    return EnvErrorsNamed(envs, name, during)
+
+
+class EnvErrorsNamed(gym.vector.VectorWrapper):
+    """A vector env whose reset and step raise what the env raises as one ``EnvError``."""
 
     def __init__(self, env: gym.vector.VectorEnv, name: str, during: str):
         """Args:
@@ -290,29 +302,27 @@ class EnvErrorsNamed(gym.vector.VectorWrapper):
         self.during = during
 
     def reset(self, **kwargs: Any):
-        try:
+        with env_errors_named(self.name, f"in reset() during {self.during}"):
             return self.env.reset(**kwargs)
-        except (EnvError, EnvServerError):
-            raise
-        except Exception as e:  # noqa: BLE001  (an env may raise anything)
-            raise named_env_error(self.name, "reset", self.during, e) from e
 
     def step(self, actions):
-        try:
+        with env_errors_named(self.name, f"in step() during {self.during}"):
             return self.env.step(actions)
-        except (EnvError, EnvServerError):
-            raise
-        except Exception as e:  # noqa: BLE001  (an env may raise anything)
-            raise named_env_error(self.name, "step", self.during, e) from e
 
 
-def named_env_error(name: str, call: str, during: str, error: Exception) -> EnvError:
-    """``env 'NAME' raised in step() during training: SimulatorCrash: <its first line>``."""
-    lines = str(error).strip().splitlines()
-    said = f": {lines[0]}" if lines else ""
-    return EnvError(
-        f"env '{name}' raised in {call}() during {during}: {type(error).__name__}{said}"
-    )
+@contextlib.contextmanager
+def env_errors_named(name: str, when: str) -> Iterator[None]:
+    """What the env raises inside becomes ``EnvError("env 'NAME' raised WHEN: Type: <its
+    first line>")``. rl's own errors (a bad name or value, an env server's fault) pass as
+    they are: they already say what went wrong."""
+    try:
+        yield
+    except (EnvError, EnvServerError, HParamsError, UnknownNameError):
+        raise
+    except Exception as e:  # noqa: BLE001  (an env may raise anything)
+        lines = str(e).strip().splitlines()
+        said = f": {lines[0]}" if lines else ""
+        raise EnvError(f"env '{name}' raised {when}: {type(e).__name__}{said}") from e
 
 
 def true_next_obs(next_obs: np.ndarray, info: dict) -> np.ndarray:
