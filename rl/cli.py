@@ -29,11 +29,13 @@ EXIT_NON_FINITE = 3  # training produced a non-finite loss or weights
 EXIT_WORKERS = 4  # actor processes failed more often than --worker_restarts allows
 EXIT_ENV_SERVER = 5  # a grpc:// env server went away (or its env raised) during training
 EXIT_ENV = 6  # the env raised, in a training step or an evaluation
+EXIT_FILES = 7  # a file of the run could not be written (a full disk, a file for a folder)
 FAILURE_EXITS = {
     "non_finite": EXIT_NON_FINITE,
     "workers": EXIT_WORKERS,
     "env_server": EXIT_ENV_SERVER,
     "env": EXIT_ENV,
+    "files": EXIT_FILES,
 }
 
 
@@ -581,7 +583,7 @@ def build_experiment(checked, system):
     except USER_ERRORS as e:
         fail(str(e))
     except EnvError as e:  # it raised while being made
-        stop_for_env(e, "nothing was written")
+        stop_outside_training(e, "nothing was written")
 
 
 def run_training(checked, system) -> int:
@@ -614,17 +616,20 @@ def stopped(message: str) -> None:
     print(f"{PROG}: stopped: {message}", file=sys.stderr, flush=True)
 
 
-def stop_for_env(error: Exception, written: str, context: str = "") -> NoReturn:
-    """Ends the process for an env that raised, or an env server that failed, outside
-    training (no result to print): one line, exit code 6 (5).
+def stop_outside_training(error: Exception, written: str, context: str = "") -> NoReturn:
+    """Ends the process for a failure outside training, where there is no result to print:
+    one line, the exit code of its kind.
 
     Args:
-        error: the EnvError or EnvServerError.
+        error: an EnvError, EnvServerError or OSError (a kind of ``FAILURE_KINDS``).
         written: what that left on disk ("nothing was written").
         context: what failed, before the error ("cannot test runs/x: ").
     """
-    stopped(f"{context}{error}; {written}")
-    sys.exit(EXIT_ENV_SERVER if isinstance(error, EnvServerError) else EXIT_ENV)
+    from rl.experiment import FAILURE_KINDS, failure_text  # late: it loads TensorFlow (loaded)
+
+    stopped(f"{context}{failure_text(error)}; {written}")
+    kind = next(kind for kind, kinds in FAILURE_KINDS if isinstance(error, kinds))
+    sys.exit(FAILURE_EXITS[kind])
 
 
 def failure_advice(kind: str, experiment) -> str:
@@ -637,7 +642,11 @@ def failure_advice(kind: str, experiment) -> str:
     rerun = "rerun the same command to " + (
         "resume" if experiment.folder.latest_checkpoint else "start again"
     )
-    return f"{rerun} once the server is back" if kind == "env_server" else rerun
+    if kind == "env_server":
+        return f"{rerun} once the server is back"
+    if kind == "files":
+        return f"make room or mend {experiment.output_dir}, then {rerun}"
+    return rerun
 
 
 def run_test() -> int:
@@ -692,21 +701,21 @@ def run_test_episodes(output_dir: str) -> Dict[str, Any]:
     except USER_ERRORS + (FileNotFoundError,) as e:
         fail(f"cannot test {output_dir}: {e}")
     except EnvError as e:  # it raised while being made
-        stop_for_env(e, "test.json was not written", f"cannot test {output_dir}: ")
+        stop_outside_training(e, "test.json was not written", f"cannot test {output_dir}: ")
+    path = os.path.join(output_dir, "test.json")
     try:
         result = experiment.evaluate(
             episodes=FLAGS.test_episodes,
             record=FLAGS.test_episodes if FLAGS.record_video else 0,
             video_name=f"test_step{experiment.step:09d}",
         )
-    except (EnvError, EnvServerError) as e:
-        stop_for_env(e, "test.json was not written", f"cannot test {output_dir}: ")
+        result["checkpoint"] = experiment.restored_from
+        set_aside(path)  # an earlier test's results are kept
+        write_text_atomic(path, json.dumps(result, indent=2) + "\n")
+    except (EnvError, EnvServerError, OSError) as e:  # the env, its server, a full disk
+        stop_outside_training(e, "test.json was not written", f"cannot test {output_dir}: ")
     finally:
         experiment.close()
-    result["checkpoint"] = experiment.restored_from
-    path = os.path.join(output_dir, "test.json")
-    set_aside(path)  # an earlier test's results are kept
-    write_text_atomic(path, json.dumps(result, indent=2) + "\n")
     print(
         f"test: {result['episodes']} episodes at step {result['step']}: return "
         f"{result['return_mean']:.1f} +- {result['return_std']:.1f} "

@@ -246,8 +246,7 @@ class Experiment:
         self._next_video = 0
         self._stop_signal: Optional[int] = None
         self.failure: Optional[str] = None  # why training stopped early, and what is kept
-        # "non_finite", "workers", "env" (it raised) or "env_server" (it went away or failed)
-        self.failure_kind: Optional[str] = None
+        self.failure_kind: Optional[str] = None  # one of FAILURE_KINDS
         self._warned = False
         if self.restored_from is None:
             rows = "\n".join(f"| {k} | {v} |" for k, v in hp.to_dict().items())
@@ -343,7 +342,7 @@ class Experiment:
             step, episodes, episode_return_mean, eval_return_mean, steps_per_second,
             the last update's losses, ``interrupted`` (signal number or None), and
             ``failure`` (why training stopped early and which checkpoint is kept) with
-            ``failure_kind`` ("non_finite", "workers", "env", "env_server"), else None.
+            ``failure_kind`` (``FAILURE_KINDS``), else None.
         """
         if self.read_only:
             raise RuntimeError(
@@ -374,7 +373,7 @@ class Experiment:
             try:
                 self.experience.start()
             except WorkerFailure as e:
-                self._stop_failed(e, "workers")
+                self._stop_failed(e)
                 return self._result(0.0)
             next_eval = next_multiple(self.step, hp.eval_interval)
             next_checkpoint = next_multiple(self.step, hp.checkpoint_interval)
@@ -390,9 +389,7 @@ class Experiment:
                     step = self.step
                     metrics = self.learner.update()
                 except (NonFiniteError, WorkerFailure) as e:
-                    self._stop_failed(
-                        e, "workers" if isinstance(e, WorkerFailure) else "non_finite"
-                    )
+                    self._stop_failed(e)
                     break
                 if metrics is not None:
                     self.experience.policy_updated()
@@ -423,8 +420,8 @@ class Experiment:
                     self._evaluate_and_record(start_time)
                 self.save()
             progress.finish()
-        except (EnvError, EnvServerError) as e:  # in a training step or an evaluation
-            self._stop_failed(e, "env_server" if isinstance(e, EnvServerError) else "env")
+        except (EnvError, EnvServerError, OSError) as e:  # in a step, an evaluation or a save
+            self._stop_failed(e)
             progress.finish()
         finally:
             self.experience.stop()
@@ -434,14 +431,15 @@ class Experiment:
         elapsed = max(time.time() - start_time, 1e-9)
         return self._result((self.step - start_step) / elapsed)
 
-    def _stop_failed(self, error: Exception, kind: str) -> None:
+    def _stop_failed(self, error: Exception) -> None:
         """Records why training stops early and what of it is on disk: nothing after the
         last checkpoint is saved, so that training is lost."""
         kept = self.folder.latest_checkpoint
         on_disk = (
             f"the last checkpoint, {kept}, is kept" if kept else "no checkpoint was written yet"
         )
-        self.failure, self.failure_kind = f"{first_line(error)}; {on_disk}", kind
+        self.failure = f"{failure_text(error)}; {on_disk}"
+        self.failure_kind = next(kind for kind, kinds in FAILURE_KINDS if isinstance(error, kinds))
 
     def _episodes_ended(self, returns: np.ndarray, lengths: np.ndarray) -> None:
         """Counts and logs the episodes that ended at the step just observed."""
@@ -569,6 +567,25 @@ class Experiment:
             os.environ.pop(RUN_DIR_VARIABLE, None)
         else:
             os.environ[RUN_DIR_VARIABLE] = self._outer_run_dir
+
+
+# Why training stops early, by what was raised: a result's ``failure_kind``. An env that
+# raised or an env server that failed end training wherever they happen (a step, an
+# evaluation), a file that cannot be written (a full disk) too; the others, in a step.
+FAILURE_KINDS = (
+    ("non_finite", NonFiniteError),
+    ("workers", WorkerFailure),
+    ("env_server", EnvServerError),
+    ("env", EnvError),
+    ("files", OSError),
+)
+
+
+def failure_text(error: Exception) -> str:
+    """What stopped training, in one line (an OSError says which file)."""
+    if isinstance(error, OSError) and error.filename and error.strerror:
+        return f"cannot write {error.filename}: {error.strerror}"
+    return first_line(error)
 
 
 def last_eval_record(records: List[Dict[str, Any]], step: int) -> Optional[Dict[str, Any]]:
