@@ -8,8 +8,10 @@ not from the actions, so a seeded run crashes at the same step every time.
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
+import textwrap
 
 import pytest
 
@@ -20,9 +22,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TRAIN = os.path.join(ROOT, "train.py")
 
 
-def run(*args):
+def run(*args, cwd=ROOT):
     return subprocess.run(
-        [sys.executable, TRAIN, *args], capture_output=True, text=True, timeout=300, cwd=ROOT
+        [sys.executable, TRAIN, *args], capture_output=True, text=True, timeout=300, cwd=cwd
     )
 
 
@@ -38,6 +40,47 @@ def result(proc):
 
 def flaky(rate):
     return f"flaky_cartpole?failure_rate={rate}"
+
+
+def contents(folder):
+    """Every file under ``folder`` with its bytes (to prove nothing was written)."""
+    return {str(p): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+# Envs that raise while being made: always, or only when asked to render (for videos).
+BROKEN_ENVS = """
+    import gymnasium as gym
+
+    from rl import registry
+
+
+    @registry.envs.register("unlicensed_sim")
+    def unlicensed_sim(render_mode=None):
+        raise RuntimeError("licence server not found")
+
+
+    @registry.envs.register("unfilmable_cartpole")
+    def unfilmable_cartpole(render_mode=None):
+        if render_mode is not None:
+            raise RuntimeError("no renderer here")
+        return gym.make("CartPole-v1")
+"""
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory):
+    """A folder holding a --plugins module of broken envs, where train.py is run from."""
+    folder = tmp_path_factory.mktemp("project")
+    (folder / "broken_envs.py").write_text(textwrap.dedent(BROKEN_ENVS))
+    return folder
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    out = tmp_path_factory.mktemp("base") / "run"
+    proc = run("--hparams", "ppo_tiny", "--output_dir", str(out))  # checkpoints 128, 256
+    assert proc.returncode == 0, proc.stderr
+    return out
 
 
 @pytest.mark.process
@@ -108,6 +151,80 @@ def test_an_env_that_raises_in_an_evaluation_or_a_test_stops_with_exit_6(tmp_pat
         "test.json was not written"
     ]
     assert not (out / "test.json").exists()
+
+
+@pytest.mark.process
+def test_an_env_that_raises_while_being_made_stops_with_exit_6(project, tmp_path):
+    out = tmp_path / "run"
+    args = ["--hparams", "ppo_tiny", "--plugins", "broken_envs", "--output_dir", str(out)]
+    # At start-up: nothing is written.
+    proc = run(*args, "--env", "unlicensed_sim", cwd=project)
+    assert proc.returncode == 6, proc.stderr
+    assert proc.stderr.splitlines() == [
+        "train.py: stopped: env 'unlicensed_sim' raised while being made for training: "
+        "RuntimeError: licence server not found; nothing was written"
+    ]
+    assert proc.stdout == "" and not out.exists()
+    # Its video envs, made at the first evaluation (step 256): the checkpoint at 128 is kept.
+    proc = run(*args, "--env", "unfilmable_cartpole", "--record_video",
+               "--hparam_override", "eval_interval=256", cwd=project)  # fmt: skip
+    assert proc.returncode == 6, proc.stderr
+    kept = out / "checkpoints" / "ckpt-128"
+    assert own_lines(proc) == [
+        "train.py: stopped: env 'unfilmable_cartpole' raised while being made for evaluation: "
+        f"RuntimeError: no renderer here; the last checkpoint, {kept}, is kept; rerun the same "
+        "command to resume"
+    ]
+    assert result(proc)["failure_kind"] == "env" and result(proc)["step"] == 256
+    assert checkpoint_steps(str(out / "checkpoints")) == [128]
+
+
+@pytest.mark.process
+def test_an_env_raising_in_its_own_process_is_one_line_too(tmp_path):
+    # vectorization=async: Gymnasium logs the copy's traceback before raising it again here.
+    out = tmp_path / "run"
+    proc = run("--hparams", "ppo_tiny", "--env", flaky(0.01), "--hparam_override",
+               "vectorization=async", "--output_dir", str(out))  # fmt: skip
+    assert proc.returncode == 6, proc.stderr
+    [line] = own_lines(proc)
+    assert line.startswith(f"train.py: stopped: env '{flaky(0.01)}' raised in step() during")
+    assert "Traceback" not in proc.stderr and "ERROR" not in proc.stderr
+    assert result(proc)["failure_kind"] == "env"
+
+
+@pytest.mark.process
+def test_a_run_file_that_cannot_be_written_stops_with_exit_7(trained, tmp_path):
+    out = tmp_path / "run"
+    shutil.copytree(trained, out)
+    (out / "videos").write_text("a file where the videos folder belongs\n")
+    proc = run("--hparams", "ppo_tiny", "--train_steps", "384", "--record_video",
+               "--output_dir", str(out))  # fmt: skip
+    assert proc.returncode == cli.EXIT_FILES == 7, proc.stderr
+    kept = out / "checkpoints" / "ckpt-256"
+    assert own_lines(proc) == [
+        f"train.py: stopped: cannot write {out / 'videos'}: File exists; the last checkpoint, "
+        f"{kept}, is kept; make room or mend {out}, then rerun the same command to resume"
+    ]
+    assert result(proc)["failure_kind"] == "files" and result(proc)["step"] == 384
+    assert checkpoint_steps(str(out / "checkpoints")) == [128, 256]
+    # A test of the run: the same, and test.json is not written.
+    before = contents(out)
+    test = run("--training=false", "--record_video", "--test_episodes", "1", "--output_dir",
+               str(out))  # fmt: skip
+    assert test.returncode == 7, test.stderr
+    assert own_lines(test) == [
+        f"train.py: stopped: cannot test {out}: cannot write {out / 'videos'}: File exists; "
+        "test.json was not written"
+    ]
+    assert contents(out) == before
+
+
+@pytest.mark.unit
+def test_each_failure_kind_has_its_exit_code():
+    from rl.experiment import FAILURE_KINDS
+
+    assert set(cli.FAILURE_EXITS) == {kind for kind, _ in FAILURE_KINDS}
+    assert len(set(cli.FAILURE_EXITS.values())) == len(cli.FAILURE_EXITS)
 
 
 @pytest.mark.unit
