@@ -427,20 +427,10 @@ def test_server_killed_mid_run_exits_5_keeps_checkpoints_and_resumes(tmp_path):
     with serving(tmp_path / "server") as first:
         args = ["--hparams", "ppo_tiny", "--train_steps", "2048", "--env", first.url()]
         args += ["--output_dir", str(out)]
-        run = start_train(args, tmp_path / "train.err", client_env(retry_seconds=2))
-        try:
-            wait_for(lambda: has_eval_line(out), "evaluation line", process=run)
-            first.process.kill()  # kill -9
-            code = run.wait(timeout=120)
-        finally:
-            if run.poll() is None:
-                run.kill()
-                run.wait()
-    stderr = (tmp_path / "train.err").read_text()
-    assert code == 5, stderr
-    [line] = train_lines(stderr)
-    assert all(l == line or l.startswith("step ") for l in stderr.splitlines())  # progress
-    assert line.startswith(f"train.py: stopped: env server {first.url()} is unreachable")
+        line, result = ending_when_the_server_is_killed(
+            first, args, tmp_path, lambda: has_eval_line(out), "evaluation line"
+        )
+    assert "is unreachable" in line
     # Nothing is damaged: every record parses, the newest checkpoint is complete and listed.
     assert json.loads((out / "hparams.json").read_text())["env"] == first.url()
     before = (out / "eval.jsonl").read_bytes()
@@ -452,8 +442,7 @@ def test_server_killed_mid_run_exits_5_keeps_checkpoints_and_resumes(tmp_path):
         f"the last checkpoint, {kept}, is kept; rerun the same command to resume once the "
         "server is back"
     )
-    result = json.loads((tmp_path / "train.out").read_text().splitlines()[-1])
-    assert result["failure_kind"] == "env_server" and result["failure"] in line
+    assert result["failure"] in line
     assert all((out / "checkpoints" / f"ckpt-{s}.data-00000-of-00001").exists() for s in saved)
     index = (out / "checkpoints" / "checkpoint").read_text()
     assert f'model_checkpoint_path: "ckpt-{saved[-1]}"' in index
@@ -476,31 +465,54 @@ def test_server_killed_before_the_first_checkpoint_says_none_was_written(tmp_pat
         # No checkpoint before the end of a run that cannot end before the kill.
         args = ["--hparams", "ppo_tiny", "--train_steps", "100000000", "--env", server.url()]
         args += ["--hparam_override", "checkpoint_interval=100000000", "--output_dir", str(out)]
-        run = start_train(args, tmp_path / "train.err", client_env(retry_seconds=1))
-        try:
-            wait_for(
-                lambda: "step " in (tmp_path / "train.err").read_text(),
-                "progress line",
-                process=run,
-            )
-            server.process.kill()  # kill -9
-            code = run.wait(timeout=120)
-        finally:
-            if run.poll() is None:
-                run.kill()
-                run.wait()
-    stderr = (tmp_path / "train.err").read_text()
-    assert code == 5, stderr
-    [line] = train_lines(stderr)
-    assert all(l == line or l.startswith("step ") for l in stderr.splitlines())  # progress
-    assert line.startswith(f"train.py: stopped: env server {server.url()} is unreachable")
+        line, result = ending_when_the_server_is_killed(
+            server,
+            args,
+            tmp_path,
+            lambda: "step " in (tmp_path / "train.err").read_text(),
+            "progress line",
+        )
+    assert "is unreachable" in line
     assert line.endswith(
         "; no checkpoint was written yet; rerun the same command to start again once the server "
         "is back"
     )
-    result = json.loads((tmp_path / "train.out").read_text().splitlines()[-1])
-    assert result["failure_kind"] == "env_server" and result["interrupted"] is None
+    assert result["interrupted"] is None and result["failure"] in line
     assert checkpoint_steps(out) == []
+
+
+def ending_when_the_server_is_killed(
+    server, args, tmp_path, ready, what, retry_seconds=2, restart=False
+):
+    """Runs train.py on ``server`` with ``args``, kills the server (kill -9) once ``ready()``
+    (``what``, for a failure), and checks the run ends with exit 5 and one line besides
+    its progress. Returns that line and the result JSON.
+
+    Args:
+        retry_seconds: how long the client retries the server.
+        restart: start the server again on its port after the kill.
+    """
+    run = start_train(args, tmp_path / "train.err", client_env(retry_seconds=retry_seconds))
+    try:
+        wait_for(ready, what, process=run)
+        server.process.kill()
+        server.process.wait()
+        with (
+            serving(tmp_path / "server", port=server.port) if restart else contextlib.nullcontext()
+        ):
+            code = run.wait(timeout=120)
+    finally:
+        if run.poll() is None:
+            run.kill()
+            run.wait()
+    stderr = (tmp_path / "train.err").read_text()
+    assert code == 5, stderr
+    [line] = train_lines(stderr)
+    assert all(l == line or l.startswith("step ") for l in stderr.splitlines())  # progress
+    assert line.startswith(f"train.py: stopped: env server {server.url()} ")
+    result = json.loads((tmp_path / "train.out").read_text().splitlines()[-1])
+    assert result["failure_kind"] == "env_server"
+    return line, result
 
 
 @pytest.mark.process
@@ -510,21 +522,9 @@ def test_server_restarted_within_the_retry_window_loses_the_session(tmp_path):
         args = ["--hparams", "ppo_tiny", "--train_steps", "2048", "--env", first.url()]
         args += ["--output_dir", str(out)]
         # The client retries an unreachable server for much longer than a restart takes.
-        run = start_train(args, tmp_path / "train.err", client_env(retry_seconds=60))
-        try:
-            wait_for(lambda: has_eval_line(out), "evaluation line", process=run)
-            first.process.kill()
-            first.process.wait()
-            with serving(tmp_path / "server", port=first.port):
-                code = run.wait(timeout=120)
-        finally:
-            if run.poll() is None:
-                run.kill()
-                run.wait()
-    stderr = (tmp_path / "train.err").read_text()
-    assert code == 5, stderr
-    [line] = train_lines(stderr)
-    assert all(l == line or l.startswith("step ") for l in stderr.splitlines())  # progress
+        line, _ = ending_when_the_server_is_killed(
+            first, args, tmp_path, lambda: has_eval_line(out), "evaluation line", 60, restart=True
+        )
     assert line.startswith(
         f"train.py: stopped: env server {first.url()} restarted and lost this client's session"
     )
