@@ -13,7 +13,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 import numpy as np
 
 from rl import seeding, video
-from rl.envs import make_vec_env_naming_errors
+from rl.envs.env_errors import make_vec_env_naming_errors
 
 # obs [N, ...] float32 and a NumPy generator -> actions [N].
 Act = Callable[[np.ndarray, np.random.Generator], np.ndarray]

@@ -35,7 +35,7 @@ from rl.agents.base import Agent, NonFiniteError
 from rl.agents.experience import ExperienceSource, OwnActor
 from rl.counters import Counters
 from rl.early_checks import CheckedRun, check_run
-from rl.envs import make_vec_env_naming_errors
+from rl.envs.env_errors import make_vec_env_naming_errors
 from rl.errors import (  # noqa: F401  (CheckpointError, RunConflictError: re-exported)
     CheckpointError,
     EnvError,

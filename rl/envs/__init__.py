@@ -1,24 +1,14 @@
 """envs: building (vectorised) Gymnasium environments by name.
 
 ``make.py`` turns a name into an env; ``registered.py`` holds the named
-constructors that add wrappers; ``catch.py`` is rl's own small image env. The
+constructors that add wrappers; ``catch.py`` is rl's own small image env;
+``env_errors.py`` turns what an env raises in training or evaluation into one
+``EnvError`` (imported where used: the env server runs without it). The
 two-player games' envs (rl/games/registered.py) sit above this package, since they load
 saved policies; rl/catalog.py registers them with everything else.
 """
 
 from rl.envs import registered  # noqa: F401  (registers)
-from rl.envs.make import (
-    check_env_name,
-    make_env,
-    make_vec_env,
-    make_vec_env_naming_errors,
-    true_next_obs,
-)
+from rl.envs.make import check_env_name, make_env, make_vec_env, true_next_obs
 
-__all__ = [
-    "check_env_name",
-    "make_env",
-    "make_vec_env",
-    "make_vec_env_naming_errors",
-    "true_next_obs",
-]
+__all__ = ["check_env_name", "make_env", "make_vec_env", "true_next_obs"]

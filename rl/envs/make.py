@@ -10,11 +10,10 @@ scales them), and every other Box becomes float32.
 """
 
 import collections
-import contextlib
 import importlib.util
 import inspect
 import os
-from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import gymnasium as gym
 import numpy as np
@@ -23,7 +22,7 @@ from gymnasium.envs.registration import load_env_creator
 import rl.envs.atari as atari  # the module, not the package: rl.envs imports this file
 from rl import registry
 from rl.envs.remote import address as remote_url
-from rl.errors import EnvError, EnvServerError, HParamsError, UnknownNameError
+from rl.errors import HParamsError
 
 # Gymnasium families that need more than rl's own requirements: the module
 # each imports, and how to install it.
@@ -271,58 +270,6 @@ def make_vec_env(
     else:
         raise ValueError(f"unknown vectorization '{vectorization}': valid: sync, async")
     return gym.wrappers.vector.RecordEpisodeStatistics(vec)
-
-
-def make_vec_env_naming_errors(
-    name: str, num_envs: int, during: str, vectorization: str = "sync", render_mode=None
-) -> gym.vector.VectorEnv:
-    """``make_vec_env`` whose env, when it raises while being made, reset or stepped,
-    raises one ``EnvError`` naming it: a simulator's crash told apart from rl's own faults.
-
-    Args:
-        name, num_envs, vectorization, render_mode: as ``make_vec_env``.
-        during: what the envs serve, for the message: "training", "evaluation".
-    """
-    with env_errors_named(name, f"while being made for {during}"):
-        envs = make_vec_env(name, num_envs, vectorization, render_mode)
-    return EnvErrorsNamed(envs, name, during)
-
-
-class EnvErrorsNamed(gym.vector.VectorWrapper):
-    """A vector env whose reset and step raise what the env raises as one ``EnvError``."""
-
-    def __init__(self, env: gym.vector.VectorEnv, name: str, during: str):
-        """Args:
-        env: the vector env (``make_vec_env``).
-        name: the env's name as the run gave it (``flaky_cartpole?failure_rate=0.01``).
-        during: what the env serves, for the message: "training", "evaluation".
-        """
-        super().__init__(env)
-        self.name = name
-        self.during = during
-
-    def reset(self, **kwargs: Any):
-        with env_errors_named(self.name, f"in reset() during {self.during}"):
-            return self.env.reset(**kwargs)
-
-    def step(self, actions):
-        with env_errors_named(self.name, f"in step() during {self.during}"):
-            return self.env.step(actions)
-
-
-@contextlib.contextmanager
-def env_errors_named(name: str, when: str) -> Iterator[None]:
-    """What the env raises inside becomes ``EnvError("env 'NAME' raised WHEN: Type: <its
-    first line>")``. rl's own errors (a bad name or value, an env server's fault) pass as
-    they are: they already say what went wrong."""
-    try:
-        yield
-    except (EnvError, EnvServerError, HParamsError, UnknownNameError):
-        raise
-    except Exception as e:  # noqa: BLE001  (an env may raise anything)
-        lines = str(e).strip().splitlines()
-        said = f": {lines[0]}" if lines else ""
-        raise EnvError(f"env '{name}' raised {when}: {type(e).__name__}{said}") from e
 
 
 def true_next_obs(next_obs: np.ndarray, info: dict) -> np.ndarray:
