@@ -491,16 +491,23 @@ class RunFolder:
 
         Returns:
             The checkpoint's path.
+
+        Raises:
+            OSError: a file cannot be written (a full disk); what was written is what a
+                kill at that point leaves.
         """
-        self.logbook.stage(step)
-        latest = self.manager.latest_checkpoint
-        if latest is None or os.path.basename(latest) != f"ckpt-{step}":
-            if self.separate_state:
-                os.makedirs(self.checkpoint_dir, exist_ok=True)  # the first save comes first
-            for name, state in self.separate_state.items():
-                state.save(self.state_file(name, step))
-            latest = self.manager.save(checkpoint_number=step)
-        self.logbook.commit(step)
+        try:
+            self.logbook.stage(step)
+            latest = self.manager.latest_checkpoint
+            if latest is None or os.path.basename(latest) != f"ckpt-{step}":
+                if self.separate_state:
+                    os.makedirs(self.checkpoint_dir, exist_ok=True)  # the first save comes first
+                for name, state in self.separate_state.items():
+                    state.save(self.state_file(name, step))
+                latest = self.manager.save(checkpoint_number=step)
+            self.logbook.commit(step)
+        except tf.errors.OpError as e:  # TensorFlow's writers fail so, where Python's raise OSError
+            raise OSError(f"cannot save step {step} in {self.path}: {first_line(e)}") from e
         self._drop_orphan_state_files()
         return latest
 

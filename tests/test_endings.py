@@ -8,6 +8,7 @@ not from the actions, so a seeded run crashes at the same step every time.
 import json
 import os
 import re
+import resource
 import shutil
 import subprocess
 import sys
@@ -22,9 +23,14 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TRAIN = os.path.join(ROOT, "train.py")
 
 
-def run(*args, cwd=ROOT):
+def run(*args, cwd=ROOT, preexec_fn=None):
     return subprocess.run(
-        [sys.executable, TRAIN, *args], capture_output=True, text=True, timeout=300, cwd=cwd
+        [sys.executable, TRAIN, *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=cwd,
+        preexec_fn=preexec_fn,
     )
 
 
@@ -217,6 +223,37 @@ def test_a_run_file_that_cannot_be_written_stops_with_exit_7(trained, tmp_path):
         "test.json was not written"
     ]
     assert contents(out) == before
+
+
+@pytest.mark.process
+def test_a_full_disk_stops_with_exit_7_and_the_run_resumes_once_there_is_room(trained, tmp_path):
+    out = tmp_path / "run"
+    shutil.copytree(trained, out)
+    checkpoints = contents(out / "checkpoints")
+
+    def small_files():  # as a full disk: a write past 4 KB fails (Python ignores SIGXFSZ)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))
+
+    args = ["--hparams", "ppo_tiny", "--train_steps", "384", "--output_dir", str(out)]
+    proc = run(*args, preexec_fn=small_files)
+    assert proc.returncode == 7, proc.stderr
+    [line] = own_lines(proc)
+    kept = out / "checkpoints" / "ckpt-256"
+    assert line.startswith(f"train.py: stopped: cannot save step 384 in {out}: ")
+    assert "File too large" in line
+    assert line.endswith(
+        f"the last checkpoint, {kept}, is kept; make room or mend {out}, then rerun the same "
+        "command to resume"
+    )
+    assert result(proc)["failure_kind"] == "files"
+    assert contents(out / "checkpoints") == checkpoints
+    # With room again, the same command resumes from it and finishes.
+    again = run(*args)
+    assert again.returncode == 0, again.stderr
+    assert f"rl: resuming from {kept}" in again.stderr
+    assert checkpoint_steps(str(out / "checkpoints")) == [128, 256, 384]
+    steps = [json.loads(l)["step"] for l in (out / "eval.jsonl").read_text().splitlines()]
+    assert steps == [128, 256, 384]
 
 
 @pytest.mark.unit
