@@ -10,28 +10,13 @@ import os
 import re
 import resource
 import shutil
-import subprocess
-import sys
 import textwrap
 
 import pytest
+from polling import ROOT, run_train_py
 
 from rl import cli
 from rl.run_folder import checkpoint_steps
-
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-TRAIN = os.path.join(ROOT, "train.py")
-
-
-def run(*args, cwd=ROOT, preexec_fn=None):
-    return subprocess.run(
-        [sys.executable, TRAIN, *args],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=cwd,
-        preexec_fn=preexec_fn,
-    )
 
 
 def own_lines(proc):
@@ -84,7 +69,7 @@ def project(tmp_path_factory):
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory):
     out = tmp_path_factory.mktemp("base") / "run"
-    proc = run("--hparams", "ppo_tiny", "--output_dir", str(out))  # checkpoints 128, 256
+    proc = run_train_py("--hparams", "ppo_tiny", "--output_dir", str(out))  # checkpoints 128, 256
     assert proc.returncode == 0, proc.stderr
     return out
 
@@ -95,7 +80,7 @@ def test_an_env_that_raises_in_training_stops_with_exit_6_and_resumes(tmp_path):
     # Crashes at step 238, after the checkpoint at 128; no evaluation to crash first.
     args = ["--hparams", "ppo_tiny", "--env", flaky(0.004), "--eval_episodes", "0"]
     args += ["--train_steps", "1024", "--output_dir", str(out)]
-    proc = run(*args)
+    proc = run_train_py(*args)
     assert proc.returncode == cli.EXIT_ENV == 6, proc.stderr
     kept = out / "checkpoints" / "ckpt-128"
     assert own_lines(proc) == [
@@ -108,7 +93,7 @@ def test_an_env_that_raises_in_training_stops_with_exit_6_and_resumes(tmp_path):
     assert 128 < ended["step"] < 256
     assert checkpoint_steps(str(out / "checkpoints")) == [128]
     # The same command resumes from it (and its reset's new seed crashes elsewhere).
-    again = run(*args)
+    again = run_train_py(*args)
     assert again.returncode == 6, again.stderr
     assert f"rl: resuming from {kept}" in again.stderr
     assert len(own_lines(again)) == 1 and result(again)["failure_kind"] == "env"
@@ -118,7 +103,7 @@ def test_an_env_that_raises_in_training_stops_with_exit_6_and_resumes(tmp_path):
 @pytest.mark.process
 def test_an_env_that_raises_before_the_first_checkpoint_says_none_was_written(tmp_path):
     out = tmp_path / "run"
-    proc = run("--hparams", "ppo_tiny", "--env", flaky(0.01), "--output_dir", str(out))
+    proc = run_train_py("--hparams", "ppo_tiny", "--env", flaky(0.01), "--output_dir", str(out))
     assert proc.returncode == 6, proc.stderr
     [line] = own_lines(proc)
     assert line.startswith(f"train.py: stopped: env '{flaky(0.01)}' raised in step() during")
@@ -133,7 +118,7 @@ def test_an_env_that_raises_before_the_first_checkpoint_says_none_was_written(tm
 def test_an_env_that_raises_in_an_evaluation_or_a_test_stops_with_exit_6(tmp_path):
     out = tmp_path / "run"
     # Training reaches step 256 (its envs crash at 258); the evaluation there crashes.
-    proc = run(
+    proc = run_train_py(
         "--hparams", "ppo_tiny", "--env", flaky(0.002), "--hparam_override", "eval_interval=256",
         "--train_steps", "1024", "--output_dir", str(out),
     )  # fmt: skip
@@ -149,7 +134,7 @@ def test_an_env_that_raises_in_an_evaluation_or_a_test_stops_with_exit_6(tmp_pat
     assert checkpoint_steps(str(out / "checkpoints")) == [128]
     assert not (out / "eval.jsonl").exists()
     # Testing the run: the same crash, one line, and no test.json.
-    test = run("--training=false", "--test_episodes", "10", "--output_dir", str(out))
+    test = run_train_py("--training=false", "--test_episodes", "10", "--output_dir", str(out))
     assert test.returncode == 6, test.stderr
     assert own_lines(test) == [
         f"train.py: stopped: cannot test {out}: env '{flaky(0.002)}' raised in step() during "
@@ -164,7 +149,7 @@ def test_an_env_that_raises_while_being_made_stops_with_exit_6(project, tmp_path
     out = tmp_path / "run"
     args = ["--hparams", "ppo_tiny", "--plugins", "broken_envs", "--output_dir", str(out)]
     # At start-up: nothing is written.
-    proc = run(*args, "--env", "unlicensed_sim", cwd=project)
+    proc = run_train_py(*args, "--env", "unlicensed_sim", cwd=project)
     assert proc.returncode == 6, proc.stderr
     assert proc.stderr.splitlines() == [
         "train.py: stopped: env 'unlicensed_sim' raised while being made for training: "
@@ -172,8 +157,8 @@ def test_an_env_that_raises_while_being_made_stops_with_exit_6(project, tmp_path
     ]
     assert proc.stdout == "" and not out.exists()
     # Its video envs, made at the first evaluation (step 256): the checkpoint at 128 is kept.
-    proc = run(*args, "--env", "unfilmable_cartpole", "--record_video",
-               "--hparam_override", "eval_interval=256", cwd=project)  # fmt: skip
+    proc = run_train_py(*args, "--env", "unfilmable_cartpole", "--record_video",
+                        "--hparam_override", "eval_interval=256", cwd=project)  # fmt: skip
     assert proc.returncode == 6, proc.stderr
     kept = out / "checkpoints" / "ckpt-128"
     assert own_lines(proc) == [
@@ -189,8 +174,8 @@ def test_an_env_that_raises_while_being_made_stops_with_exit_6(project, tmp_path
 def test_an_env_raising_in_its_own_process_is_one_line_too(tmp_path):
     # vectorization=async: Gymnasium logs the copy's traceback before raising it again here.
     out = tmp_path / "run"
-    proc = run("--hparams", "ppo_tiny", "--env", flaky(0.01), "--hparam_override",
-               "vectorization=async", "--output_dir", str(out))  # fmt: skip
+    proc = run_train_py("--hparams", "ppo_tiny", "--env", flaky(0.01), "--hparam_override",
+                        "vectorization=async", "--output_dir", str(out))  # fmt: skip
     assert proc.returncode == 6, proc.stderr
     [line] = own_lines(proc)
     assert line.startswith(f"train.py: stopped: env '{flaky(0.01)}' raised in step() during")
@@ -203,8 +188,8 @@ def test_a_run_file_that_cannot_be_written_stops_with_exit_7(trained, tmp_path):
     out = tmp_path / "run"
     shutil.copytree(trained, out)
     (out / "videos").write_text("a file where the videos folder belongs\n")
-    proc = run("--hparams", "ppo_tiny", "--train_steps", "384", "--record_video",
-               "--output_dir", str(out))  # fmt: skip
+    proc = run_train_py("--hparams", "ppo_tiny", "--train_steps", "384", "--record_video",
+                        "--output_dir", str(out))  # fmt: skip
     assert proc.returncode == cli.EXIT_FILES == 7, proc.stderr
     kept = out / "checkpoints" / "ckpt-256"
     assert own_lines(proc) == [
@@ -215,8 +200,8 @@ def test_a_run_file_that_cannot_be_written_stops_with_exit_7(trained, tmp_path):
     assert checkpoint_steps(str(out / "checkpoints")) == [128, 256]
     # A test of the run: the same, and test.json is not written.
     before = contents(out)
-    test = run("--training=false", "--record_video", "--test_episodes", "1", "--output_dir",
-               str(out))  # fmt: skip
+    test = run_train_py("--training=false", "--record_video", "--test_episodes", "1",
+                        "--output_dir", str(out))  # fmt: skip
     assert test.returncode == 7, test.stderr
     assert own_lines(test) == [
         f"train.py: stopped: cannot test {out}: cannot write {out / 'videos'}: File exists; "
@@ -235,7 +220,7 @@ def test_a_full_disk_stops_with_exit_7_and_the_run_resumes_once_there_is_room(tr
         resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))
 
     args = ["--hparams", "ppo_tiny", "--train_steps", "384", "--output_dir", str(out)]
-    proc = run(*args, preexec_fn=small_files)
+    proc = run_train_py(*args, preexec_fn=small_files)
     assert proc.returncode == 7, proc.stderr
     [line] = own_lines(proc)
     kept = out / "checkpoints" / "ckpt-256"
@@ -248,7 +233,7 @@ def test_a_full_disk_stops_with_exit_7_and_the_run_resumes_once_there_is_room(tr
     assert result(proc)["failure_kind"] == "files"
     assert contents(out / "checkpoints") == checkpoints
     # With room again, the same command resumes from it and finishes.
-    again = run(*args)
+    again = run_train_py(*args)
     assert again.returncode == 0, again.stderr
     assert f"rl: resuming from {kept}" in again.stderr
     assert checkpoint_steps(str(out / "checkpoints")) == [128, 256, 384]
