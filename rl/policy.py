@@ -22,6 +22,7 @@ from typing import Any, Dict, List, Optional, Sequence
 
 import numpy as np
 
+from rl._tf import writes_as_oserror
 from rl.files import fsync_dir, read_json_object, write_bytes_atomic, write_text_atomic
 
 # The run folder, set by Experiment before it makes envs: envs that play against the run's
@@ -68,7 +69,8 @@ def write_policy_artefact(agent, output_dir: str, step: int, saved_model: bool =
     np.savez(buffer, *snapshot.arrays)
     write_bytes_atomic(os.path.join(building, WEIGHTS_FILE), buffer.getvalue())
     if saved_model:
-        agent.policy_module().save(os.path.join(building, SAVED_MODEL_DIR))
+        with writes_as_oserror(f"the policy of step {step} in {output_dir}"):
+            agent.policy_module().save(os.path.join(building, SAVED_MODEL_DIR))
     meta = {"step": step, "version": snapshot.version, "hparams": agent.hp.to_dict()}
     write_text_atomic(os.path.join(building, POLICY_FILE), json.dumps(meta, indent=2) + "\n")
     os.replace(building, final)

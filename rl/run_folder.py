@@ -41,7 +41,10 @@ from typing import (
 )
 
 from rl import snapshot
-from rl._tf import tf  # a stand-in: TensorFlow loads with the first checkpoint, after the checks
+from rl._tf import (  # a stand-in: TensorFlow loads with the first checkpoint, after the checks
+    tf,
+    writes_as_oserror,
+)
 from rl.analysis import SUMMARY_NAME, copy_dirs
 from rl.errors import CheckpointError, RunConflictError
 from rl.files import lock_exclusively, lock_holder, set_aside, write_text_atomic
@@ -496,7 +499,7 @@ class RunFolder:
             OSError: a file cannot be written (a full disk); what was written is what a
                 kill at that point leaves.
         """
-        try:
+        with writes_as_oserror(f"step {step} in {self.path}"):
             self.logbook.stage(step)
             latest = self.manager.latest_checkpoint
             if latest is None or os.path.basename(latest) != f"ckpt-{step}":
@@ -506,8 +509,6 @@ class RunFolder:
                     state.save(self.state_file(name, step))
                 latest = self.manager.save(checkpoint_number=step)
             self.logbook.commit(step)
-        except tf.errors.OpError as e:  # TensorFlow's writers fail so, where Python's raise OSError
-            raise OSError(f"cannot save step {step} in {self.path}: {first_line(e)}") from e
         self._drop_orphan_state_files()
         return latest
 
