@@ -14,7 +14,7 @@ import contextlib
 import os
 import sys
 import types
-from typing import Callable
+from typing import Callable, Iterator
 
 from rl.processes import captured_stderr
 
@@ -104,3 +104,20 @@ def _load_keras() -> types.ModuleType:
 
 tf = _OnFirstUse("tensorflow", import_tensorflow_quietly)
 keras = _OnFirstUse("keras", _load_keras)
+
+
+@contextlib.contextmanager
+def writes_as_oserror(what: str) -> Iterator[None]:
+    """TensorFlow's file writers fail with ``tf.errors.OpError`` (a full disk, a file too
+    large) where Python's raise OSError: inside, such a failure is an OSError saying
+    "cannot save WHAT: <TensorFlow's first line>", which training reports as a file that
+    cannot be written (exit code 7).
+
+    Args:
+        what: what was being written ("step 384 in runs/x").
+    """
+    try:
+        yield
+    except tf.errors.OpError as e:
+        lines = str(e.message).strip().splitlines()
+        raise OSError(f"cannot save {what}: {lines[0] if lines else type(e).__name__}") from e

@@ -17,7 +17,7 @@ from absl import flags
 from absl import logging as absl_logging
 
 from rl import _tf, plugins, registry, seeding, slots
-from rl.errors import USER_ERRORS, EnvServerError, PluginError, one_line
+from rl.errors import USER_ERRORS, EnvError, EnvServerError, PluginError, one_line
 from rl.files import read_json_object, set_aside, write_text_atomic
 from rl.hparams.base import int_field_range
 from rl.processes import WORKER_TIMEOUT_SECONDS, tf_thread_share
@@ -25,9 +25,20 @@ from rl.snapshot import FLAGS_FILE, SNAPSHOT_DIR
 
 FLAGS = flags.FLAGS
 PROG = "train.py"
+# Exit codes of a run that failed (2 is bad input); each failure kind of a training
+# result (rl/experiment.py) has its own.
 EXIT_NON_FINITE = 3  # training produced a non-finite loss or weights
 EXIT_WORKERS = 4  # actor processes failed more often than --worker_restarts allows
 EXIT_ENV_SERVER = 5  # a grpc:// env server went away (or its env raised) during training
+EXIT_ENV = 6  # the env raised: while being made, in a training step or an evaluation
+EXIT_FILES = 7  # a file of the run could not be written (a full disk, a file for a folder)
+FAILURE_EXITS = {
+    "non_finite": EXIT_NON_FINITE,
+    "workers": EXIT_WORKERS,
+    "env_server": EXIT_ENV_SERVER,
+    "env": EXIT_ENV,
+    "files": EXIT_FILES,
+}
 
 
 TRAINING, TEST, BOTH = "training", "test", "both"  # the modes that read a flag
@@ -584,6 +595,10 @@ def say_gymnasium_warnings_once() -> None:
         from rl.envs.check import warning_text  # late: it loads Gymnasium (loaded by now)
 
         text = warning_text(message)
+        if text.startswith("ERROR: "):
+            # Only an async vector env's copy that raised logs these (a traceback among
+            # them) before the error is raised here again, where rl reports it in one line.
+            return
         if text not in shown:
             shown.add(text)
             print(f"rl: warning: {text}", file=sys.stderr, flush=True)
@@ -619,6 +634,8 @@ def build_experiment(checked, system):
         )
     except USER_ERRORS as e:
         fail(str(e))
+    except EnvError as e:  # it raised while being made
+        stop_outside_training(e, "nothing was written")
 
 
 def run_training(checked, system) -> int:
@@ -629,35 +646,59 @@ def run_training(checked, system) -> int:
 
     try:
         result = experiment.train()
-    except EnvServerError as e:
-        print(
-            f"{PROG}: stopped: {e}; the last checkpoint is kept: rerun the same command to resume",
-            file=sys.stderr,
-        )
-        return EXIT_ENV_SERVER
     finally:
         experiment.close()
+    # Every ending, a failure's too, leaves its result as one JSON line on stdout.
     print(
         json.dumps(
             {k: v for k, v in result.items() if isinstance(v, (int, float, str, type(None)))}
         )
     )
-    if result["failure"] and result.get("failure_kind") == "workers":
-        print(
-            f"{PROG}: stopped: {result['failure']}; the workers' output is in "
-            f"{experiment.system.workers_output(experiment.folder.file('workers'))}",
-            file=sys.stderr,
-        )
-        return EXIT_WORKERS
     if result["failure"]:
-        print(
-            f"{PROG}: stopped: {result['failure']}; try a lower learning_rate or max_grad_norm",
-            file=sys.stderr,
-        )
-        return EXIT_NON_FINITE
+        kind = result["failure_kind"]
+        stopped(f"{result['failure']}; {failure_advice(kind, experiment)}")
+        return FAILURE_EXITS[kind]
     if result["interrupted"]:
         return 128 + int(result["interrupted"])
     return 0
+
+
+def stopped(message: str) -> None:
+    """The one stderr line of a run that failed (its exit code says how)."""
+    print(f"{PROG}: stopped: {message}", file=sys.stderr, flush=True)
+
+
+def stop_outside_training(error: Exception, written: str, context: str = "") -> NoReturn:
+    """Ends the process for a failure outside training, where there is no result to print:
+    one line, the exit code of its kind.
+
+    Args:
+        error: an EnvError, EnvServerError or OSError (a kind of ``FAILURE_KINDS``).
+        written: what that left on disk ("nothing was written").
+        context: what failed, before the error ("cannot test runs/x: ").
+    """
+    from rl.experiment import FAILURE_KINDS, failure_text  # late: it loads TensorFlow (loaded)
+
+    stopped(f"{context}{failure_text(error)}; {written}")
+    kind = next(kind for kind, kinds in FAILURE_KINDS if isinstance(error, kinds))
+    sys.exit(FAILURE_EXITS[kind])
+
+
+def failure_advice(kind: str, experiment) -> str:
+    """What to do after a training failure of ``kind`` (a result's ``failure_kind``)."""
+    if kind == "non_finite":
+        return "try a lower learning_rate or max_grad_norm"
+    if kind == "workers":
+        output = experiment.system.workers_output(experiment.folder.file("workers"))
+        return f"the workers' output is in {output}"
+    rerun = "rerun the same command to " + (
+        "resume" if experiment.folder.latest_checkpoint else "start again"
+    )
+    if kind == "env_server":
+        return f"{rerun} once the server is back"
+    if kind == "files":
+        return f"make room or mend {experiment.output_dir}, then {rerun}"
+    return rerun
 
 
 def run_test() -> int:
@@ -713,22 +754,26 @@ def run_test_episodes(output_dir: str) -> Dict[str, Any]:
         )
     except USER_ERRORS + (FileNotFoundError,) as e:
         fail(f"cannot test {output_dir}: {e}")
+    except EnvError as e:  # it raised while being made
+        stop_outside_training(e, "test.json was not written", f"cannot test {output_dir}: ")
+    path = os.path.join(output_dir, "test.json")
     try:
         result = experiment.evaluate(
             episodes=FLAGS.test_episodes,
             record=FLAGS.test_episodes if FLAGS.record_video else 0,
             video_name=f"test_step{experiment.step:09d}",
         )
+        result["checkpoint"] = experiment.restored_from
+        set_aside(path)  # an earlier test's results are kept
+        write_text_atomic(path, json.dumps(result, indent=2) + "\n")
     except EvaluationStopped:
         signum = int(experiment.interrupted)
         print(f"{PROG}: stopped by signal {signum}: no test results written", file=sys.stderr)
         sys.exit(128 + signum)
+    except (EnvError, EnvServerError, OSError) as e:  # the env, its server, a full disk
+        stop_outside_training(e, "test.json was not written", f"cannot test {output_dir}: ")
     finally:
         experiment.close()
-    result["checkpoint"] = experiment.restored_from
-    path = os.path.join(output_dir, "test.json")
-    set_aside(path)  # an earlier test's results are kept
-    write_text_atomic(path, json.dumps(result, indent=2) + "\n")
     print(
         f"test: {result['episodes']} episodes at step {result['step']}: return "
         f"{result['return_mean']:.1f} +- {result['return_std']:.1f} "

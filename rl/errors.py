@@ -45,6 +45,12 @@ class EnvServerError(RuntimeError):
     lost the session, or its env raised; one line."""
 
 
+class EnvError(RuntimeError):
+    """An env raised while it was reset or stepped (a simulator that crashed): a failure
+    of the env, not bad input, so not among ``USER_ERRORS``; one line naming the env and
+    what it raised, which is the ``__cause__``."""
+
+
 class PluginError(ImportError):
     """A --plugins module that cannot be imported or fails while registering; one line."""
 

@@ -13,7 +13,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 import numpy as np
 
 from rl import seeding, video
-from rl.envs import make_vec_env
+from rl.envs.env_errors import make_vec_env_naming_errors
 
 # obs [N, ...] float32 and a NumPy generator -> actions [N].
 Act = Callable[[np.ndarray, np.random.Generator], np.ndarray]
@@ -54,13 +54,18 @@ class EvalEnvs:
                 f"need 0 <= watched <= episodes and episodes > 0, got {watched}, {episodes}"
             )
         self.key = (episodes, watched)
+        # What the env raises in an evaluation is an EnvError naming it (rl/envs/make.py).
         self.watched = (
-            make_vec_env(env_name, watched, "sync", "rgb_array", max_episode_steps)
+            make_vec_env_naming_errors(
+                env_name, watched, "evaluation", "sync", "rgb_array", max_episode_steps
+            )
             if watched
             else None
         )
         self.others = (
-            make_vec_env(env_name, episodes - watched, "sync", None, max_episode_steps)
+            make_vec_env_naming_errors(
+                env_name, episodes - watched, "evaluation", "sync", None, max_episode_steps
+            )
             if episodes > watched
             else None
         )

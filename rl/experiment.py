@@ -35,9 +35,14 @@ from rl.agents.base import Agent, NonFiniteError
 from rl.agents.experience import ExperienceSource, OwnActor
 from rl.counters import Counters
 from rl.early_checks import CheckedRun, check_run
-from rl.envs import make_vec_env
+from rl.envs.env_errors import make_vec_env_naming_errors
 from rl.envs.make import episode_cap
-from rl.errors import CheckpointError, RunConflictError  # noqa: F401  (re-exported)
+from rl.errors import (  # noqa: F401  (CheckpointError, RunConflictError: re-exported)
+    CheckpointError,
+    EnvError,
+    EnvServerError,
+    RunConflictError,
+)
 from rl.evaluation import EvaluationStopped, Evaluator
 from rl.hparams.base import HParams, HParamsError
 from rl.hparams.resolve import HPARAMS_FILE, load_run_hparams
@@ -84,8 +89,13 @@ def build_envs_and_agent(hp: HParams, num_envs: Optional[int] = None):
         num_envs: env copies to build here (default ``hp.num_envs``; one when
             actor processes step them and this process only reads the spaces).
     """
-    envs = make_vec_env(
-        hp.env, num_envs or hp.num_envs, hp.vectorization, max_episode_steps=hp.max_episode_steps
+    # What the env raises in training is an EnvError naming it (rl/envs/make.py).
+    envs = make_vec_env_naming_errors(
+        hp.env,
+        num_envs or hp.num_envs,
+        "training",
+        hp.vectorization,
+        max_episode_steps=hp.max_episode_steps,
     )
     try:
         agent = Agent(hp, envs.single_observation_space, envs.single_action_space)
@@ -269,8 +279,8 @@ class Experiment:
         # eval.jsonl was read (and checked) above; records past the restored step are redone.
         self._last_eval: Optional[Dict[str, Any]] = last_eval_record(eval_records, self.step)
         self._next_video = 0
-        self.failure: Optional[str] = None  # why training stopped early (non-finite update)
-        self.failure_kind: Optional[str] = None  # "non_finite" or "workers"
+        self.failure: Optional[str] = None  # why training stopped early, and what is kept
+        self.failure_kind: Optional[str] = None  # one of FAILURE_KINDS
         self._warned = False
         if self.restored_from is None:
             rows = "\n".join(f"| {k} | {v} |" for k, v in hp.to_dict().items())
@@ -383,7 +393,9 @@ class Experiment:
 
         Returns:
             step, episodes, episode_return_mean, eval_return_mean, steps_per_second,
-            the last update's losses, and ``interrupted`` (signal number or None).
+            the last update's losses, ``interrupted`` (signal number or None), and
+            ``failure`` (why training stopped early and which checkpoint is kept) with
+            ``failure_kind`` (``FAILURE_KINDS``), else None.
         """
         if self.read_only:
             raise RuntimeError(
@@ -410,13 +422,13 @@ class Experiment:
             )
         self._install_signal_handlers()
         self._training = True
+        progress = Progress(self, target, enabled=self.verbose)
         try:
             try:
                 self.experience.start()
             except WorkerFailure as e:
-                self.failure, self.failure_kind = f"{e}; nothing was trained", "workers"
+                self._stop_failed(e)
                 return self._result(0.0)
-            progress = Progress(self, target, enabled=self.verbose)
             next_eval = next_multiple(self.step, hp.eval_interval)
             next_checkpoint = next_multiple(self.step, hp.checkpoint_interval)
             # Stop only at a clean point (no partial rollout held outside the
@@ -441,12 +453,7 @@ class Experiment:
                     step = self.step
                     metrics = self.learner.update()
                 except (NonFiniteError, WorkerFailure) as e:
-                    # Nothing after the last checkpoint is saved: that training is lost.
-                    self.failure_kind = "workers" if isinstance(e, WorkerFailure) else "non_finite"
-                    kept = self.folder.latest_checkpoint
-                    self.failure = f"{e}; " + (
-                        f"the last checkpoint, {kept}, is kept" if kept else "no checkpoint saved"
-                    )
+                    self._stop_failed(e)
                     break
                 if metrics is not None:
                     self.experience.policy_updated()
@@ -477,6 +484,9 @@ class Experiment:
                     self._evaluate_unless_stopped(start_time)
                 self.save()
             progress.finish()
+        except (EnvError, EnvServerError, OSError) as e:  # in a step, an evaluation or a save
+            self._stop_failed(e)
+            progress.finish()
         finally:
             self._training = False
             self.experience.stop()
@@ -488,6 +498,16 @@ class Experiment:
         self.tracker.finish(FAILED if self.failure else KILLED if self._stop_signal else FINISHED)
         elapsed = max(time.time() - start_time, 1e-9)
         return self._result((self.step - start_step) / elapsed)
+
+    def _stop_failed(self, error: Exception) -> None:
+        """Records why training stops early and what of it is on disk: nothing after the
+        last checkpoint is saved, so that training is lost."""
+        kept = self.folder.latest_checkpoint
+        on_disk = (
+            f"the last checkpoint, {kept}, is kept" if kept else "no checkpoint was written yet"
+        )
+        self.failure = f"{failure_text(error)}; {on_disk}"
+        self.failure_kind = next(kind for kind, kinds in FAILURE_KINDS if isinstance(error, kinds))
 
     def _episodes_ended(self, returns: np.ndarray, lengths: np.ndarray) -> None:
         """Counts and logs the episodes that ended at the step just observed."""
@@ -646,6 +666,25 @@ class Experiment:
             os.environ.pop(RUN_DIR_VARIABLE, None)
         else:
             os.environ[RUN_DIR_VARIABLE] = self._outer_run_dir
+
+
+# Why training stops early, by what was raised: a result's ``failure_kind``. An env that
+# raised or an env server that failed end training wherever they happen (a step, an
+# evaluation), a file that cannot be written (a full disk) too; the others, in a step.
+FAILURE_KINDS = (
+    ("non_finite", NonFiniteError),
+    ("workers", WorkerFailure),
+    ("env_server", EnvServerError),
+    ("env", EnvError),
+    ("files", OSError),
+)
+
+
+def failure_text(error: Exception) -> str:
+    """What stopped training, in one line (an OSError says which file)."""
+    if isinstance(error, OSError) and error.filename and error.strerror:
+        return f"cannot write {error.filename}: {error.strerror}"
+    return first_line(error)
 
 
 def last_eval_record(records: List[Dict[str, Any]], step: int) -> Optional[Dict[str, Any]]:

@@ -22,6 +22,7 @@ from typing import Any, Dict, List, Optional, Sequence
 
 import numpy as np
 
+from rl._tf import writes_as_oserror
 from rl.files import (
     RUN_DIR_VARIABLE,  # noqa: F401  (self-play and the experiment name it from here)
     fsync_dir,
@@ -70,7 +71,8 @@ def write_policy_artefact(agent, output_dir: str, step: int, saved_model: bool =
     np.savez(buffer, *snapshot.arrays)
     write_bytes_atomic(os.path.join(building, WEIGHTS_FILE), buffer.getvalue())
     if saved_model:
-        agent.policy_module().save(os.path.join(building, SAVED_MODEL_DIR))
+        with writes_as_oserror(f"the policy of step {step} in {output_dir}"):
+            agent.policy_module().save(os.path.join(building, SAVED_MODEL_DIR))
     meta = {"step": step, "version": snapshot.version, "hparams": agent.hp.to_dict()}
     write_text_atomic(os.path.join(building, POLICY_FILE), json.dumps(meta, indent=2) + "\n")
     os.replace(building, final)

@@ -41,7 +41,10 @@ from typing import (
 )
 
 from rl import snapshot
-from rl._tf import tf  # a stand-in: TensorFlow loads with the first checkpoint, after the checks
+from rl._tf import (  # a stand-in: TensorFlow loads with the first checkpoint, after the checks
+    tf,
+    writes_as_oserror,
+)
 from rl.analysis import SUMMARY_NAME, copy_dirs
 from rl.errors import CheckpointError, RunConflictError
 from rl.files import lock_exclusively, lock_holder, set_aside, write_text_atomic
@@ -346,18 +349,24 @@ class RunFolder:
         folder = self.checkpoint_dir
         steps = list(reversed(checkpoint_steps(folder)))
         candidates = [os.path.join(folder, f"ckpt-{n}") for n in steps]
+        reasons = []  # why each newer checkpoint cannot be read, said once one can be
         for i, (step, path) in enumerate(zip(steps, candidates)):
             try:
                 self.checkpoint.restore(path).assert_existing_objects_matched()
                 self._load_separate_state(step)
-                if i:
-                    say(f"using the previous checkpoint {path}")
-                return path, candidates[:i]
             except Exception as e:  # noqa: BLE001  (TF raises IndexError, DataLoss, ... on bad files)
-                say(f"checkpoint {path} cannot be read: {first_line(e)}")
+                reasons.append(first_line(e))
+                continue
+            for unreadable, reason in zip(candidates, reasons):
+                say(f"checkpoint {unreadable} cannot be read: {reason}")
+            if i:
+                say(f"using the previous checkpoint {path}")
+            return path, candidates[:i]
         if candidates:
+            names = ", ".join(os.path.basename(path) for path in candidates)
             raise CheckpointError(
-                f"no checkpoint in {folder} can be read (tried {', '.join(candidates)})"
+                f"no checkpoint in {folder} can be read ({names}; the newest: {reasons[0]}); "
+                "put readable ones back from a copy, or train in another --output_dir"
             )
         if has_records or listed_checkpoints(folder):
             # Starting over would drop every record of the run.
@@ -485,16 +494,21 @@ class RunFolder:
 
         Returns:
             The checkpoint's path.
+
+        Raises:
+            OSError: a file cannot be written (a full disk); what was written is what a
+                kill at that point leaves.
         """
-        self.logbook.stage(step)
-        latest = self.manager.latest_checkpoint
-        if latest is None or os.path.basename(latest) != f"ckpt-{step}":
-            if self.separate_state:
-                os.makedirs(self.checkpoint_dir, exist_ok=True)  # the first save comes first
-            for name, state in self.separate_state.items():
-                state.save(self.state_file(name, step))
-            latest = self.manager.save(checkpoint_number=step)
-        self.logbook.commit(step)
+        with writes_as_oserror(f"step {step} in {self.path}"):
+            self.logbook.stage(step)
+            latest = self.manager.latest_checkpoint
+            if latest is None or os.path.basename(latest) != f"ckpt-{step}":
+                if self.separate_state:
+                    os.makedirs(self.checkpoint_dir, exist_ok=True)  # the first save comes first
+                for name, state in self.separate_state.items():
+                    state.save(self.state_file(name, step))
+                latest = self.manager.save(checkpoint_number=step)
+            self.logbook.commit(step)
         self._drop_orphan_state_files()
         return latest
 

@@ -1,9 +1,13 @@
 """One way for a test to wait for a state: poll a condition, never sleep a fixed time; a
-process whose stderr a test polls; and the processes of a run, found by its folder."""
+process whose stderr a test polls; and the processes of a run, found by its folder or run to
+their end as a user runs train.py."""
 
 import os
 import subprocess
+import sys
 import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def wait_for(
@@ -61,3 +65,17 @@ def start_logged(command: list, stderr_path, env=None, cwd=None) -> subprocess.P
         return subprocess.Popen(
             command, stdout=subprocess.PIPE, stderr=stderr, text=True, cwd=cwd, env=env
         )
+
+
+def run_train_py(*args: str, timeout: float = 300, cwd=ROOT, **options):
+    """``train.py`` with ``args``, run to its end as a user runs it; its output captured.
+
+    Args:
+        timeout: seconds.
+        cwd: the folder it runs in (the checkout; a user's project for --plugins).
+        options: more ``subprocess.run`` arguments (``env``, ``preexec_fn``).
+    """
+    command = [sys.executable, os.path.join(ROOT, "train.py"), *args]
+    return subprocess.run(
+        command, capture_output=True, text=True, timeout=timeout, cwd=cwd, **options
+    )

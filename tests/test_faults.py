@@ -99,6 +99,26 @@ def test_unreadable_final_checkpoint_is_redone_once(run_dir, damaged):
     assert train_steps == sorted(set(train_steps)) and train_steps[-1] == 384
 
 
+@pytest.mark.process
+def test_no_readable_checkpoint_is_one_line_naming_the_folder_and_the_fix(run_dir):
+    for index in (run_dir / "checkpoints").glob("ckpt-*.index"):
+        index.write_bytes(b"\0" * 10)
+    before = contents(run_dir)
+    folder = run_dir / "checkpoints"
+    said = (
+        f"no checkpoint in {folder} can be read (ckpt-384, ckpt-256, ckpt-128; the newest: "
+        "file is too short to be an sstable); put readable ones back from a copy, or train in "
+        "another --output_dir"
+    )
+    proc = run(*ARGS, "--output_dir", str(run_dir))
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.splitlines() == [f"train.py: error: {said}"]
+    test = run("--training=false", "--output_dir", str(run_dir))
+    assert test.returncode == 2, test.stderr
+    assert test.stderr.splitlines() == [f"train.py: error: cannot test {run_dir}: {said}"]
+    assert contents(run_dir) == before
+
+
 # --- 2: a lost or garbled index does not restart the run -----------------------
 @pytest.mark.process
 def test_checkpoints_are_found_without_their_index(run_dir):

@@ -103,10 +103,11 @@ def train(*args, env=None, timeout=240) -> subprocess.CompletedProcess:
 
 
 def start_train(args, stderr_path: Path, env: dict) -> subprocess.Popen:
-    with open(stderr_path, "w") as stderr:
+    """train.py writing its stderr to ``stderr_path`` and its stdout beside it (.out)."""
+    with open(stderr_path, "w") as stderr, open(stderr_path.with_suffix(".out"), "w") as stdout:
         return subprocess.Popen(
             [sys.executable, TRAIN, *args],
-            stdout=subprocess.DEVNULL,
+            stdout=stdout,
             stderr=stderr,
             cwd=ROOT,
             env=env,
@@ -487,27 +488,22 @@ def test_server_killed_mid_run_exits_5_keeps_checkpoints_and_resumes(tmp_path):
     with serving(tmp_path / "server") as first:
         args = ["--hparams", "ppo_tiny", "--train_steps", "2048", "--env", first.url()]
         args += ["--output_dir", str(out)]
-        run = start_train(args, tmp_path / "train.err", client_env(retry_seconds=2))
-        try:
-            wait_for(lambda: has_eval_line(out), "evaluation line", process=run)
-            first.process.kill()  # kill -9
-            code = run.wait(timeout=120)
-        finally:
-            if run.poll() is None:
-                run.kill()
-                run.wait()
-    stderr = (tmp_path / "train.err").read_text()
-    assert code == 5, stderr
-    [line] = train_lines(stderr)
-    assert all(l == line or l.startswith("step ") for l in stderr.splitlines())  # progress
-    assert line.startswith(f"train.py: stopped: env server {first.url()} is unreachable")
-    assert line.endswith("the last checkpoint is kept: rerun the same command to resume")
+        line, result = ending_when_the_server_is_killed(
+            first, args, tmp_path, lambda: has_eval_line(out), "evaluation line"
+        )
+    assert "is unreachable" in line
     # Nothing is damaged: every record parses, the newest checkpoint is complete and listed.
     assert json.loads((out / "hparams.json").read_text())["env"] == first.url()
     before = (out / "eval.jsonl").read_bytes()
     logged = [e["step"] for e in evals(out)]
     saved = checkpoint_steps(out)
     assert saved and logged and max(logged) <= saved[-1] < 2048
+    kept = out / "checkpoints" / f"ckpt-{saved[-1]}"
+    assert line.endswith(
+        f"the last checkpoint, {kept}, is kept; rerun the same command to resume once the "
+        "server is back"
+    )
+    assert result["failure"] in line
     assert all((out / "checkpoints" / f"ckpt-{s}.data-00000-of-00001").exists() for s in saved)
     index = (out / "checkpoints" / "checkpoint").read_text()
     assert f'model_checkpoint_path: "ckpt-{saved[-1]}"' in index
@@ -524,27 +520,72 @@ def test_server_killed_mid_run_exits_5_keeps_checkpoints_and_resumes(tmp_path):
 
 
 @pytest.mark.process
+def test_server_killed_before_the_first_checkpoint_says_none_was_written(tmp_path):
+    out = tmp_path / "run"
+    with serving(tmp_path / "server") as server:
+        # No checkpoint before the end of a run that cannot end before the kill.
+        args = ["--hparams", "ppo_tiny", "--train_steps", "100000000", "--env", server.url()]
+        args += ["--hparam_override", "checkpoint_interval=100000000", "--output_dir", str(out)]
+        line, result = ending_when_the_server_is_killed(
+            server,
+            args,
+            tmp_path,
+            lambda: "step " in (tmp_path / "train.err").read_text(),
+            "progress line",
+        )
+    assert "is unreachable" in line
+    assert line.endswith(
+        "; no checkpoint was written yet; rerun the same command to start again once the server "
+        "is back"
+    )
+    assert result["interrupted"] is None and result["failure"] in line
+    assert checkpoint_steps(out) == []
+
+
+def ending_when_the_server_is_killed(
+    server, args, tmp_path, ready, what, retry_seconds=2, restart=False
+):
+    """Runs train.py on ``server`` with ``args``, kills the server (kill -9) once ``ready()``
+    (``what``, for a failure), and checks the run ends with exit 5 and one line besides
+    its progress. Returns that line and the result JSON.
+
+    Args:
+        retry_seconds: how long the client retries the server.
+        restart: start the server again on its port after the kill.
+    """
+    run = start_train(args, tmp_path / "train.err", client_env(retry_seconds=retry_seconds))
+    try:
+        wait_for(ready, what, process=run)
+        server.process.kill()
+        server.process.wait()
+        with (
+            serving(tmp_path / "server", port=server.port) if restart else contextlib.nullcontext()
+        ):
+            code = run.wait(timeout=120)
+    finally:
+        if run.poll() is None:
+            run.kill()
+            run.wait()
+    stderr = (tmp_path / "train.err").read_text()
+    assert code == 5, stderr
+    [line] = train_lines(stderr)
+    assert all(l == line or l.startswith("step ") for l in stderr.splitlines())  # progress
+    assert line.startswith(f"train.py: stopped: env server {server.url()} ")
+    result = json.loads((tmp_path / "train.out").read_text().splitlines()[-1])
+    assert result["failure_kind"] == "env_server"
+    return line, result
+
+
+@pytest.mark.process
 def test_server_restarted_within_the_retry_window_loses_the_session(tmp_path):
     out = tmp_path / "run"
     with serving(tmp_path / "server") as first:
         args = ["--hparams", "ppo_tiny", "--train_steps", "2048", "--env", first.url()]
         args += ["--output_dir", str(out)]
         # The client retries an unreachable server for much longer than a restart takes.
-        run = start_train(args, tmp_path / "train.err", client_env(retry_seconds=60))
-        try:
-            wait_for(lambda: has_eval_line(out), "evaluation line", process=run)
-            first.process.kill()
-            first.process.wait()
-            with serving(tmp_path / "server", port=first.port):
-                code = run.wait(timeout=120)
-        finally:
-            if run.poll() is None:
-                run.kill()
-                run.wait()
-    stderr = (tmp_path / "train.err").read_text()
-    assert code == 5, stderr
-    [line] = train_lines(stderr)
-    assert all(l == line or l.startswith("step ") for l in stderr.splitlines())  # progress
+        line, _ = ending_when_the_server_is_killed(
+            first, args, tmp_path, lambda: has_eval_line(out), "evaluation line", 60, restart=True
+        )
     assert line.startswith(
         f"train.py: stopped: env server {first.url()} restarted and lost this client's session"
     )

@@ -1,0 +1,260 @@
+"""How a failed run ends: one line on stderr, its own exit code, the result JSON on stdout and
+the last checkpoint kept, whether the env raised in training, in an evaluation or in a test.
+
+``flaky_cartpole`` (rl/envs/stand_ins.py) draws its crashes from a generator seeded at reset,
+not from the actions, so a seeded run crashes at the same step every time.
+"""
+
+import json
+import os
+import re
+import resource
+import shutil
+import textwrap
+
+import pytest
+from polling import ROOT, run_train_py
+
+from rl import cli
+from rl.run_folder import checkpoint_steps
+
+
+def own_lines(proc):
+    """stderr without the progress lines and rl's notices: the run's ending alone."""
+    return [l for l in proc.stderr.splitlines() if not l.startswith(("step ", "rl: "))]
+
+
+def result(proc):
+    """The result JSON, the last line of stdout."""
+    return json.loads(proc.stdout.splitlines()[-1])
+
+
+def flaky(rate):
+    return f"flaky_cartpole?failure_rate={rate}"
+
+
+def contents(folder):
+    """Every file under ``folder`` with its bytes (to prove nothing was written)."""
+    return {str(p): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+# Envs that raise while being made: always, or only when asked to render (for videos).
+BROKEN_ENVS = """
+    import gymnasium as gym
+
+    from rl import registry
+
+
+    @registry.envs.register("unlicensed_sim")
+    def unlicensed_sim(render_mode=None):
+        raise RuntimeError("licence server not found")
+
+
+    @registry.envs.register("unfilmable_cartpole")
+    def unfilmable_cartpole(render_mode=None):
+        if render_mode is not None:
+            raise RuntimeError("no renderer here")
+        return gym.make("CartPole-v1")
+"""
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory):
+    """A folder holding a --plugins module of broken envs, where train.py is run from."""
+    folder = tmp_path_factory.mktemp("project")
+    (folder / "broken_envs.py").write_text(textwrap.dedent(BROKEN_ENVS))
+    return folder
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    out = tmp_path_factory.mktemp("base") / "run"
+    proc = run_train_py("--hparams", "ppo_tiny", "--output_dir", str(out))  # checkpoints 128, 256
+    assert proc.returncode == 0, proc.stderr
+    return out
+
+
+@pytest.mark.process
+def test_an_env_that_raises_in_training_stops_with_exit_6_and_resumes(tmp_path):
+    out = tmp_path / "run"
+    # Crashes at step 238, after the checkpoint at 128; no evaluation to crash first.
+    args = ["--hparams", "ppo_tiny", "--env", flaky(0.004), "--eval_episodes", "0"]
+    args += ["--train_steps", "1024", "--output_dir", str(out)]
+    proc = run_train_py(*args)
+    assert proc.returncode == cli.EXIT_ENV == 6, proc.stderr
+    kept = out / "checkpoints" / "ckpt-128"
+    assert own_lines(proc) == [
+        f"train.py: stopped: env '{flaky(0.004)}' raised in step() during training: "
+        "SimulatorCrash: flaky_cartpole: the simulator crashed (a simulated fault); "
+        f"the last checkpoint, {kept}, is kept; rerun the same command to resume"
+    ]
+    ended = result(proc)
+    assert ended["failure_kind"] == "env" and ended["failure"].startswith(f"env '{flaky(0.004)}'")
+    assert 128 < ended["step"] < 256
+    assert checkpoint_steps(str(out / "checkpoints")) == [128]
+    # The same command resumes from it (and its reset's new seed crashes elsewhere).
+    again = run_train_py(*args)
+    assert again.returncode == 6, again.stderr
+    assert f"rl: resuming from {kept}" in again.stderr
+    assert len(own_lines(again)) == 1 and result(again)["failure_kind"] == "env"
+    assert checkpoint_steps(str(out / "checkpoints")) == [128]
+
+
+@pytest.mark.process
+def test_an_env_that_raises_before_the_first_checkpoint_says_none_was_written(tmp_path):
+    out = tmp_path / "run"
+    proc = run_train_py("--hparams", "ppo_tiny", "--env", flaky(0.01), "--output_dir", str(out))
+    assert proc.returncode == 6, proc.stderr
+    [line] = own_lines(proc)
+    assert line.startswith(f"train.py: stopped: env '{flaky(0.01)}' raised in step() during")
+    assert line.endswith("; no checkpoint was written yet; rerun the same command to start again")
+    ended = result(proc)
+    assert ended["failure_kind"] == "env" and ended["step"] < 128
+    assert ended["failure"].endswith("; no checkpoint was written yet")
+    assert checkpoint_steps(str(out / "checkpoints")) == []
+
+
+@pytest.mark.process
+def test_an_env_that_raises_in_an_evaluation_or_a_test_stops_with_exit_6(tmp_path):
+    out = tmp_path / "run"
+    # Training reaches step 256 (its envs crash at 258); the evaluation there crashes.
+    proc = run_train_py(
+        "--hparams", "ppo_tiny", "--env", flaky(0.002), "--hparam_override", "eval_interval=256",
+        "--train_steps", "1024", "--output_dir", str(out),
+    )  # fmt: skip
+    assert proc.returncode == 6, proc.stderr
+    kept = out / "checkpoints" / "ckpt-128"
+    [line] = own_lines(proc)
+    assert line.startswith(f"train.py: stopped: env '{flaky(0.002)}' raised in step() during ")
+    assert "during evaluation: SimulatorCrash: " in line
+    assert line.endswith(f"the last checkpoint, {kept}, is kept; rerun the same command to resume")
+    ended = result(proc)
+    assert ended["step"] == 256 and ended["failure_kind"] == "env"
+    assert ended["eval_return_mean"] is None  # the evaluation did not finish
+    assert checkpoint_steps(str(out / "checkpoints")) == [128]
+    assert not (out / "eval.jsonl").exists()
+    # Testing the run: the same crash, one line, and no test.json.
+    test = run_train_py("--training=false", "--test_episodes", "10", "--output_dir", str(out))
+    assert test.returncode == 6, test.stderr
+    assert own_lines(test) == [
+        f"train.py: stopped: cannot test {out}: env '{flaky(0.002)}' raised in step() during "
+        "evaluation: SimulatorCrash: flaky_cartpole: the simulator crashed (a simulated fault); "
+        "test.json was not written"
+    ]
+    assert not (out / "test.json").exists()
+
+
+@pytest.mark.process
+def test_an_env_that_raises_while_being_made_stops_with_exit_6(project, tmp_path):
+    out = tmp_path / "run"
+    args = ["--hparams", "ppo_tiny", "--plugins", "broken_envs", "--output_dir", str(out)]
+    # At start-up: nothing is written.
+    proc = run_train_py(*args, "--env", "unlicensed_sim", cwd=project)
+    assert proc.returncode == 6, proc.stderr
+    assert proc.stderr.splitlines() == [
+        "train.py: stopped: env 'unlicensed_sim' raised while being made for training: "
+        "RuntimeError: licence server not found; nothing was written"
+    ]
+    assert proc.stdout == "" and not out.exists()
+    # Its video envs, made at the first evaluation (step 256): the checkpoint at 128 is kept.
+    proc = run_train_py(*args, "--env", "unfilmable_cartpole", "--record_video",
+                        "--hparam_override", "eval_interval=256", cwd=project)  # fmt: skip
+    assert proc.returncode == 6, proc.stderr
+    kept = out / "checkpoints" / "ckpt-128"
+    assert own_lines(proc) == [
+        "train.py: stopped: env 'unfilmable_cartpole' raised while being made for evaluation: "
+        f"RuntimeError: no renderer here; the last checkpoint, {kept}, is kept; rerun the same "
+        "command to resume"
+    ]
+    assert result(proc)["failure_kind"] == "env" and result(proc)["step"] == 256
+    assert checkpoint_steps(str(out / "checkpoints")) == [128]
+
+
+@pytest.mark.process
+def test_an_env_raising_in_its_own_process_is_one_line_too(tmp_path):
+    # vectorization=async: Gymnasium logs the copy's traceback before raising it again here.
+    out = tmp_path / "run"
+    proc = run_train_py("--hparams", "ppo_tiny", "--env", flaky(0.01), "--hparam_override",
+                        "vectorization=async", "--output_dir", str(out))  # fmt: skip
+    assert proc.returncode == 6, proc.stderr
+    [line] = own_lines(proc)
+    assert line.startswith(f"train.py: stopped: env '{flaky(0.01)}' raised in step() during")
+    assert "Traceback" not in proc.stderr and "ERROR" not in proc.stderr
+    assert result(proc)["failure_kind"] == "env"
+
+
+@pytest.mark.process
+def test_a_run_file_that_cannot_be_written_stops_with_exit_7(trained, tmp_path):
+    out = tmp_path / "run"
+    shutil.copytree(trained, out)
+    (out / "videos").write_text("a file where the videos folder belongs\n")
+    proc = run_train_py("--hparams", "ppo_tiny", "--train_steps", "384", "--record_video",
+                        "--output_dir", str(out))  # fmt: skip
+    assert proc.returncode == cli.EXIT_FILES == 7, proc.stderr
+    kept = out / "checkpoints" / "ckpt-256"
+    assert own_lines(proc) == [
+        f"train.py: stopped: cannot write {out / 'videos'}: File exists; the last checkpoint, "
+        f"{kept}, is kept; make room or mend {out}, then rerun the same command to resume"
+    ]
+    assert result(proc)["failure_kind"] == "files" and result(proc)["step"] == 384
+    assert checkpoint_steps(str(out / "checkpoints")) == [128, 256]
+    # A test of the run: the same, and test.json is not written.
+    before = contents(out)
+    test = run_train_py("--training=false", "--record_video", "--test_episodes", "1",
+                        "--output_dir", str(out))  # fmt: skip
+    assert test.returncode == 7, test.stderr
+    assert own_lines(test) == [
+        f"train.py: stopped: cannot test {out}: cannot write {out / 'videos'}: File exists; "
+        "test.json was not written"
+    ]
+    assert contents(out) == before
+
+
+@pytest.mark.process
+def test_a_full_disk_stops_with_exit_7_and_the_run_resumes_once_there_is_room(trained, tmp_path):
+    out = tmp_path / "run"
+    shutil.copytree(trained, out)
+    checkpoints = contents(out / "checkpoints")
+
+    def small_files():  # as a full disk: a write past 4 KB fails (Python ignores SIGXFSZ)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))
+
+    args = ["--hparams", "ppo_tiny", "--train_steps", "384", "--output_dir", str(out)]
+    proc = run_train_py(*args, preexec_fn=small_files)
+    assert proc.returncode == 7, proc.stderr
+    [line] = own_lines(proc)
+    kept = out / "checkpoints" / "ckpt-256"
+    assert line.startswith(f"train.py: stopped: cannot save step 384 in {out}: ")
+    assert "File too large" in line
+    assert line.endswith(
+        f"the last checkpoint, {kept}, is kept; make room or mend {out}, then rerun the same "
+        "command to resume"
+    )
+    assert result(proc)["failure_kind"] == "files"
+    assert contents(out / "checkpoints") == checkpoints
+    # With room again, the same command resumes from it and finishes.
+    again = run_train_py(*args)
+    assert again.returncode == 0, again.stderr
+    assert f"rl: resuming from {kept}" in again.stderr
+    assert checkpoint_steps(str(out / "checkpoints")) == [128, 256, 384]
+    steps = [json.loads(l)["step"] for l in (out / "eval.jsonl").read_text().splitlines()]
+    assert steps == [128, 256, 384]
+
+
+@pytest.mark.unit
+def test_each_failure_kind_has_its_exit_code():
+    from rl.experiment import FAILURE_KINDS
+
+    assert set(cli.FAILURE_EXITS) == {kind for kind, _ in FAILURE_KINDS}
+    assert len(set(cli.FAILURE_EXITS.values())) == len(cli.FAILURE_EXITS)
+
+
+@pytest.mark.unit
+def test_the_exit_code_list_names_every_exit_code_of_train_py():
+    with open(os.path.join(ROOT, "docs", "getting-started.md")) as f:
+        text = f.read()
+    listed = re.search(r"\*\*Exit codes:\*\*(.*?)\n- ", text, re.S).group(1)
+    codes = {int(code) for code in re.findall(r"\b(\d+) [a-z]", listed)}
+    ours = {value for name, value in vars(cli).items() if name.startswith("EXIT_")}
+    assert codes == {0, 2} | ours
+    assert set(cli.FAILURE_EXITS.values()) == ours
