@@ -4,10 +4,12 @@
 name or a bad value is reported in well under a second.
 """
 
+import dataclasses
+import json
 import os
-from typing import Any, Dict, Optional, Union
+from typing import Any, Dict, List, Optional, Union
 
-from rl import registry
+from rl import registry, snapshot
 from rl.envs import atari
 from rl.files import read_json_object
 from rl.hparams.base import (
@@ -90,8 +92,12 @@ def hparams_class(agent: str) -> type:
 def load_run_hparams(output_dir: str) -> Optional[HParams]:
     """The hparams a previous run saved in ``output_dir``, or None if none.
 
+    The file must hold every field, each of its declared type and within its
+    limits: a missing field is refused, not filled with today's default (which
+    would change the run without a word), and so is anything else wrong.
+
     Raises:
-        HParamsError: naming the file, if it does not hold valid hparams.
+        HParamsError: naming the file, the first problem and the fix.
     """
     path = os.path.join(output_dir, HPARAMS_FILE)
     if not os.path.exists(path):
@@ -108,10 +114,52 @@ def load_run_hparams(output_dir: str) -> Optional[HParams]:
             f"{path}: 'agent' must be one of {', '.join(registry.agents.names())}, got {agent!r}"
         )
     cls = hparams_class(agent)
+    values = as_trained_before_new_fields(values, cls)
     try:
-        return from_dict(cls, as_trained_before_new_fields(values, cls))
+        hp = from_dict(cls, values)
+        missing = missing_fields(cls, values)
+        if missing:
+            raise HParamsError(missing_field_message(output_dir, missing[0], cls))
+        validate_hparams(hp)
     except HParamsError as e:
         raise HParamsError(f"{path}: {e}") from None
+    return hp
+
+
+def missing_fields(cls: type, values: Dict[str, Any]) -> List[str]:
+    """The fields of ``cls`` a saved hparams.json must hold and ``values`` lacks
+    (derived fields follow from the others and need not be there)."""
+    return [f.name for f in dataclasses.fields(cls) if f.init and f.name not in values]
+
+
+def missing_field_message(output_dir: str, name: str, cls: type) -> str:
+    """What to do about a field a run's hparams.json lacks: put back the value the run
+    trained with, which the run's snapshot copy names when it holds the field.
+
+    The copy is not taken silently: snapshot/hparams.json is rewritten at each start
+    from hparams.json, so it is a copy to restore from, not a second authority.
+    """
+    copy = os.path.join(output_dir, snapshot.SNAPSHOT_DIR, snapshot.HPARAMS_FILE)
+    try:
+        saved = read_json_object(copy)
+    except (OSError, ValueError):
+        saved = {}
+    if name in saved:
+        return (
+            f"hparam '{name}' is missing; put back \"{name}\": {format_json(saved[name])} as "
+            f"{copy} holds it, or use another --output_dir"
+        )
+    default = cls.__dataclass_fields__[name].default
+    return (
+        f"hparam '{name}' is missing (today's default {format_json(default)} need not be "
+        "what the run trained with); put back the value it trained with, or use another "
+        "--output_dir"
+    )
+
+
+def format_json(value: Any) -> str:
+    """A value as JSON writes it, for a message that says what to put in a file."""
+    return json.dumps(list(value) if isinstance(value, tuple) else value)
 
 
 def as_trained_before_new_fields(values: Dict[str, Any], cls: type) -> Dict[str, Any]:
