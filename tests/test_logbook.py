@@ -26,7 +26,7 @@ def eval_steps(out):
 
 def log(book, step):
     book.scalar("x", 1.0, step)
-    book.eval_line({"step": step, "return_mean": 1.0})
+    book.eval_line({"step": step, "return_mean": 1.0, "return_std": 0.0, "lengths": [3]})
 
 
 def test_commit_after_checkpoint(tmp_path):
