@@ -217,3 +217,16 @@ def test_evaluations_in_neither_file_are_refused(run_dir):
     )
     assert contents(run_dir) == before
     assert not os.path.exists(run_dir / "eval.jsonl")
+
+
+# --- the other records read at resume -------------------------------------------
+def test_a_cut_resumes_log_line_is_dropped_with_a_line(run_dir):
+    path = run_dir / "snapshot" / "resumes.jsonl"
+    lines = path.read_bytes().splitlines(keepends=True)
+    path.write_bytes(lines[0][:-10])  # written whole each time: only damage cuts it
+    proc = run(*ARGS, "--output_dir", str(run_dir))
+    assert proc.returncode == 0, proc.stderr
+    assert notices(proc) == [
+        f"dropped the last line of {path}, cut short ({len(lines[0]) - 10} bytes without a newline)"
+    ]
+    assert [json.loads(l)["event"] for l in path.read_text().splitlines()] == ["resume"]
