@@ -173,6 +173,7 @@ def as_trained_before_new_fields(values: Dict[str, Any], cls: type) -> Dict[str,
         return values
     optimizer = values.get("optimizer", cls.__dataclass_fields__["optimizer"].default)
     if optimizer != "rmsprop":
-        return values  # the field does not act on Adam: today's default is as good
+        # The field does not act on Adam: today's default is as good.
+        return {**values, "rmsprop_epsilon": cls.__dataclass_fields__["rmsprop_epsilon"].default}
     # Before the field, rl's RMSprop always ran at Baselines' 1e-5.
     return {**values, "rmsprop_epsilon": BASELINES_RMSPROP_EPSILON}
