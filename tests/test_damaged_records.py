@@ -9,30 +9,14 @@ with one line and exit 2, and the folder is left as it was.
 
 import json
 import os
-import shutil
 
 import pytest
+from finished_run import ARGS, contents, error_line, run
 from tensorboard.backend.event_processing import event_accumulator
-from test_faults import ARGS, contents, error_line, run
 
 pytestmark = pytest.mark.process
 
 MORE = ["--hparams", "ppo_tiny", "--train_steps", "512"]  # one more evaluation, at 512
-
-
-@pytest.fixture(scope="module")
-def trained(tmp_path_factory):
-    out = tmp_path_factory.mktemp("records") / "run"
-    proc = run(*ARGS, "--output_dir", str(out))
-    assert proc.returncode == 0, proc.stderr
-    return out
-
-
-@pytest.fixture
-def run_dir(trained, tmp_path):
-    out = tmp_path / "run"
-    shutil.copytree(trained, out)
-    return out
 
 
 def notices(proc):
