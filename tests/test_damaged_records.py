@@ -214,3 +214,18 @@ def test_a_cut_resumes_log_line_is_dropped_with_a_line(run_dir):
         f"dropped the last line of {path}, cut short ({len(lines[0]) - 10} bytes without a newline)"
     ]
     assert [json.loads(l)["event"] for l in path.read_text().splitlines()] == ["resume"]
+
+
+def test_a_policy_artefact_missing_an_hparam_is_refused(run_dir):
+    from rl.policy import PolicyArtefactError, load_policy
+
+    path = run_dir / "policies" / "ckpt-384" / "policy.json"
+    meta = json.loads(path.read_text())
+    del meta["hparams"]["learning_rate"]
+    path.write_text(json.dumps(meta))
+    with pytest.raises(PolicyArtefactError) as info:
+        load_policy(str(path.parent))
+    assert str(info.value) == (
+        f"{path}: hparam 'learning_rate' is missing (today's default 0.0003 need not be what "
+        "the run trained with); put back the value it trained with, or use another --output_dir"
+    )

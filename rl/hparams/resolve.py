@@ -90,11 +90,8 @@ def hparams_class(agent: str) -> type:
 
 
 def load_run_hparams(output_dir: str) -> Optional[HParams]:
-    """The hparams a previous run saved in ``output_dir``, or None if none.
-
-    The file must hold every field, each of its declared type and within its
-    limits: a missing field is refused, not filled with today's default (which
-    would change the run without a word), and so is anything else wrong.
+    """The hparams a previous run saved in ``output_dir``, or None if none
+    (see ``saved_hparams``).
 
     Raises:
         HParamsError: naming the file, the first problem and the fix.
@@ -106,6 +103,25 @@ def load_run_hparams(output_dir: str) -> Optional[HParams]:
         values = read_json_object(path)
     except ValueError as e:
         raise HParamsError(str(e)) from None
+    copy = os.path.join(output_dir, snapshot.SNAPSHOT_DIR, snapshot.HPARAMS_FILE)
+    return saved_hparams(values, path, copy)
+
+
+def saved_hparams(values: Dict[str, Any], path: str, copy: Optional[str] = None) -> HParams:
+    """Hparams that a run saved (its hparams.json, a policy artefact's policy.json).
+
+    They must hold every field, each of its declared type and within its limits: a
+    missing field is refused, not filled with today's default (which would change the
+    run without a word), and so is anything else wrong.
+
+    Args:
+        values: the saved JSON object.
+        path: the file they came from, for messages.
+        copy: another file of the run that may hold a missing field, named as the fix.
+
+    Raises:
+        HParamsError: naming ``path``, the first problem and the fix.
+    """
     if "agent" not in values:
         raise HParamsError(f"{path} does not hold hparams (no 'agent' field)")
     agent = values["agent"]
@@ -119,7 +135,7 @@ def load_run_hparams(output_dir: str) -> Optional[HParams]:
         hp = from_dict(cls, values)
         missing = missing_fields(cls, values)
         if missing:
-            raise HParamsError(missing_field_message(output_dir, missing[0], cls))
+            raise HParamsError(missing_field_message(missing[0], cls, copy))
         validate_hparams(hp)
     except HParamsError as e:
         raise HParamsError(f"{path}: {e}") from None
@@ -132,16 +148,15 @@ def missing_fields(cls: type, values: Dict[str, Any]) -> List[str]:
     return [f.name for f in dataclasses.fields(cls) if f.init and f.name not in values]
 
 
-def missing_field_message(output_dir: str, name: str, cls: type) -> str:
-    """What to do about a field a run's hparams.json lacks: put back the value the run
-    trained with, which the run's snapshot copy names when it holds the field.
+def missing_field_message(name: str, cls: type, copy: Optional[str]) -> str:
+    """What to do about a field that saved hparams lack: put back the value the run
+    trained with, which ``copy`` (the run's snapshot/hparams.json) names when it holds it.
 
     The copy is not taken silently: snapshot/hparams.json is rewritten at each start
     from hparams.json, so it is a copy to restore from, not a second authority.
     """
-    copy = os.path.join(output_dir, snapshot.SNAPSHOT_DIR, snapshot.HPARAMS_FILE)
     try:
-        saved = read_json_object(copy)
+        saved = read_json_object(copy) if copy is not None else {}
     except (OSError, ValueError):
         saved = {}
     if name in saved:
