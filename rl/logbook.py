@@ -608,7 +608,7 @@ def parse_eval_file(path: str) -> List[Tuple[int, Dict[str, Any]]]:
         path,
         eval_record_problem,
         "each line must be a JSON object with an integer 'step' "
-        "(fix or delete that line, or use another --output_dir)",
+        "(fix it, or delete it: training on rebuilds it from tb/; or use another --output_dir)",
     )
 
 

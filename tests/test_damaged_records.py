@@ -149,6 +149,28 @@ def test_a_deleted_eval_log_is_rebuilt(run_dir, trained):
     assert again.returncode == 0 and notices(again) == []
 
 
+def test_a_garbled_eval_line_is_refused_and_rebuilt_once_deleted(run_dir, trained):
+    lines = (run_dir / "eval.jsonl").read_bytes().splitlines(keepends=True)
+    (run_dir / "eval.jsonl").write_bytes(lines[0] + b'{"step": 256, "ret\n' + lines[2])
+    before = contents(run_dir)
+    proc = run(*ARGS, "--output_dir", str(run_dir))
+    assert proc.returncode == 2, proc.stderr
+    assert error_line(proc) == (
+        f"train.py: error: {run_dir}/eval.jsonl line 2 is not JSON; each line must be a JSON "
+        "object with an integer 'step' (fix it, or delete it: training on rebuilds it from "
+        "tb/; or use another --output_dir)"
+    )
+    assert contents(run_dir) == before
+    (run_dir / "eval.jsonl").write_bytes(lines[0] + lines[2])  # the fix the line names
+    proc = run(*ARGS, "--output_dir", str(run_dir))
+    assert proc.returncode == 0, proc.stderr
+    assert notices(proc) == [
+        f"rebuilt the evaluation records of step 256 in {run_dir}/eval.jsonl from "
+        f"{run_dir}/tb, which holds them"
+    ]
+    assert (run_dir / "eval.jsonl").read_bytes() == (trained / "eval.jsonl").read_bytes()
+
+
 # --- tb/: evaluation events rebuilt from eval.jsonl; other lost events refused ----------
 def test_a_deleted_event_file_gets_its_evaluation_events_back(run_dir, trained):
     event_files(run_dir)[1].unlink()  # committed with checkpoint 256
