@@ -231,7 +231,7 @@ class Experiment:
             self.folder.prepare(hp, existing, unreadable, argv, flags, self.device_info)
             for notice in self.logbook.recover(restored_step):
                 self._say(notice)
-            for moved in tidy_policies(self.output_dir, self.step if self.restored_from else 0):
+            for moved in tidy_policies(self.output_dir, restored_step):
                 self._say(f"moved the policy {moved} aside: its training is redone")
         # Tracking (rl/tracking.py) copies only committed records: it starts once
         # recover() has settled what is committed, and never stops training.

@@ -117,12 +117,11 @@ class Logbook:
             raise ValueError(f"width and height must be positive, got {width}x{height}")
         self._gif = ("gif", tag, (width, height, data), int(step), time.time())
 
-    def eval_line(self, record: Dict[str, Any], wall_time: Optional[float] = None) -> None:
+    def eval_line(self, record: Dict[str, Any]) -> None:
         """An evaluation result (must hold ``step``, ``return_mean``, ``return_std``
-        and ``lengths``): a line of eval.jsonl and its TensorBoard events."""
+        and ``lengths``): a line of eval.jsonl and its TensorBoard events, stamped now."""
         self._eval_lines.append(record)
-        now = time.time() if wall_time is None else wall_time
-        self._records.extend(eval_summaries(record, now))
+        self._records.extend(eval_summaries(record, time.time()))
 
     def _staged_dir(self, step: int) -> str:
         return os.path.join(self.output_dir, f"{STAGED_PREFIX}{step}")
