@@ -28,6 +28,23 @@ def notices(proc):
     ]
 
 
+def refusal(out, *args):
+    """The one error line of a run on ``out`` refused with exit 2, leaving it untouched."""
+    before = contents(out)
+    proc = run(*args, "--output_dir", str(out))
+    assert proc.returncode == 2, proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert contents(out) == before
+    return error_line(proc)
+
+
+def resumed(out, *args):
+    """The record notices of a run on ``out`` that went ahead (exit 0)."""
+    proc = run(*args, "--output_dir", str(out))
+    assert proc.returncode == 0, proc.stderr
+    return notices(proc)
+
+
 def records(out):
     return [json.loads(l) for l in (out / "eval.jsonl").read_text().splitlines()]
 
@@ -83,23 +100,15 @@ def with_field(out, name, value):
 @pytest.mark.parametrize("hparams", [[], ["--hparams", "ppo_tiny"]], ids=["saved", "set"])
 def test_a_damaged_hparams_file_is_refused_and_left_untouched(run_dir, damage, expected, hparams):
     damage(run_dir)
-    before = contents(run_dir)
-    proc = run(*hparams, "--train_steps", "512", "--output_dir", str(run_dir))
-    assert proc.returncode == 2, proc.stderr
-    line = error_line(proc)
+    line = refusal(run_dir, *hparams, "--train_steps", "512")
     assert line.startswith(f"train.py: error: {run_dir}/hparams.json: "), line
     assert expected.format(out=run_dir) in line
-    assert "Traceback" not in proc.stderr
-    assert contents(run_dir) == before
 
 
 def test_a_damaged_hparams_file_is_refused_by_a_test_run_too(run_dir):
     without_field(run_dir, "learning_rate")
-    before = contents(run_dir)
-    proc = run("--training=false", "--test_episodes", "1", "--output_dir", str(run_dir))
-    assert proc.returncode == 2, proc.stderr
-    assert "hparams.json: hparam 'learning_rate' is missing" in error_line(proc)
-    assert contents(run_dir) == before
+    line = refusal(run_dir, "--training=false", "--test_episodes", "1")
+    assert "hparams.json: hparam 'learning_rate' is missing" in line
 
 
 # --- eval.jsonl: rebuilt from tb/ -------------------------------------------------
@@ -108,9 +117,7 @@ def test_an_eval_log_cut_mid_line_is_rebuilt_before_training_on(run_dir, trained
     cut = data[:-20]  # into the last record (step 384)
     (run_dir / "eval.jsonl").write_bytes(cut)
     cut_bytes = len(cut) - cut.rfind(b"\n") - 1
-    proc = run(*MORE, "--output_dir", str(run_dir))
-    assert proc.returncode == 0, proc.stderr
-    assert notices(proc) == [
+    assert resumed(run_dir, *MORE) == [
         f"dropped the last line of {run_dir}/eval.jsonl, cut short "
         f"({cut_bytes} bytes without a newline)",
         f"rebuilt the evaluation records of step 384 in {run_dir}/eval.jsonl from "
@@ -138,33 +145,24 @@ def test_an_eval_log_cut_mid_file_is_rebuilt_on_a_finished_run(run_dir, trained)
 
 def test_a_deleted_eval_log_is_rebuilt(run_dir, trained):
     (run_dir / "eval.jsonl").unlink()
-    proc = run(*ARGS, "--output_dir", str(run_dir))
-    assert proc.returncode == 0, proc.stderr
-    assert notices(proc) == [
+    assert resumed(run_dir, *ARGS) == [
         f"rebuilt the evaluation records of steps 128, 256, 384 in {run_dir}/eval.jsonl from "
         f"{run_dir}/tb, which holds them"
     ]
     assert (run_dir / "eval.jsonl").read_bytes() == (trained / "eval.jsonl").read_bytes()
-    again = run(*ARGS, "--output_dir", str(run_dir))  # whole again: nothing more to say
-    assert again.returncode == 0 and notices(again) == []
+    assert resumed(run_dir, *ARGS) == []  # whole again: nothing more to say
 
 
 def test_a_garbled_eval_line_is_refused_and_rebuilt_once_deleted(run_dir, trained):
     lines = (run_dir / "eval.jsonl").read_bytes().splitlines(keepends=True)
     (run_dir / "eval.jsonl").write_bytes(lines[0] + b'{"step": 256, "ret\n' + lines[2])
-    before = contents(run_dir)
-    proc = run(*ARGS, "--output_dir", str(run_dir))
-    assert proc.returncode == 2, proc.stderr
-    assert error_line(proc) == (
+    assert refusal(run_dir, *ARGS) == (
         f"train.py: error: {run_dir}/eval.jsonl line 2 is not JSON; each line must be a JSON "
         "object with an integer 'step' (fix it, or delete it: training on rebuilds it from "
         "tb/; or use another --output_dir)"
     )
-    assert contents(run_dir) == before
     (run_dir / "eval.jsonl").write_bytes(lines[0] + lines[2])  # the fix the line names
-    proc = run(*ARGS, "--output_dir", str(run_dir))
-    assert proc.returncode == 0, proc.stderr
-    assert notices(proc) == [
+    assert resumed(run_dir, *ARGS) == [
         f"rebuilt the evaluation records of step 256 in {run_dir}/eval.jsonl from "
         f"{run_dir}/tb, which holds them"
     ]
@@ -174,9 +172,7 @@ def test_a_garbled_eval_line_is_refused_and_rebuilt_once_deleted(run_dir, traine
 # --- tb/: evaluation events rebuilt from eval.jsonl; other lost events refused ----------
 def test_a_deleted_event_file_gets_its_evaluation_events_back(run_dir, trained):
     event_files(run_dir)[1].unlink()  # committed with checkpoint 256
-    proc = run(*MORE, "--output_dir", str(run_dir))
-    assert proc.returncode == 0, proc.stderr
-    assert notices(proc) == [
+    assert resumed(run_dir, *MORE) == [
         f"rebuilt the evaluation events of step 256 in {run_dir}/tb from "
         f"{run_dir}/eval.jsonl, which holds them"
     ]
@@ -189,21 +185,15 @@ def test_a_cut_event_file_is_refused_until_it_is_deleted(run_dir, trained):
     path = event_files(run_dir)[1]
     data = path.read_bytes()
     path.write_bytes(data[: len(data) - 100])
-    before = contents(run_dir)
-    proc = run(*MORE, "--output_dir", str(run_dir))
-    assert proc.returncode == 2, proc.stderr
-    line = error_line(proc)
+    line = refusal(run_dir, *MORE)
     assert line.startswith(f"train.py: error: event file {path} is cut short after its first ")
     assert line.endswith(
         " events: the records after that point are lost and cannot be rebuilt; delete the "
         "file to resume without them (its evaluation records are rebuilt from eval.jsonl), "
         "or use another --output_dir"
     )
-    assert contents(run_dir) == before
     path.unlink()  # the fix the line names
-    proc = run(*MORE, "--output_dir", str(run_dir))
-    assert proc.returncode == 0, proc.stderr
-    assert notices(proc) == [
+    assert resumed(run_dir, *MORE) == [
         f"rebuilt the evaluation events of step 256 in {run_dir}/tb from "
         f"{run_dir}/eval.jsonl, which holds them"
     ]
@@ -213,15 +203,11 @@ def test_a_cut_event_file_is_refused_until_it_is_deleted(run_dir, trained):
 def test_evaluations_in_neither_file_are_refused(run_dir):
     (run_dir / "eval.jsonl").unlink()
     event_files(run_dir)[2].unlink()  # checkpoint 384's: its evaluation is nowhere now
-    before = contents(run_dir)
-    proc = run(*MORE, "--output_dir", str(run_dir))
-    assert proc.returncode == 2, proc.stderr
-    assert error_line(proc) == (
+    assert refusal(run_dir, *MORE) == (
         f"train.py: error: {run_dir}/eval.jsonl and {run_dir}/tb hold 2 of the 3 evaluation "
         "records that checkpoint 384 covers, and the others are in neither: put the files "
         "back from a copy, or use another --output_dir"
     )
-    assert contents(run_dir) == before
     assert not os.path.exists(run_dir / "eval.jsonl")
 
 
@@ -230,9 +216,7 @@ def test_a_cut_resumes_log_line_is_dropped_with_a_line(run_dir):
     path = run_dir / "snapshot" / "resumes.jsonl"
     lines = path.read_bytes().splitlines(keepends=True)
     path.write_bytes(lines[0][:-10])  # written whole each time: only damage cuts it
-    proc = run(*ARGS, "--output_dir", str(run_dir))
-    assert proc.returncode == 0, proc.stderr
-    assert notices(proc) == [
+    assert resumed(run_dir, *ARGS) == [
         f"dropped the last line of {path}, cut short ({len(lines[0]) - 10} bytes without a newline)"
     ]
     assert [json.loads(l)["event"] for l in path.read_text().splitlines()] == ["resume"]
