@@ -15,6 +15,8 @@ class Counters(tf.train.experimental.PythonState):
 
     def __init__(self, **initial: int):
         self._values: Dict[str, int] = {k: int(v) for k, v in initial.items()}
+        # The counters the last restored checkpoint held (an older one may lack some).
+        self.restored: Dict[str, int] = {}
 
     def __getitem__(self, name: str) -> int:
         return self._values[name]
@@ -35,4 +37,5 @@ class Counters(tf.train.experimental.PythonState):
         unknown = set(saved) - set(self._values)
         if unknown:
             raise ValueError(f"checkpoint has unknown counters {sorted(unknown)}")
-        self._values.update({k: int(v) for k, v in saved.items()})
+        self.restored = {k: int(v) for k, v in saved.items()}
+        self._values.update(self.restored)

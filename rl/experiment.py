@@ -228,7 +228,7 @@ class Experiment:
                 f"warning: env '{hp.env}' has no time limit of its own: its episodes are "
                 f"cut at max_episode_steps={cap} (an hparam)"
             )
-        self.counters = Counters(episodes=0)
+        self.counters = Counters(episodes=0, evaluations=0)
         self.folder = RunFolder(
             self.output_dir,
             tf.train.Checkpoint(loop_counters=self.counters, **self.agent.checkpoint_items()),
@@ -264,11 +264,15 @@ class Experiment:
         # --- everything is checked and built; from here on we write ---
         self.logbook = self.folder.logbook
         if not read_only:
+            restored_step = self.step if self.restored_from else 0
+            # Checked before anything is written; an older checkpoint did not count them.
+            evaluations = self.counters.restored.get("evaluations") if self.restored_from else 0
+            self.logbook.check_records(restored_step, evaluations)
             self._lock_folder(existing)
             self.folder.prepare(hp, existing, unreadable, argv, flags, self.device_info)
-            if self.logbook.recover(self.step if self.restored_from else 0):
-                self._say(f"dropped the records past step {self.step}: they are redone")
-            for moved in tidy_policies(self.output_dir, self.step if self.restored_from else 0):
+            for notice in self.logbook.recover(restored_step):
+                self._say(notice)
+            for moved in tidy_policies(self.output_dir, restored_step):
                 self._say(f"moved the policy {moved} aside: its training is redone")
         # Tracking (rl/tracking.py) copies only committed records: it starts once
         # recover() has settled what is committed, and never stops training.
@@ -362,9 +366,7 @@ class Experiment:
         result["wall_time"] = time.time() - start_time
         self._last_eval = result
         self.logbook.eval_line(result)
-        self.logbook.scalar("eval/return_mean", result["return_mean"], result["step"])
-        self.logbook.scalar("eval/return_std", result["return_std"], result["step"])
-        self.logbook.scalar("eval/length_mean", float(np.mean(result["lengths"])), result["step"])
+        self.counters.add("evaluations")  # what the next checkpoint's records must hold
         return result
 
     def _evaluate_unless_stopped(self, start_time: float) -> None:

@@ -20,18 +20,19 @@ double. Each record keeps the wall time at which it was logged, not the time
 its checkpoint was written.
 """
 
+import contextlib
 import functools
 import glob
 import json
 import os
 import re
 import shutil
+import struct
 import sys
 import time
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import numpy as np
-from tensorboard.backend.event_processing import event_file_loader
 from tensorboard.compat.proto import (
     event_pb2,
     summary_pb2,
@@ -39,21 +40,34 @@ from tensorboard.compat.proto import (
     tensor_shape_pb2,
     types_pb2,
 )
+from tensorboard.compat.tensorflow_stub.pywrap_tensorflow import masked_crc32c
 from tensorboard.plugins.image import metadata as image_metadata
 from tensorboard.plugins.scalar import metadata as scalar_metadata
 from tensorboard.plugins.text import metadata as text_metadata
 from tensorboard.summary.writer.record_writer import RecordWriter
 from tensorboard.util import tensor_util
 
+from rl.errors import RunConflictError
+from rl.files import write_atomically, write_text_atomic
+
 EVAL_FILE = "eval.jsonl"
+# The whole evaluation record as a TensorBoard text event, beside its eval/* scalars:
+# eval.jsonl is rebuilt from it exactly when lines of it are lost.
+EVAL_RECORD_TAG = "eval/record"
 STAGED_PREFIX = ".staged-"
 # Committed event files: events.out.tfevents.<commit step, 15 digits>.<ns>.<i>.rl.v2
 COMMITTED_EVENTS = re.compile(r"events\.out\.tfevents\.(\d{15})\.\d+\.\d+\.rl\.v2")
+# The writer named in an event file's first record: how many events follow it.
+EVENT_COUNT_PREFIX = "rl events: "
 
 
 class JsonLinesError(ValueError):
     """A complete line of a JSON-lines log (eval.jsonl, a snapshot's resumes.jsonl)
     that is not one of its records."""
+
+
+class EventFileError(ValueError):
+    """An event file that is cut short or damaged; one line naming it and where."""
 
 
 class Logbook:
@@ -73,6 +87,8 @@ class Logbook:
         self._records: List[Tuple[str, str, Any, int, float]] = []
         self._gif: Optional[Tuple[str, str, Any, int, float]] = None
         self._eval_lines: List[Dict[str, Any]] = []
+        # check_records' reading: (restored step, eval.jsonl's records, tb/'s), by step.
+        self._checked: Optional[Tuple[int, Dict[int, Any], Dict[int, Any]]] = None
 
     def scalar(self, tag: str, value: float, step: int) -> None:
         """A float for TensorBoard's Scalars tab, stamped with the time now."""
@@ -102,8 +118,10 @@ class Logbook:
         self._gif = ("gif", tag, (width, height, data), int(step), time.time())
 
     def eval_line(self, record: Dict[str, Any]) -> None:
-        """An evaluation result; must hold ``step``."""
+        """An evaluation result (must hold ``step``, ``return_mean``, ``return_std``
+        and ``lengths``): a line of eval.jsonl and its TensorBoard events, stamped now."""
         self._eval_lines.append(record)
+        self._records.extend(eval_summaries(record, time.time()))
 
     def _staged_dir(self, step: int) -> str:
         return os.path.join(self.output_dir, f"{STAGED_PREFIX}{step}")
@@ -152,18 +170,97 @@ class Logbook:
                 f.flush()
                 os.fsync(f.fileno())
 
-    def recover(self, restored_step: int) -> bool:
-        """At start-up: commits what checkpoint ``restored_step`` staged, drops the rest.
+    def check_records(self, restored_step: int, evaluations: Optional[int]) -> None:
+        """Before anything is written: refuses a folder whose evaluation records cannot
+        be made whole again (``recover`` rebuilds what can be).
+
+        Each evaluation is both a line of eval.jsonl and events in tb/, committed
+        together, so one side rebuilds the other. Event files are only ever written
+        whole, so a damaged one lost records (losses, returns) nothing else holds.
+
+        Args:
+          restored_step: the restored checkpoint's step.
+          evaluations: how many evaluations the checkpoint covers (None: a checkpoint
+            from before it counted them).
+
+        Raises:
+          RunConflictError: naming the file, what is lost and the fix.
+        """
+        logged, in_events = self._records_to_keep(restored_step)
+        self._checked = (restored_step, logged, in_events)  # recover's to rebuild from
+        eval_path = os.path.join(self.output_dir, EVAL_FILE)
+        found = len(set(logged) | set(in_events))
+        if evaluations is not None and found < evaluations:
+            raise RunConflictError(
+                f"{eval_path} and {self.tb_dir} hold {found} of the {evaluations} evaluation "
+                f"records that checkpoint {restored_step} covers, and the others are in "
+                "neither: put the files back from a copy, or use another --output_dir"
+            )
+        only_means = sorted(s for s in set(in_events) - set(logged) if in_events[s] is None)
+        if only_means:
+            raise RunConflictError(
+                f"{eval_path} lacks the evaluation records of {steps_text(only_means)}, "
+                f"which {self.tb_dir} holds only as means (written before {EVAL_RECORD_TAG}): "
+                "put the file back from a copy, or use another --output_dir"
+            )
+
+    def _records_to_keep(
+        self, restored_step: int
+    ) -> Tuple[Dict[int, Dict[str, Any]], Dict[int, Optional[Dict[str, Any]]]]:
+        """The evaluation records that a recovery to ``restored_step`` keeps, by step:
+        eval.jsonl's, and tb/'s (a record, or None where only its scalars are there).
+        Records staged for the restored checkpoint count: recovery commits them.
+
+        Raises:
+          RunConflictError: an event file is damaged, or eval.jsonl has a bad line.
+        """
+        eval_path = os.path.join(self.output_dir, EVAL_FILE)
+        staged = self._staged_dir(restored_step)
+        try:
+            logged = {
+                r["step"]: r
+                for r in read_eval_records(eval_path)
+                + read_eval_records(os.path.join(staged, EVAL_FILE))
+                if r["step"] <= restored_step
+            }
+            event_files = [p for s, p in committed_event_files(self.tb_dir) if s <= restored_step]
+            event_files += sorted(glob.glob(os.path.join(staged, "tb", "*tfevents*")))
+            in_events: Dict[int, Optional[Dict[str, Any]]] = {}
+            for path in event_files:
+                for step, record in eval_records_in_events(path).items():
+                    if step <= restored_step and in_events.get(step) is None:
+                        in_events[step] = record
+        except JsonLinesError as e:
+            raise RunConflictError(str(e)) from None
+        except EventFileError as e:
+            raise RunConflictError(
+                f"{e}: the records after that point are lost and cannot be rebuilt; delete "
+                "the file to resume without them (its evaluation records are rebuilt from "
+                f"{EVAL_FILE}), or use another --output_dir"
+            ) from None
+        return logged, in_events
+
+    def recover(self, restored_step: int) -> List[str]:
+        """At start-up: commits what checkpoint ``restored_step`` staged, drops the rest,
+        and rebuilds the evaluation records one side lacks from the other.
 
         Committed records past ``restored_step`` are dropped too: the resumed
         run logs those steps again (it fell back to an older checkpoint).
+        ``check_records`` has settled that nothing lost is left unrebuilt.
 
         Args:
           restored_step: the step of the restored checkpoint, 0 for a new run.
 
         Returns:
-          Whether committed records past ``restored_step`` were dropped.
+          One line for each change to committed records: what and why.
         """
+        eval_path = os.path.join(self.output_dir, EVAL_FILE)
+        notices = []
+        cut = drop_cut_last_line(eval_path)
+        if cut:
+            notices.append(
+                f"dropped the last line of {eval_path}, cut short ({cut} bytes without a newline)"
+            )
         for path in glob.glob(os.path.join(self.output_dir, STAGED_PREFIX + "*")):
             name = os.path.basename(path)[len(STAGED_PREFIX) :]
             if name == str(restored_step):
@@ -175,10 +272,64 @@ class Logbook:
             if step > restored_step:
                 os.remove(path)
                 dropped = True
-        return (
-            drop_eval_lines_after(os.path.join(self.output_dir, EVAL_FILE), restored_step)
-            or dropped
-        )
+        if drop_eval_lines_after(eval_path, restored_step) or dropped:
+            notices.append(f"dropped the records past step {restored_step}: they are redone")
+        return notices + self._rebuild_eval_records(restored_step)
+
+    def _rebuild_eval_records(self, restored_step: int) -> List[str]:
+        """Writes the evaluation records that eval.jsonl or tb/ lacks from the other."""
+        eval_path = os.path.join(self.output_dir, EVAL_FILE)
+        if self._checked is not None and self._checked[0] == restored_step:
+            _, logged, in_events = self._checked  # what recovery keeps: read once, in the check
+        else:
+            logged, in_events = self._records_to_keep(restored_step)
+        notices = []
+        to_log = sorted(set(in_events) - set(logged))
+        if to_log:
+            records = {**logged, **{s: in_events[s] for s in to_log}}
+            text = "".join(json.dumps(records[s]) + "\n" for s in sorted(records))
+            write_text_atomic(eval_path, text)
+            notices.append(
+                f"rebuilt the evaluation records of {steps_text(to_log)} in {eval_path} "
+                f"from {self.tb_dir}, which holds them"
+            )
+        to_events = sorted(set(logged) - set(in_events))
+        if to_events:
+            os.makedirs(self.tb_dir, exist_ok=True)
+            for step in to_events:
+                # One file per record, named by its step: a later fall-back to an older
+                # checkpoint drops exactly the ones past it.
+                name = f"events.out.tfevents.{step:015d}.{time.time_ns()}.0.rl.v2"
+                events = [summary_event(*r) for r in eval_summaries(logged[step], time.time())]
+                write_event_file_atomic(os.path.join(self.tb_dir, name), events)
+            notices.append(
+                f"rebuilt the evaluation events of {steps_text(to_events)} in "
+                f"{self.tb_dir} from {eval_path}, which holds them"
+            )
+        return notices
+
+
+def steps_text(steps: List[int]) -> str:
+    """Steps for a one-line message ("step 5", "steps 5, 10"): all of a few, the
+    ends of many."""
+    if len(steps) == 1:
+        return f"step {steps[0]}"
+    if len(steps) <= 6:
+        return f"steps {', '.join(map(str, steps))}"
+    return f"steps {', '.join(map(str, steps[:3]))}, ... {steps[-1]} ({len(steps)} records)"
+
+
+def eval_summaries(
+    record: Dict[str, Any], wall_time: float
+) -> List[Tuple[str, str, Any, int, float]]:
+    """The TensorBoard records of one evaluation: its means and the whole record."""
+    step = int(record["step"])
+    return [
+        ("scalar", "eval/return_mean", float(record["return_mean"]), step, wall_time),
+        ("scalar", "eval/return_std", float(record["return_std"]), step, wall_time),
+        ("scalar", "eval/length_mean", float(np.mean(record["lengths"])), step, wall_time),
+        ("text", EVAL_RECORD_TAG, json.dumps(record), step, wall_time),
+    ]
 
 
 SCALAR_SHAPE = tensor_shape_pb2.TensorShapeProto()
@@ -232,8 +383,13 @@ def summary_event(kind: str, tag: str, value: Any, step: int, wall_time: float) 
 
 def write_event_file(path: str, events: List[event_pb2.Event]) -> None:
     """A TensorBoard event file holding ``events`` with their own wall times."""
-    # The version record TensorBoard expects first in every event file.
-    header = event_pb2.Event(wall_time=events[0].wall_time, file_version="brain.Event:2")
+    # The version record TensorBoard expects first in every event file; it also says how
+    # many events follow, so a file cut between two records is found too.
+    header = event_pb2.Event(
+        wall_time=events[0].wall_time,
+        file_version="brain.Event:2",
+        source_metadata=event_pb2.SourceMetadata(writer=f"{EVENT_COUNT_PREFIX}{len(events)}"),
+    )
     records = [header.SerializeToString()] + [event.SerializeToString() for event in events]
     # An event file is a TFRecord file. TensorFlow's writer checksums in C++, ten times
     # faster than TensorBoard's Python one; processes without TensorFlow use the latter.
@@ -280,10 +436,13 @@ def scalar_events(path: str) -> List[Tuple[str, int, float, int]]:
     """(tag, step, value, wall time in ms) of each float scalar in an event file.
 
     Args:
-      path: an event file (a committed one: rl/logbook.py writes only whole files).
+      path: a committed event file (rl/logbook.py writes only whole files).
+
+    Raises:
+      EventFileError: the file is cut short or damaged.
     """
     found = []
-    for event in event_file_loader.EventFileLoader(path).Load():
+    for event in read_events(path):
         for value in event.summary.value:
             if not value.HasField("tensor"):
                 continue
@@ -295,14 +454,133 @@ def scalar_events(path: str) -> List[Tuple[str, int, float, int]]:
     return found
 
 
-def drop_cut_last_line(path: str) -> None:
-    """Truncates a last line that a kill cut short (no trailing newline)."""
+def eval_records_in_events(path: str) -> Dict[int, Optional[Dict[str, Any]]]:
+    """The evaluations an event file holds, by step: the whole record (its
+    ``eval/record`` text), or None where only its ``eval/return_mean`` is there.
+
+    Raises:
+      EventFileError: the file is cut short or damaged.
+    """
+    found: Dict[int, Optional[Dict[str, Any]]] = {}
+    for payload in read_event_records(path):
+        if b"eval/" not in payload:  # most events are train/ scalars: skip their parsing
+            continue
+        event = event_pb2.Event.FromString(payload)
+        for value in event.summary.value:
+            if value.tag == "eval/return_mean":
+                found.setdefault(event.step, None)
+            elif value.tag == EVAL_RECORD_TAG:
+                text = tensor_util.make_ndarray(value.tensor).item().decode("utf-8")
+                found[event.step] = json.loads(text)
+    return found
+
+
+RECORD_HEADER = struct.Struct("<QI")  # a TFRecord's length and its masked CRC-32C
+RECORD_FOOTER = struct.Struct("<I")  # the masked CRC-32C of the record's bytes
+
+
+def read_events(path: str) -> List[event_pb2.Event]:
+    """Every event of an event file (see ``read_event_records``).
+
+    Raises:
+      EventFileError: naming the file and how many whole events come before the damage.
+    """
+    events = []
+    for payload in read_event_records(path):
+        try:
+            events.append(event_pb2.Event.FromString(payload))
+        except Exception:  # noqa: BLE001  (protobuf's DecodeError, from a private module)
+            raise event_file_error(path, len(events), "damaged") from None
+    return events
+
+
+def declared_event_count(header: bytes) -> Optional[int]:
+    """How many events follow the first record of an event file this module wrote; None
+    for a file written before it said (or by another writer)."""
+    try:
+        writer = event_pb2.Event.FromString(header).source_metadata.writer
+    except Exception:  # noqa: BLE001  (protobuf's DecodeError; read_events reports it)
+        return None
+    count = writer[len(EVENT_COUNT_PREFIX) :]
+    return int(count) if writer.startswith(EVENT_COUNT_PREFIX) and count.isdigit() else None
+
+
+def read_event_records(path: str) -> List[bytes]:
+    """The records of an event file (a TFRecord file), each checked against its CRCs.
+
+    TensorBoard's loader, and TensorFlow's reader too, stop quietly at a record cut
+    within its header; a run folder's checks must know. The records' own CRCs are
+    checked by TensorFlow when this process has loaded it (C++, ~50 times faster than
+    TensorBoard's Python CRC, which a process without TensorFlow uses).
+
+    Raises:
+      EventFileError: naming the file and how many whole records come before the damage.
+    """
+    with open(path, "rb") as f:
+        data = f.read()
+    tf = sys.modules.get("tensorflow")
+    tf = tf if tf is not None and hasattr(tf, "data") else None
+    payloads: List[bytes] = []
+    footers: List[int] = []
+    offset = 0
+    while offset < len(data):
+        header_end = offset + RECORD_HEADER.size
+        if header_end > len(data):
+            raise event_file_error(path, len(payloads), "cut short")
+        length, length_crc = RECORD_HEADER.unpack_from(data, offset)
+        if tf is None and masked_crc32c(data[offset : offset + 8]) != length_crc:
+            raise event_file_error(path, len(payloads), "damaged")
+        end = header_end + length + RECORD_FOOTER.size
+        if end > len(data):
+            garbled = masked_crc32c(data[offset : offset + 8]) != length_crc
+            raise event_file_error(path, len(payloads), "damaged" if garbled else "cut short")
+        payloads.append(data[header_end : header_end + length])
+        footers.append(RECORD_FOOTER.unpack_from(data, end - RECORD_FOOTER.size)[0])
+        offset = end
+    declared = declared_event_count(payloads[0]) if payloads else None
+    if declared is not None and len(payloads) != declared + 1:
+        raise event_file_error(path, len(payloads), "cut short")
+    if tf is not None:  # it checks the lengths' CRCs too
+        try:
+            for _ in tf.data.TFRecordDataset(path).batch(4096):
+                pass
+        except tf.errors.DataLossError:
+            whole = 0  # found again one record at a time: only a damaged file pays
+            with contextlib.suppress(tf.errors.DataLossError):
+                for _ in tf.data.TFRecordDataset(path):
+                    whole += 1
+            raise event_file_error(path, whole, "damaged") from None
+        return payloads
+    for whole, (payload, footer) in enumerate(zip(payloads, footers)):
+        if masked_crc32c(payload) != footer:
+            raise event_file_error(path, whole, "damaged")
+    return payloads
+
+
+def event_file_error(path: str, whole: int, how: str) -> EventFileError:
+    return EventFileError(f"event file {path} is {how} after its first {whole} events")
+
+
+def write_event_file_atomic(path: str, events: List[event_pb2.Event]) -> None:
+    """``write_event_file``, the whole file or nothing (rl/files.py)."""
+    write_atomically(path, lambda tmp: write_event_file(tmp, events))
+
+
+def drop_cut_last_line(path: str) -> int:
+    """Truncates a last line that a kill cut short (no trailing newline).
+
+    Returns:
+      How many bytes were dropped (0: none).
+    """
     if not os.path.exists(path):
-        return
+        return 0
     with open(path, "rb+") as f:
         data = f.read()
         if data and not data.endswith(b"\n"):
-            f.truncate(data.rfind(b"\n") + 1)
+            keep = data.rfind(b"\n") + 1
+            f.truncate(keep)
+            return len(data) - keep
+    return 0
 
 
 def drop_eval_lines_after(path: str, step: int) -> bool:
@@ -329,7 +607,7 @@ def parse_eval_file(path: str) -> List[Tuple[int, Dict[str, Any]]]:
         path,
         eval_record_problem,
         "each line must be a JSON object with an integer 'step' "
-        "(fix or delete that line, or use another --output_dir)",
+        "(fix it, or delete it: training on rebuilds it from tb/; or use another --output_dir)",
     )
 
 

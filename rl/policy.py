@@ -23,6 +23,7 @@ from typing import Any, Dict, List, Optional, Sequence
 import numpy as np
 
 from rl._tf import writes_as_oserror
+from rl.errors import HParamsError
 from rl.files import (
     RUN_DIR_VARIABLE,  # noqa: F401  (self-play and the experiment name it from here)
     fsync_dir,
@@ -153,6 +154,20 @@ def read_artefact(path: str) -> Dict[str, Any]:
     return meta
 
 
+def artefact_hparams(path: str, meta: Dict[str, Any]):
+    """The hparams an artefact's policy.json holds, checked as a run's hparams.json is.
+
+    Raises:
+        PolicyArtefactError: naming the file and the first problem.
+    """
+    from rl.hparams.resolve import saved_hparams  # late: resolving loads Gymnasium
+
+    try:
+        return saved_hparams(meta["hparams"], os.path.join(path, POLICY_FILE))
+    except HParamsError as e:
+        raise PolicyArtefactError(str(e)) from None
+
+
 def load_policy(path: str, explore: bool = False, seed: Optional[int] = None):
     """An actor acting with an artefact's weights (no optimizer, no replay).
 
@@ -173,12 +188,9 @@ def load_policy(path: str, explore: bool = False, seed: Optional[int] = None):
     from rl.agents.actor import PolicySnapshot, build_actor
     from rl.algos.schedules import constant_schedule
     from rl.envs import make_env
-    from rl.hparams.base import from_dict
-    from rl.hparams.resolve import hparams_class
 
     meta = read_artefact(path)
-    values = meta["hparams"]
-    hp = from_dict(hparams_class(values.get("agent", "")), values)
+    hp = artefact_hparams(path, meta)
     env = make_env(hp.env)
     spaces = (env.observation_space, env.action_space)
     env.close()
@@ -211,15 +223,12 @@ def load_host_policy(path: str, observation_space, action_space):
         PolicyArtefactError: another kind of model, or weights that do not fit.
     """
     # late: the NumPy policy's modules load Gymnasium, as load_policy's do
-    from rl.hparams.base import from_dict
-    from rl.hparams.resolve import hparams_class
     from rl.models.distributions import action_head
     from rl.models.host import HostPolicy, QHeadLayout, masked_actions
     from rl.models.settings import QHeadSettings
 
     meta = read_artefact(path)
-    values = meta["hparams"]
-    hp = from_dict(hparams_class(values.get("agent", "")), values)
+    hp = artefact_hparams(path, meta)
     head = action_head(action_space)
     clip = hp.observation_clip if hp.normalize_observations else None
     if hp.torso != "mlp" or (isinstance(hp, QHeadSettings) and hp.noisy):

@@ -632,7 +632,13 @@ def _append_event(snapshot_dir: str, event: str, argv: list[str], git: dict) -> 
     from rl.logbook import drop_cut_last_line  # late: it loads TensorBoard (see _read_resumes)
 
     path = os.path.join(snapshot_dir, RESUMES_FILE)
-    drop_cut_last_line(path)  # a line a kill cut short, which readers skip too
+    cut = drop_cut_last_line(path)  # written whole each time: only damage cuts a line
+    if cut:
+        print(
+            f"rl: dropped the last line of {path}, cut short ({cut} bytes without a newline)",
+            file=sys.stderr,
+            flush=True,
+        )
     old = ""
     if os.path.exists(path):
         with open(path, encoding="utf-8") as f:

@@ -355,7 +355,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         lines = build_commands(args.output_dir, args.new_output_dir, args.src_dir)
     except (FileNotFoundError, ValueError) as e:
-        print(f"reproduce.py: error: {one_line(str(e))}", file=sys.stderr)  # train.py's one-line form
+        print(
+            f"reproduce.py: error: {one_line(str(e))}", file=sys.stderr
+        )  # train.py's one-line form
         return 2
     print("\n".join(lines))
     return 0

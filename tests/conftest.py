@@ -15,6 +15,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 
+from finished_run import run_dir, trained  # noqa: E402, F401  (fixtures for every test module)
+
 from rl.processes import TF_THREAD_VARIABLES, tf_thread_share  # noqa: E402  (after the repo root is on the path)
 
 # Test workers (-n 2) running TensorFlow with a thread pool per core each oversubscribe the

@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 import pytest
+from finished_run import ARGS, ROOT, TRAIN, contents, error_line, run
 from polling import wait_for
 from tensorboard.backend.event_processing import event_accumulator
 from tensorboard.util import tensor_util
@@ -22,32 +23,6 @@ from rl.experiment import (
 from rl.files import lock_exclusively, read_json_object, write_text_atomic
 from rl.run_folder import RUN_LOCK_FILE
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-TRAIN = os.path.join(ROOT, "train.py")
-ARGS = ["--hparams", "ppo_tiny", "--train_steps", "384"]  # checkpoints 128, 256, 384
-
-
-def run(*args, umask=None):
-    return subprocess.run(
-        [sys.executable, TRAIN, *args],
-        capture_output=True,
-        text=True,
-        timeout=240,
-        cwd=ROOT,
-        preexec_fn=(lambda: os.umask(umask)) if umask is not None else None,
-    )
-
-
-def error_line(proc):
-    lines = [l for l in proc.stderr.splitlines() if l.startswith("train.py: error:")]
-    assert len(lines) == 1, proc.stderr
-    return lines[0]
-
-
-def contents(folder):
-    """Every file under ``folder`` with its bytes (to prove nothing was written)."""
-    return {str(p): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
-
 
 def eval_steps(out):
     return [json.loads(l)["step"] for l in (out / "eval.jsonl").read_text().splitlines()]
@@ -57,21 +32,6 @@ def tensorboard(out):
     acc = event_accumulator.EventAccumulator(str(out / "tb"), size_guidance={"tensors": 0})
     acc.Reload()
     return acc
-
-
-@pytest.fixture(scope="module")
-def trained(tmp_path_factory):
-    out = tmp_path_factory.mktemp("base") / "run"
-    proc = run(*ARGS, "--output_dir", str(out))
-    assert proc.returncode == 0, proc.stderr
-    return out
-
-
-@pytest.fixture
-def run_dir(trained, tmp_path):
-    out = tmp_path / "run"
-    shutil.copytree(trained, out)
-    return out
 
 
 # --- 1: an unreadable newest checkpoint is replaced, its steps logged once ----

@@ -26,7 +26,7 @@ def eval_steps(out):
 
 def log(book, step):
     book.scalar("x", 1.0, step)
-    book.eval_line({"step": step, "return_mean": 1.0})
+    book.eval_line({"step": step, "return_mean": 1.0, "return_std": 0.0, "lengths": [3]})
 
 
 def test_commit_after_checkpoint(tmp_path):
@@ -184,3 +184,36 @@ def test_event_files_are_the_same_bytes_with_and_without_tensorflow(tmp_path, mo
     assert with_tf.read_bytes() == without_tf.read_bytes()
     t1 = [(step, value) for tag, step, value, _ in scalar_events(str(with_tf)) if tag == "t1"]
     assert t1 == [(step, step * 0.5) for step in range(1, 50, 3)]
+
+
+@pytest.mark.parametrize("with_tensorflow", [False, True], ids=["python", "tensorflow"])
+def test_an_event_file_cut_at_any_byte_or_garbled_is_found(tmp_path, monkeypatch, with_tensorflow):
+    import sys
+
+    from rl.logbook import EventFileError, read_events, summary_event, write_event_file
+
+    if with_tensorflow:  # CRCs checked by TensorFlow, as in a training process
+        import tensorflow  # noqa: F401
+    else:
+        monkeypatch.delitem(sys.modules, "tensorflow", raising=False)
+
+    path = tmp_path / "events.out.tfevents.x"
+    write_event_file(str(path), [summary_event("scalar", "x", 1.0, s, 100.0) for s in (1, 2)])
+    data = path.read_bytes()
+    assert [e.step for e in read_events(str(path))] == [0, 1, 2]  # the version record first
+    ends = []  # where each whole record ends: 12-byte header, the event, a 4-byte CRC
+    for event in read_events(str(path)):
+        ends.append((ends[-1] if ends else 0) + 12 + event.ByteSize() + 4)
+    assert ends[-1] == len(data)
+    for cut in range(1, len(data)):
+        path.write_bytes(data[:cut])
+        whole = sum(end <= cut for end in ends)
+        with pytest.raises(EventFileError, match=f"is cut short after its first {whole} events$"):
+            read_events(str(path))
+    for flipped in (3, ends[0] + 20, len(data) - 1):  # a length, an event, a CRC
+        garbled = bytearray(data)
+        garbled[flipped] ^= 0x10
+        path.write_bytes(bytes(garbled))
+        whole = sum(end <= flipped for end in ends)
+        with pytest.raises(EventFileError, match=f"is damaged after its first {whole} events$"):
+            read_events(str(path))

@@ -211,7 +211,10 @@ def test_plugins_and_the_run_folder_reach_ray_actors(project):
         # 28-line traceback.
         ("my_rl.exits", "--plugins my_rl.exits: importing it called sys.exit(0) ("),
         ("my_rl.exits_saying", "--plugins my_rl.exits_saying: importing it called sys.exit('x')"),
-        ("my_rl.interrupted", "--plugins my_rl.interrupted: importing it raised KeyboardInterrupt ("),
+        (
+            "my_rl.interrupted",
+            "--plugins my_rl.interrupted: importing it raised KeyboardInterrupt (",
+        ),
         # An unset shell variable ($PLUGIN): it was skipped, and recorded as "" in the snapshot.
         ("", "--plugins was given an empty name; a plugin is a module importable"),
     ],

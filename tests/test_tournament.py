@@ -219,7 +219,7 @@ def test_a_tournament_folder_may_only_grow():
 
 
 @pytest.mark.unit
-def test_games_file_drops_a_cut_line_and_refuses_a_damaged_one(tmp_path):
+def test_games_file_drops_a_cut_line_and_refuses_a_damaged_one(tmp_path, capsys):
     path = str(tmp_path / "games.jsonl")
     with open(path, "w") as f:
         f.write(json.dumps(record("a", "b", 0, "a")) + "\n")
@@ -227,6 +227,10 @@ def test_games_file_drops_a_cut_line_and_refuses_a_damaged_one(tmp_path):
         f.write('{"pair": ["a", "b"], "ind')  # a kill cut this line
     assert records.read_games(path) == [record("a", "b", 0, "a")]
     records.GamesFile(path).append([record("a", "b", 1, None)])
+    assert capsys.readouterr().err == (
+        f"rl: dropped the last line of {path}, cut short (25 bytes without a newline): "
+        "its game is played again\n"
+    )
     assert [r["index"] for r in records.read_games(path)] == [0, 1]
     with open(path, "a") as f:
         f.write('{"pair": ["a", "b"], "index": 2, "winner": "z"}\n')
@@ -479,6 +483,7 @@ def test_a_killed_tournament_resumes_with_every_game_once_and_grows_only(tmp_pat
     rerun = tournament(*args)
     assert rerun.returncode == 0, rerun.stderr
     assert f"{expected} games, {before} already played" in rerun.stderr
+    assert f"rl: dropped the last line of {games}, cut short (46 bytes" in rerun.stderr
     lines = game_lines(out)
     keys = {(tuple(r["pair"]), r["index"]) for r in lines}
     assert len(lines) == len(keys) == expected

@@ -4,10 +4,12 @@
 name or a bad value is reported in well under a second.
 """
 
+import dataclasses
+import json
 import os
-from typing import Any, Dict, Optional, Union
+from typing import Any, Dict, List, Optional, Union
 
-from rl import registry
+from rl import registry, snapshot
 from rl.envs import atari
 from rl.files import read_json_object
 from rl.hparams.base import (
@@ -88,10 +90,11 @@ def hparams_class(agent: str) -> type:
 
 
 def load_run_hparams(output_dir: str) -> Optional[HParams]:
-    """The hparams a previous run saved in ``output_dir``, or None if none.
+    """The hparams a previous run saved in ``output_dir``, or None if none
+    (see ``saved_hparams``).
 
     Raises:
-        HParamsError: naming the file, if it does not hold valid hparams.
+        HParamsError: naming the file, the first problem and the fix.
     """
     path = os.path.join(output_dir, HPARAMS_FILE)
     if not os.path.exists(path):
@@ -100,6 +103,25 @@ def load_run_hparams(output_dir: str) -> Optional[HParams]:
         values = read_json_object(path)
     except ValueError as e:
         raise HParamsError(str(e)) from None
+    copy = os.path.join(output_dir, snapshot.SNAPSHOT_DIR, snapshot.HPARAMS_FILE)
+    return saved_hparams(values, path, copy)
+
+
+def saved_hparams(values: Dict[str, Any], path: str, copy: Optional[str] = None) -> HParams:
+    """Hparams that a run saved (its hparams.json, a policy artefact's policy.json).
+
+    They must hold every field, each of its declared type and within its limits: a
+    missing field is refused, not filled with today's default (which would change the
+    run without a word), and so is anything else wrong.
+
+    Args:
+        values: the saved JSON object.
+        path: the file they came from, for messages.
+        copy: another file of the run that may hold a missing field, named as the fix.
+
+    Raises:
+        HParamsError: naming ``path``, the first problem and the fix.
+    """
     if "agent" not in values:
         raise HParamsError(f"{path} does not hold hparams (no 'agent' field)")
     agent = values["agent"]
@@ -108,10 +130,51 @@ def load_run_hparams(output_dir: str) -> Optional[HParams]:
             f"{path}: 'agent' must be one of {', '.join(registry.agents.names())}, got {agent!r}"
         )
     cls = hparams_class(agent)
+    values = as_trained_before_new_fields(values, cls)
     try:
-        return from_dict(cls, as_trained_before_new_fields(values, cls))
+        hp = from_dict(cls, values)
+        missing = missing_fields(cls, values)
+        if missing:
+            raise HParamsError(missing_field_message(missing[0], cls, copy))
+        validate_hparams(hp)
     except HParamsError as e:
         raise HParamsError(f"{path}: {e}") from None
+    return hp
+
+
+def missing_fields(cls: type, values: Dict[str, Any]) -> List[str]:
+    """The fields of ``cls`` a saved hparams.json must hold and ``values`` lacks
+    (derived fields follow from the others and need not be there)."""
+    return [f.name for f in dataclasses.fields(cls) if f.init and f.name not in values]
+
+
+def missing_field_message(name: str, cls: type, copy: Optional[str]) -> str:
+    """What to do about a field that saved hparams lack: put back the value the run
+    trained with, which ``copy`` (the run's snapshot/hparams.json) names when it holds it.
+
+    The copy is not taken silently: snapshot/hparams.json is rewritten at each start
+    from hparams.json, so it is a copy to restore from, not a second authority.
+    """
+    try:
+        saved = read_json_object(copy) if copy is not None else {}
+    except (OSError, ValueError):
+        saved = {}
+    if name in saved:
+        return (
+            f"hparam '{name}' is missing; put back \"{name}\": {format_json(saved[name])} as "
+            f"{copy} holds it, or use another --output_dir"
+        )
+    default = cls.__dataclass_fields__[name].default
+    return (
+        f"hparam '{name}' is missing (today's default {format_json(default)} need not be "
+        "what the run trained with); put back the value it trained with, or use another "
+        "--output_dir"
+    )
+
+
+def format_json(value: Any) -> str:
+    """A value as JSON writes it, for a message that says what to put in a file."""
+    return json.dumps(list(value) if isinstance(value, tuple) else value)
 
 
 def as_trained_before_new_fields(values: Dict[str, Any], cls: type) -> Dict[str, Any]:
@@ -121,10 +184,18 @@ def as_trained_before_new_fields(values: Dict[str, Any], cls: type) -> Dict[str,
     Without this, resuming an older RMSprop run would silently change its optimizer
     (or, for a set that keeps 1e-5, refuse it as a change of hparams).
     """
+    values = dict(values)
+    if "max_episode_steps" not in values:
+        # Runs before the cap had unbounded episodes; the cap is what keeps a resumed run
+        # from looping for ever, and it acts only on envs without a time limit of their own.
+        values["max_episode_steps"] = cls.__dataclass_fields__["max_episode_steps"].default
     if "rmsprop_epsilon" in values:
         return values
     optimizer = values.get("optimizer", cls.__dataclass_fields__["optimizer"].default)
     if optimizer != "rmsprop":
-        return values  # the field does not act on Adam: today's default is as good
-    # Before the field, rl's RMSprop always ran at Baselines' 1e-5.
-    return {**values, "rmsprop_epsilon": BASELINES_RMSPROP_EPSILON}
+        # The field does not act on Adam: today's default is as good.
+        values["rmsprop_epsilon"] = cls.__dataclass_fields__["rmsprop_epsilon"].default
+    else:
+        # Before the field, rl's RMSprop always ran at Baselines' 1e-5.
+        values["rmsprop_epsilon"] = BASELINES_RMSPROP_EPSILON
+    return values

@@ -9,6 +9,7 @@ appending; any other line that is not a game record is refused.
 
 import json
 import os
+import sys
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -77,7 +78,14 @@ class GamesFile:
 
     def __init__(self, path: str):
         self.path = path
-        drop_cut_last_line(path)
+        cut = drop_cut_last_line(path)  # a kill mid-append: that game is not played yet
+        if cut:
+            print(
+                f"rl: dropped the last line of {path}, cut short ({cut} bytes without a "
+                "newline): its game is played again",
+                file=sys.stderr,
+                flush=True,
+            )
 
     def append(self, records: Iterable[Dict[str, Any]]) -> None:
         lines = "".join(json.dumps(r, sort_keys=True) + "\n" for r in records)
