@@ -69,7 +69,7 @@ from rl.run_folder import (  # noqa: F401  (re-exported: older callers import th
 from rl.systems import System
 from rl.tracking import FAILED, FINISHED, KILLED, NoTracking, Tracker
 from rl.workers.experience import WorkerPool
-from rl.workers.pool import WorkerFailure
+from rl.workers.pool import RoundAbandoned, WorkerFailure
 
 # After a signal, how long training may go on to finish the rollout under way (a clean
 # point to checkpoint at). Past it the run stops without a checkpoint, as a kill would,
@@ -439,14 +439,9 @@ class Experiment:
             while self.learner.pending_steps() > 0 or (
                 self.step < target and self._stop_signal is None
             ):
-                if self._stop_signal is not None and self._signal_grace_over():
+                if self._stop_overdue():
                     unsaved = True
-                    kept = self.folder.latest_checkpoint
-                    self._say(
-                        f"the rollout under way did not end within {SIGNAL_GRACE_SECONDS:g} s "
-                        "of the signal: stopping without a checkpoint; "
-                        + (f"the last one, {kept}, is kept" if kept else "none was saved")
-                    )
+                    self._say_stopped_unsaved("the rollout under way did not end")
                     break
                 try:
                     ended = self.experience.step()
@@ -456,6 +451,10 @@ class Experiment:
                     metrics = self.learner.update()
                 except (NonFiniteError, WorkerFailure) as e:
                     self._stop_failed(e)
+                    break
+                except RoundAbandoned:
+                    unsaved = True
+                    self._say_stopped_unsaved("the workers did not deliver their round")
                     break
                 if metrics is not None:
                     self.experience.policy_updated()
@@ -537,6 +536,7 @@ class Experiment:
             log_dir=self.folder.file("workers"),
             say=self._say,
             log_scalar=self.folder.logbook.scalar,
+            give_up=self._stop_overdue,
         )
 
     @property
@@ -604,8 +604,19 @@ class Experiment:
         then = "saving a checkpoint and stopping" if self._training else "stopping the evaluation"
         self._say(f"got signal {signum}: {then}")
 
-    def _signal_grace_over(self) -> bool:
-        return time.monotonic() - self._signal_time > SIGNAL_GRACE_SECONDS
+    def _stop_overdue(self) -> bool:
+        """A signal asked the run to stop more than SIGNAL_GRACE_SECONDS ago."""
+        return (
+            self._stop_signal is not None
+            and time.monotonic() - self._signal_time > SIGNAL_GRACE_SECONDS
+        )
+
+    def _say_stopped_unsaved(self, what: str) -> None:
+        kept = self.folder.latest_checkpoint
+        self._say(
+            f"{what} within {SIGNAL_GRACE_SECONDS:g} s of the signal: stopping without a "
+            "checkpoint; " + (f"the last one, {kept}, is kept" if kept else "none was saved")
+        )
 
     def _stop_now(self, signum: int) -> NoReturn:
         """Ends the process at once with 128 + ``signum``, even in the middle of a save.

@@ -6,6 +6,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 import types
 
@@ -91,6 +92,19 @@ def both_workers(proc, out):
     logs = [os.path.join(out, "workers", f"worker_{i}.log") for i in (0, 1)]
     pids = worker_pids(proc.pid)
     return pids if len(pids) == 2 and all(map(os.path.exists, logs)) else None
+
+
+def idle_for_a_second(pid) -> bool:
+    """Whether process ``pid`` used (almost) no CPU time over the next second."""
+
+    def cpu_ticks():
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().split(") ")[1].split()
+        return int(fields[11]) + int(fields[12])  # utime + stime, in clock ticks
+
+    before = cpu_ticks()
+    time.sleep(1.0)
+    return cpu_ticks() - before <= os.sysconf("SC_CLK_TCK") // 50  # 20 ms
 
 
 def alive(pid):
@@ -502,6 +516,55 @@ def test_a_worker_that_stops_reading_cannot_block_the_learner():
     with pytest.raises(WorkerFailure, match=r"worker 0 failed \(sent nothing for 0.5 s\)"):
         pool.take_round(big)
     pool.close()
+
+
+@pytest.mark.unit
+@pytest.mark.timeout(60)
+def test_a_learner_asked_to_give_up_stops_waiting_for_a_silent_worker():
+    # A signal stops the run within seconds although the hang timeout is far away.
+    from rl.agents.actor import PolicySnapshot
+    from rl.workers.pool import RoundAbandoned
+
+    asked = threading.Event()
+    pool, launcher = pipe_pool(num_workers=1, ahead=1, worker_timeout=3600, give_up=asked.is_set)
+    pool.start(PolicySnapshot(0, ()))
+    launcher.ends[0].send(chunk(worker=0, n=1, fresh=True, first_obs=0))  # round 0 only
+    assert pool.take_round(PolicySnapshot(0, ()))[0].round == 0
+    threading.Timer(0.5, asked.set).start()
+    with pytest.raises(RoundAbandoned):
+        pool.take_round(PolicySnapshot(0, ()))  # round 1 never comes
+    pool.close()
+
+
+@pytest.mark.process
+def test_sigterm_stops_a_run_waiting_for_a_stopped_worker_within_seconds(tmp_path):
+    out = str(tmp_path / "run")
+    log = tmp_path / "train.err"
+    args = ["--hparams", "ppo_tiny", "--train_steps", "200000", "--eval_episodes", "0"]
+    args += ["--num_workers", "2", "--output_dir", out]  # the default hang timeout: 300 s
+    proc = start_logged([sys.executable, TRAIN, *args], log, cwd=ROOT)
+    try:
+        pids = wait_for(lambda: both_workers(proc, out), "two workers", process=proc)
+        os.kill(pids[1], signal.SIGSTOP)
+        # The learner then waits for worker 1's round: it stops using the CPU.
+        wait_for(lambda: idle_for_a_second(proc.pid), "the learner waiting", process=proc)
+        proc.send_signal(signal.SIGTERM)
+        sent = time.monotonic()
+        proc.communicate(timeout=120)
+        seconds = time.monotonic() - sent
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        for pid in pids:
+            if alive(pid):
+                os.kill(pid, signal.SIGKILL)
+    stderr = log.read_text()
+    assert proc.returncode == 128 + signal.SIGTERM, stderr
+    assert seconds < 10, (seconds, stderr)  # the promise: no run outlives SIGTERM by more
+    assert "Traceback" not in stderr
+    assert not alive(pids[1])  # killed although stopped
+    print(f"SIGTERM to the end: {seconds:.1f} s")
 
 
 @pytest.mark.process

@@ -74,6 +74,7 @@ class WorkerPool:
         log_dir: Optional[str],
         say: Callable[[str], None],
         log_scalar: Callable[[str, float, int], None],
+        give_up: Callable[[], bool] = lambda: False,
     ):
         """Starts nothing yet (see ``start``).
 
@@ -92,6 +93,8 @@ class WorkerPool:
             log_dir: where each worker's output goes; None: this process's.
             say: prints one line for the user (restarts).
             log_scalar: records (tag, value, step) for TensorBoard (rl/logbook.py).
+            give_up: true when waiting for the workers must end (RoundAbandoned): the
+                run was asked to stop and they keep it waiting.
         """
         self.hp = hp
         self.learner = learner
@@ -105,6 +108,7 @@ class WorkerPool:
         self.log_dir = log_dir
         self.say = say
         self.log_scalar = log_scalar
+        self.give_up = give_up
         # A picklable function the workers evaluate without importing the learner.
         self.exploration = learner.exploration_schedule(hp)
         self.pool: Optional[ActorPool] = None
@@ -129,6 +133,7 @@ class WorkerPool:
             say=self.say,
             launcher=self.system.actor_launcher(self.log_dir),
             worker_timeout=self.worker_timeout,
+            give_up=self.give_up,
         )
         self.pool.start(learner.publish())
         learner.warm_up()  # traced while the workers start and play their first rounds
@@ -170,6 +175,7 @@ class WorkerPool:
 
         Raises:
             WorkerFailure: workers failed more often than allowed.
+            RoundAbandoned: ``give_up`` turned true while waiting for the workers.
         """
         if self.round is None or self.round.exhausted:
             chunks = self.pool.take_round(self.learner.publish())

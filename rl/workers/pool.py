@@ -46,6 +46,11 @@ class WorkerFailure(RuntimeError):
     """Workers failed more often than allowed; ``str()`` is one line."""
 
 
+class RoundAbandoned(Exception):
+    """The learner stopped waiting for a round: the run was asked to stop (a signal)
+    and a hung or restarting worker would keep it waiting."""
+
+
 def python_path_with_rl() -> str:
     """PYTHONPATH for a child process: rl's folder first, then ours (plugins, own envs)."""
     return os.pathsep.join(filter(None, [RL_ROOT, os.environ.get("PYTHONPATH")]))
@@ -188,6 +193,7 @@ class ActorPool:
         say: Callable[[str], None],
         launcher=None,
         worker_timeout: float = WORKER_TIMEOUT_SECONDS,
+        give_up: Callable[[], bool] = lambda: False,
     ):
         """Starts nothing yet (see ``start``).
 
@@ -202,8 +208,11 @@ class ActorPool:
             say: prints one line for the user (restarts).
             launcher: starts workers (default: local processes).
             worker_timeout: a worker silent this long while it owes a round is restarted.
+            give_up: true when waiting for a round (or a restart's backoff) must end
+                with RoundAbandoned.
         """
         self.make_spec = make_spec
+        self.give_up = give_up
         self.slots = [WorkerSlot(i) for i in range(num_workers)]
         self.ahead = ahead
         self.max_restarts = max_restarts
@@ -299,12 +308,20 @@ class ActorPool:
 
         Raises:
             WorkerFailure: workers failed more than ``max_restarts`` times in the window.
+            RoundAbandoned: ``give_up`` turned true before the round was complete.
         """
         self.snapshot = snapshot
         r = self.next_round
         for slot in self.slots:
             self._grant_ahead_of(slot, r)
         while any(r not in slot.chunks for slot in self.slots):
+            if self.give_up():
+                # Those that owe this round are taken as hung: killed now, so that close()
+                # does not wait for them to answer STOP.
+                for slot in self.slots:
+                    if r not in slot.chunks:
+                        slot.process.kill()
+                raise RoundAbandoned
             self._take_messages(timeout=CHECK_SECONDS)
             for slot in self.slots:
                 if r not in slot.chunks:
@@ -375,7 +392,11 @@ class ActorPool:
             f"(restart {slot.restarts} of this worker, {len(self.recent_restarts)} "
             f"in the last {self.restart_window:.0f} s)"
         )
-        time.sleep(delay)
+        backoff_end = time.monotonic() + delay
+        while time.monotonic() < backoff_end:
+            if self.give_up():
+                raise RoundAbandoned
+            time.sleep(min(CHECK_SECONDS, backoff_end - time.monotonic()))
         self._launch(slot)
 
     def queued(self) -> int:
