@@ -616,6 +616,7 @@ def test_no_server_at_start_up_is_one_line_exit_2_and_writes_nothing(tmp_path):
         # Retried for ever (nan), or reported as a failure to make the env (exit 1).
         ({RETRY_VARIABLE: "nan"}, "$RL_ENV_SERVER_RETRY_SECONDS must be a number of seconds"),
         ({RETRY_VARIABLE: "-5"}, "$RL_ENV_SERVER_RETRY_SECONDS must be a number of seconds"),
+        ({RETRY_VARIABLE: "inf"}, "$RL_ENV_SERVER_RETRY_SECONDS must be a number of seconds"),
         # No deadline at all: a frozen server would stall the run for ever.
         ({ANSWER_VARIABLE: "inf"}, "$RL_ENV_SERVER_ANSWER_SECONDS must be a number of seconds"),
         ({ANSWER_VARIABLE: "0"}, "$RL_ENV_SERVER_ANSWER_SECONDS must be a number of seconds"),

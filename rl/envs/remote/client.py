@@ -35,6 +35,7 @@ RETRY_VARIABLE = "RL_ENV_SERVER_RETRY_SECONDS"
 ANSWER_VARIABLE = "RL_ENV_SERVER_ANSWER_SECONDS"
 CA_VARIABLE = "RL_ENV_SERVER_CA"  # a PEM file of the CA certificates grpcs:// trusts
 DEFAULT_RETRY_SECONDS = 30.0
+MAX_RETRY_SECONDS = 86400.0
 DEFAULT_ANSWER_SECONDS = 10.0
 MAKE_TIMEOUT_SECONDS = 120.0  # making envs can be slow (loading a simulator)
 # What is retried: a server that cannot be reached, one that did not answer in time, and
@@ -74,8 +75,11 @@ def seconds_variable(name: str, default: float, valid: Callable[[float], bool], 
 
 def retry_seconds() -> float:
     """How long a server that is unreachable or does not answer is retried."""
-    # nan would retry for ever, a negative number not at all.
-    return seconds_variable(RETRY_VARIABLE, DEFAULT_RETRY_SECONDS, lambda s: s >= 0, "0 or more")
+    # nan or inf would retry for ever (a stall the user does not see), a negative number
+    # not at all; a day is more than any restart of a server takes.
+    return seconds_variable(
+        RETRY_VARIABLE, DEFAULT_RETRY_SECONDS, lambda s: 0 <= s <= MAX_RETRY_SECONDS, "0 to 86400"
+    )
 
 
 def answer_seconds() -> float:
