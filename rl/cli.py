@@ -10,6 +10,7 @@ import json
 import math
 import os
 import re
+import signal
 import sys
 from typing import Any, Callable, Dict, List, NoReturn, Optional
 
@@ -547,6 +548,21 @@ def our_flags() -> Dict[str, Any]:
 
 def main(argv: List[str]) -> int:
     """Runs train.py after absl parsed the flags."""
+    try:
+        return train_or_test(argv)
+    except KeyboardInterrupt:
+        # A Ctrl-C outside the run's own handlers (while TensorFlow loads or the run is
+        # built, or as it closes); within them the run handles it (rl/experiment.py).
+        print(
+            f"{PROG}: stopped by signal {int(signal.SIGINT)} (Ctrl-C) outside training; the "
+            "run folder keeps what was saved: rerun the same command to resume",
+            file=sys.stderr,
+        )
+        return 128 + signal.SIGINT
+
+
+def train_or_test(argv: List[str]) -> int:
+    """What train.py does with the parsed flags; returns its exit code."""
     if len(argv) > 1:
         fail(f"unexpected arguments {' '.join(argv[1:])!r}; flags look like --name=value")
     say_gymnasium_warnings_once()
@@ -848,8 +864,6 @@ def run_copies(copies: list) -> int:
 def killed_by(signum: int) -> NoReturn:
     """Ends this process with the signal that killed one of its copies, so whatever
     started it (a search, a scheduler) sees the kill, not an ordinary failure."""
-    import signal
-
     print(
         f"rl: a copy was killed by signal {signum}; the others stopped with a checkpoint, "
         "rerun the same command to resume them",

@@ -294,3 +294,23 @@ def test_a_signal_stops_a_test_of_an_endless_run_within_seconds_in_one_line(endl
         run.stop_with(signum)
     assert run.lines[-1] == f"train.py: stopped by signal {signum}: no test results written\n"
     assert not (endless_run / "test.json").exists()
+
+
+def tensorflow_loading(pid: int) -> bool:
+    """Whether process ``pid`` has mapped TensorFlow's library (its import is under way:
+    the run's own signal handlers come seconds later, once the run is built)."""
+    with open(f"/proc/{pid}/maps") as f:
+        return "libtensorflow" in f.read()
+
+
+@pytest.mark.process
+def test_a_ctrl_c_while_tensorflow_loads_is_one_line_and_exit_130(tmp_path):
+    out = tmp_path / "run"
+    with Run(train("--output_dir", str(out))) as run:
+        wait_for(lambda: tensorflow_loading(run.proc.pid), "TensorFlow loading", 180, run.proc,
+                 run.stderr)  # fmt: skip
+        run.stop_with(signal.SIGINT)
+    assert run.lines == [
+        "train.py: stopped by signal 2 (Ctrl-C) outside training; the run folder keeps what "
+        "was saved: rerun the same command to resume\n"
+    ], run.stderr()
