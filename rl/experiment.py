@@ -73,9 +73,10 @@ from rl.workers.pool import RoundAbandoned, WorkerFailure
 
 # After a signal, how long training may go on to finish the rollout under way (a clean
 # point to checkpoint at). Past it the run stops without a checkpoint, as a kill would,
-# keeping the last one: a run ends well within 10 s of SIGTERM (the save and the clean-up
-# take the rest), however slow its env or long its rollouts.
-SIGNAL_GRACE_SECONDS = 5.0
+# keeping the last one: a run ends well within 10 s of SIGTERM (the save, the clean-up and
+# the interpreter's exit with TensorFlow loaded, 3-4 s on a loaded 2-core machine, take the
+# rest), however slow its env or long its rollouts, or hung its workers.
+SIGNAL_GRACE_SECONDS = 3.0
 
 
 def build_envs_and_agent(hp: HParams, num_envs: Optional[int] = None):

@@ -245,7 +245,7 @@ def test_sigterm_mid_rollout_of_a_slow_env_stops_within_seconds_keeping_the_chec
         run.stop_with(signal.SIGTERM)
     kept = out / "checkpoints" / "ckpt-4000"
     assert (
-        "rl: the rollout under way did not end within 5 s of the signal: stopping without a "
+        "rl: the rollout under way did not end within 3 s of the signal: stopping without a "
         f"checkpoint; the last one, {kept}, is kept\n"
     ) in run.lines, run.stderr()
     assert [p.name for p in (out / "checkpoints").glob("ckpt-*.index")] == ["ckpt-4000.index"]

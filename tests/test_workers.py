@@ -1,5 +1,6 @@
 """--num_workers: actor processes feeding one learner, their faults, and their stopping."""
 
+import contextlib
 import dataclasses
 import json
 import os
@@ -536,22 +537,19 @@ def test_a_learner_asked_to_give_up_stops_waiting_for_a_silent_worker():
     pool.close()
 
 
-@pytest.mark.process
-def test_sigterm_stops_a_run_waiting_for_a_stopped_worker_within_seconds(tmp_path):
+@contextlib.contextmanager
+def a_run_with_worker_1_stopped(tmp_path, *args):
+    """train.py with two workers, worker 1 stopped by SIGSTOP once both work for the run;
+    yields (the process, the workers' pids, its stderr file). No process outlives it."""
     out = str(tmp_path / "run")
     log = tmp_path / "train.err"
-    args = ["--hparams", "ppo_tiny", "--train_steps", "200000", "--eval_episodes", "0"]
-    args += ["--num_workers", "2", "--output_dir", out]  # the default hang timeout: 300 s
-    proc = start_logged([sys.executable, TRAIN, *args], log, cwd=ROOT)
+    command = [sys.executable, TRAIN, *args, "--num_workers", "2", "--output_dir", out]
+    proc = start_logged(command, log, cwd=ROOT)
+    pids = []
     try:
         pids = wait_for(lambda: both_workers(proc, out), "two workers", process=proc)
         os.kill(pids[1], signal.SIGSTOP)
-        # The learner then waits for worker 1's round: it stops using the CPU.
-        wait_for(lambda: idle_for_a_second(proc.pid), "the learner waiting", process=proc)
-        proc.send_signal(signal.SIGTERM)
-        sent = time.monotonic()
-        proc.communicate(timeout=120)
-        seconds = time.monotonic() - sent
+        yield proc, pids, log
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -559,6 +557,18 @@ def test_sigterm_stops_a_run_waiting_for_a_stopped_worker_within_seconds(tmp_pat
         for pid in pids:
             if alive(pid):
                 os.kill(pid, signal.SIGKILL)
+
+
+@pytest.mark.process
+def test_sigterm_stops_a_run_waiting_for_a_stopped_worker_within_seconds(tmp_path):
+    args = ["--hparams", "ppo_tiny", "--train_steps", "200000", "--eval_episodes", "0"]
+    with a_run_with_worker_1_stopped(tmp_path, *args) as (proc, pids, log):  # hang timeout 300 s
+        # The learner then waits for worker 1's round: it stops using the CPU.
+        wait_for(lambda: idle_for_a_second(proc.pid), "the learner waiting", process=proc)
+        proc.send_signal(signal.SIGTERM)
+        sent = time.monotonic()
+        proc.communicate(timeout=120)
+        seconds = time.monotonic() - sent
     stderr = log.read_text()
     assert proc.returncode == 128 + signal.SIGTERM, stderr
     assert seconds < 10, (seconds, stderr)  # the promise: no run outlives SIGTERM by more
@@ -569,28 +579,16 @@ def test_sigterm_stops_a_run_waiting_for_a_stopped_worker_within_seconds(tmp_pat
 
 @pytest.mark.process
 def test_a_worker_stopped_by_sigstop_is_killed_and_replaced_and_training_finishes(tmp_path):
-    out = str(tmp_path / "run")
-    log = tmp_path / "train.err"
     args = ["--hparams", "dqn_cartpole", "--train_steps", "20000", "--eval_episodes", "0"]
     # 10 s: short, yet more than a healthy worker takes to start on a busy machine.
-    args += ["--num_workers", "2", "--worker_timeout", "10", "--output_dir", out]
-    proc = start_logged([sys.executable, TRAIN, *args], log, cwd=ROOT)
-    try:
-        pids = wait_for(lambda: both_workers(proc, out), "two workers", process=proc)
-        os.kill(pids[1], signal.SIGSTOP)
+    args += ["--worker_timeout", "10"]
+    with a_run_with_worker_1_stopped(tmp_path, *args) as (proc, pids, log):
         stopped = time.monotonic()
         restart = "worker 1 failed (sent nothing for 10 s); restarting it"
         wait_for(lambda: restart in log.read_text(), "the restart line", process=proc)
         restarted = time.monotonic()
         stdout, _ = proc.communicate(timeout=600)
         ended = time.monotonic()
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        for pid in pids:
-            if alive(pid):
-                os.kill(pid, signal.SIGKILL)
     stderr = log.read_text()
     assert proc.returncode == 0, stderr
     assert json.loads(stdout.splitlines()[-1])["step"] == 20000
