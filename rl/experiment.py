@@ -223,12 +223,6 @@ class Experiment:
         os.environ[RUN_DIR_VARIABLE] = os.path.abspath(self.output_dir)
         with self.system.scope():
             self.envs, self.agent = build_envs_and_agent(hp, 1 if num_workers else None)
-        cap = episode_cap(hp.env, hp.max_episode_steps)
-        if cap is not None:  # said once here: every env copy of the run gets the same cap
-            self._say(
-                f"warning: env '{hp.env}' has no time limit of its own: its episodes are "
-                f"cut at max_episode_steps={cap} (an hparam)"
-            )
         self.counters = Counters(episodes=0, evaluations=0)
         self.folder = RunFolder(
             self.output_dir,
@@ -275,6 +269,12 @@ class Experiment:
                 self._say(notice)
             for moved in tidy_policies(self.output_dir, restored_step):
                 self._say(f"moved the policy {moved} aside: its training is redone")
+        cap = episode_cap(hp.env, hp.max_episode_steps)
+        if cap is not None:  # said once, after the checks: every env copy gets the same cap
+            self._say(
+                f"warning: env '{hp.env}' has no time limit of its own: its episodes are "
+                f"cut at max_episode_steps={cap} (an hparam)"
+            )
         # Tracking (rl/tracking.py) copies only committed records: it starts once
         # recover() has settled what is committed, and never stops training.
         self.tracker = tracker if tracker is not None and not read_only else NoTracking()
@@ -372,11 +372,20 @@ class Experiment:
 
     def _evaluate_unless_stopped(self, start_time: float) -> None:
         """An evaluation during training; a signal gives it up at once (training then
-        stops with a checkpoint at this clean point, with no record of it)."""
+        stops with a checkpoint at this clean point, with no record of it: the next start
+        owes it, ``_evaluation_owed``)."""
         try:
             self._evaluate_and_record(start_time)
         except EvaluationStopped:
             pass
+
+    def _evaluation_owed(self) -> bool:
+        """Whether the restored checkpoint lacks the evaluation of the last interval it
+        passed (a signal gave it up): it is then made first, with the checkpoint's weights."""
+        interval, step = self.hp.eval_interval, self.step
+        last_due = (step // interval) * interval
+        last_made = self._last_eval["step"] if self._last_eval is not None else 0
+        return self.hp.eval_episodes > 0 and last_due > 0 and last_made < last_due
 
     # --- training -----------------------------------------------------------
     def _end_step(self, target: int) -> int:
@@ -432,6 +441,8 @@ class Experiment:
             except WorkerFailure as e:
                 self._stop_failed(e)
                 return self._result(0.0)
+            if self._evaluation_owed():
+                self._evaluate_unless_stopped(start_time)
             next_eval = next_multiple(self.step, hp.eval_interval)
             next_checkpoint = next_multiple(self.step, hp.checkpoint_interval)
             # Stop only at a clean point (no partial rollout held outside the
@@ -602,7 +613,11 @@ class Experiment:
             self._stop_now(signum)
         self._stop_signal = signum
         self._signal_time = time.monotonic()
-        then = "saving a checkpoint and stopping" if self._training else "stopping the evaluation"
+        then = (
+            f"stopping, with a checkpoint if a clean point comes within {SIGNAL_GRACE_SECONDS:g} s"
+            if self._training
+            else "stopping the evaluation"
+        )
         self._say(f"got signal {signum}: {then}")
 
     def _stop_overdue(self) -> bool:

@@ -85,6 +85,11 @@ class SeparateState(Protocol):
     def load(self, path: str) -> None: ...
 
 
+def changes_text(changed: Dict[str, Tuple[Any, Any]]) -> str:
+    """``differences``' result as "field: old -> new, ..." for a message."""
+    return ", ".join(f"{k}: {old!r} -> {new!r}" for k, (old, new) in changed.items())
+
+
 def say(text: str) -> None:
     """A notice for the person running the experiment, on stderr."""
     print(f"rl: {text}", file=sys.stderr, flush=True)
@@ -152,7 +157,7 @@ def check_resume(
             check_new_run_folder(output_dir)
         return None
     changed = {k: v for k, v in differences(saved, hp).items() if k not in RESUMABLE_FIELDS}
-    listed = ", ".join(f"{k}: {old!r} -> {new!r}" for k, (old, new) in changed.items())
+    listed = changes_text(changed)
     shape_fields = checkpoint_shape_fields(hp)
     if set(changed) & shape_fields:
         # Its checkpoints cannot be restored into this agent: no flag helps.
@@ -419,6 +424,10 @@ class RunFolder:
     ) -> None:
         os.makedirs(self.path, exist_ok=True)
         changed = differences(existing, hp) if existing is not None else {}
+        if changed:  # a run's hparams never change without a word
+            say(
+                f"resuming with changed hparams ({changes_text(changed)}); {HPARAMS_FILE} now holds them"
+            )
         if set(changed) - RESUMABLE_FIELDS:
             # Keep the old file: nothing already written is lost.
             set_aside(self.file(HPARAMS_FILE))

@@ -257,7 +257,7 @@ def test_a_second_sigint_stops_at_once_in_one_line_and_keeps_the_checkpoint(tmp_
     with Run(train(*ENDLESS_EVALUATION, "--output_dir", str(out))) as run:
         wait_for_the_final_evaluation(run, out)
         run.proc.send_signal(signal.SIGINT)
-        run.wait_for_line("got signal 2: saving a checkpoint and stopping")
+        run.wait_for_line("got signal 2: stopping, with a checkpoint if a clean point comes")
         run.stop_with(signal.SIGINT)  # while it saves and winds down
     stderr = run.stderr()
     assert "KeyboardInterrupt" not in stderr, stderr
@@ -314,3 +314,25 @@ def test_a_ctrl_c_while_tensorflow_loads_is_one_line_and_exit_130(tmp_path):
         "train.py: stopped by signal 2 (Ctrl-C) outside training; the run folder keeps what "
         "was saved: rerun the same command to resume\n"
     ], run.stderr()
+
+
+@pytest.mark.process
+def test_an_evaluation_a_checkpoint_lacks_is_made_first_when_the_run_resumes(tmp_path):
+    # The state a signal during an evaluation leaves (checkpoint 128, no record of 128),
+    # made here by a first part that did not evaluate.
+    out = tmp_path / "run"
+
+    def part(train_steps, eval_episodes):
+        return subprocess.run(
+            [sys.executable, TRAIN, "--hparams", "ppo_tiny", "--train_steps", str(train_steps),
+             "--output_dir", str(out), "--hparam_override",
+             f"eval_interval=128,checkpoint_interval=128,eval_episodes={eval_episodes}"],
+            cwd=ROOT, capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+
+    assert part(128, 0).returncode == 0
+    assert not (out / "eval.jsonl").exists() or not (out / "eval.jsonl").read_text()
+    resumed = part(256, 2)
+    assert resumed.returncode == 0, resumed.stderr
+    steps = [json.loads(line)["step"] for line in (out / "eval.jsonl").read_text().splitlines()]
+    assert steps == [128, 256]

@@ -619,6 +619,7 @@ def test_no_server_at_start_up_is_one_line_exit_2_and_writes_nothing(tmp_path):
         ({RETRY_VARIABLE: "inf"}, "$RL_ENV_SERVER_RETRY_SECONDS must be a number of seconds"),
         # No deadline at all: a frozen server would stall the run for ever.
         ({ANSWER_VARIABLE: "inf"}, "$RL_ENV_SERVER_ANSWER_SECONDS must be a number of seconds"),
+        ({ANSWER_VARIABLE: "1e12"}, "$RL_ENV_SERVER_ANSWER_SECONDS must be a number of seconds"),
         ({ANSWER_VARIABLE: "0"}, "$RL_ENV_SERVER_ANSWER_SECONDS must be a number of seconds"),
         ({"RL_ENV_SERVER_CA": "{missing}"}, "$RL_ENV_SERVER_CA {missing} cannot be read"),
         ({"RL_ENV_SERVER_CA": "{text}"}, "$RL_ENV_SERVER_CA {text} holds no PEM certificate"),

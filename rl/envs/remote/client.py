@@ -15,7 +15,6 @@ when the server lost the session (it restarted), ``EnvServerError`` says so in o
 """
 
 import json
-import math
 import os
 import queue
 import sys
@@ -35,7 +34,7 @@ RETRY_VARIABLE = "RL_ENV_SERVER_RETRY_SECONDS"
 ANSWER_VARIABLE = "RL_ENV_SERVER_ANSWER_SECONDS"
 CA_VARIABLE = "RL_ENV_SERVER_CA"  # a PEM file of the CA certificates grpcs:// trusts
 DEFAULT_RETRY_SECONDS = 30.0
-MAX_RETRY_SECONDS = 86400.0
+MAX_WAIT_SECONDS = 86400.0  # a day: the most either variable may ask a run to wait
 DEFAULT_ANSWER_SECONDS = 10.0
 MAKE_TIMEOUT_SECONDS = 120.0  # making envs can be slow (loading a simulator)
 # What is retried: a server that cannot be reached, one that did not answer in time, and
@@ -78,14 +77,17 @@ def retry_seconds() -> float:
     # nan or inf would retry for ever (a stall the user does not see), a negative number
     # not at all; a day is more than any restart of a server takes.
     return seconds_variable(
-        RETRY_VARIABLE, DEFAULT_RETRY_SECONDS, lambda s: 0 <= s <= MAX_RETRY_SECONDS, "0 to 86400"
+        RETRY_VARIABLE, DEFAULT_RETRY_SECONDS, lambda s: 0 <= s <= MAX_WAIT_SECONDS, "0 to 86400"
     )
 
 
 def answer_seconds() -> float:
     """How long a call waits for the server's answer before it is taken as frozen."""
     return seconds_variable(
-        ANSWER_VARIABLE, DEFAULT_ANSWER_SECONDS, lambda s: 0 < s < math.inf, "more than 0"
+        ANSWER_VARIABLE,
+        DEFAULT_ANSWER_SECONDS,
+        lambda s: 0 < s <= MAX_WAIT_SECONDS,
+        "more than 0 and at most 86400",
     )
 
 
