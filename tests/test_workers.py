@@ -212,11 +212,12 @@ def test_each_round_acts_with_the_weights_its_grant_carried():
 def spec_for(env, index=0):
     """A WorkerSpec whose env is all a test gets to (the worker fails before the rest)."""
     from rl.agents.actor import PolicySnapshot
+    from rl.hparams.resolve import resolve_hparams
     from rl.workers.messages import WorkerSpec
 
     return WorkerSpec(
         index=index, env=env, env_ids=(0, 1), vectorization="sync", seed=0, policy=None,
-        hparams=None, spaces=(None, None), extras=(), exploration=None,
+        hparams=resolve_hparams("ppo_tiny"), spaces=(None, None), extras=(), exploration=None,
         round_steps=1, start_step=0, total_envs=1, first_round=0,
         snapshot=PolicySnapshot(0, ()), restart=0, parent_pid=0,
     )  # fmt: skip
