@@ -107,11 +107,15 @@ for actor_id, a in actors().items():
 
 # wait_until DESCRIPTION SECONDS COMMAND...: polls COMMAND until it succeeds or time is up.
 wait_until() {
-    local what="$1" deadline=$((SECONDS + $2))
+    local what="$1" seconds="$2" deadline=$((SECONDS + $2))
     shift 2
     until "$@"; do
         if [ $SECONDS -ge $deadline ]; then
-            fail "$what: not within $(( $2 )) s"
+            fail "$what: not within $seconds s"
+            return 1
+        fi
+        if [ -n "$learner" ] && ! kill -0 "$learner" 2>/dev/null; then
+            fail "$what: the learner ended first"
             return 1
         fi
         sleep 1
@@ -171,6 +175,10 @@ finish() {
 checkpoint_written() { ls "$runs/ppo/checkpoints"/ckpt-50000.index >/dev/null 2>&1; }
 
 # --- 1. the cluster
+if (exec 3<>"/dev/tcp/$ip/$base") 2>/dev/null; then
+    say "something listens at $address already (another cluster?): set RAY_PORT_BASE"
+    exit 1
+fi
 node head 1 --head --port "$base" --num-cpus 0 --include-dashboard=false \
     --ray-client-server-port $((base + 1)) || { fail "the head did not start"; exit 1; }
 wait_until "the head answers" 120 docker exec "$prefix-head" ray status --address "$address" \
