@@ -10,11 +10,15 @@
 #      that both worker nodes hold actors;
 #   3. once the run's first checkpoint is written, `docker kill` stops one worker container:
 #      its actors must come back on the surviving worker and the run reach 475+;
-#   4. the same run folder, rerun with --train_steps 120000, resumes from its last checkpoint.
+#   4. the same run folder, rerun with --train_steps 120000, resumes from its last checkpoint;
+#   5. a new worker node joins; a run with --worker_restarts 1 loses that node after its first
+#      checkpoint and stops with exit 4 and one line; rerun, it resumes from that checkpoint
+#      on the one worker left and ends at 100000 steps.
+#   A driver without the cluster's token is refused first, in one line.
 #   bash scripts/check_cluster.sh
 # Environment: CHECK_LOG_DIR, where logs and the run folder go (default: a temporary folder,
 # printed); RAY_PORT_BASE, the first of the ports the nodes use (default 36000: the head's
-# GCS port; the nodes take the 400 ports above it). Every container is removed at the end,
+# GCS port; the nodes take the 600 ports above it). Every container is removed at the end,
 # on failure too.
 # Exit codes: 0 every check passed; 1 a check failed; 2 a bad argument; 3 no Docker daemon
 # could be reached or started, or rl:cpu could not be built.
@@ -85,7 +89,7 @@ in_head() {
     docker exec "$prefix-head" python -c "
 import json, ray
 ray.init(address='$address', logging_level='ERROR', log_to_driver=False)
-manager_ports = {$((base + 21)): 'head', $((base + 31)): 'worker1', $((base + 41)): 'worker2'}
+manager_ports = {$((base + 21)): 'head', $((base + 31)): 'worker1', $((base + 41)): 'worker2', $((base + 51)): 'worker3'}
 $1" 2>>"$logs/in-head.err"
 }
 
@@ -146,12 +150,13 @@ rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
 print(rows[-1]["step"], rows[-1]["return_mean"])' "$1/eval.jsonl" 2>/dev/null
 }
 
-# learn NAME TRAIN.PY-ARGS...: the learner in the head container, in the background.
+# learn NAME RUN TRAIN.PY-ARGS...: the learner in the head container, in the background,
+# its run folder runs/RUN.
 learn() {
-    local name="$1"
-    shift
+    local name="$1" run="$2"
+    shift 2
     docker exec "$prefix-head" nice -n 5 python train.py --sys ray --ray_address "$address" \
-        --num_workers 4 --hparams ppo_cartpole --seed 0 --output_dir runs/ppo "$@" \
+        --num_workers 4 --hparams ppo_cartpole --seed 0 --output_dir "runs/$run" "$@" \
         >"$logs/$name.out" 2>"$logs/$name.err" &
     learner=$!
 }
@@ -172,7 +177,20 @@ finish() {
     return $rc
 }
 
-checkpoint_written() { ls "$runs/ppo/checkpoints"/ckpt-50000.index >/dev/null 2>&1; }
+# checkpoint_written RUN: the run's first checkpoint is on the volume.
+checkpoint_written() { ls "$runs/$1/checkpoints"/ckpt-50000.index >/dev/null 2>&1; }
+
+# A driver without the cluster's token is refused, in train.py's one line (two tries of
+# Ray's, not twenty).
+refused_without_token() {
+    docker exec "$prefix-head" env -u RAY_AUTH_MODE -u RAY_AUTH_TOKEN RAY_NUM_REDIS_GET_RETRIES=2 \
+        python train.py --sys ray --ray_address "$address" --num_workers 4 --hparams ppo_cartpole \
+        --output_dir runs/refused >/dev/null 2>"$logs/refused.err"
+    local rc=$?
+    say "  without the token: exit $rc, $(cat "$logs/refused.err")"
+    [ "$rc" = 2 ] && [ "$(wc -l <"$logs/refused.err")" = 1 ] \
+        && grep -q "it uses token authentication" "$logs/refused.err" && [ ! -e "$runs/refused" ]
+}
 
 # --- 1. the cluster
 if (exec 3<>"/dev/tcp/$ip/$base") 2>/dev/null; then
@@ -189,16 +207,17 @@ for i in 1 2; do
 done
 wait_until "three nodes alive" 180 three_nodes || exit 1
 say "three nodes alive after $(elapsed)"
+refused_without_token || fail "a driver without the token was not refused in one line"
 
 # --- 2. the learner, its actors on both workers
-learn train
+learn train ppo
 if wait_until "four actors on both workers" 300 actors_on 4 "worker1 worker2"; then
     say "where each actor runs ($(elapsed)):"
     sed 's/^/  /' "$logs/places.txt" >&2
 fi
 
 # --- 3. a worker node lost mid-run
-if wait_until "the first checkpoint" 900 checkpoint_written; then
+if wait_until "the first checkpoint" 900 checkpoint_written ppo; then
     docker kill "$prefix-worker2" >/dev/null
     say "docker kill worker2 after the checkpoint at 50000 ($(elapsed))"
     if wait_until "the four actors back on worker1" 300 actors_on 4 "worker1"; then
@@ -217,7 +236,7 @@ fi
 grep -i "restart" "$logs/train.err" | tail -n 4 | sed 's/^/  learner: /' >&2
 
 # --- 4. rerun: it resumes from the run folder's last checkpoint
-learn resume --train_steps 120000
+learn resume ppo --train_steps 120000
 if finish resume 900; then
     final="$(result_step "$logs/resume.out")"
     say "rerun: $(grep -m 1 resuming "$logs/resume.err"); final step $final ($(elapsed))"
@@ -226,6 +245,32 @@ if finish resume 900; then
 else
     fail "the rerun failed ($logs/resume.err):"
     tail -n 5 "$logs/resume.err" >&2
+fi
+
+# --- 5. a node lost with no restarts to spare: exit 4 in one line, and the rerun resumes.
+# A new worker node joins first (as KubeRay would replace the lost pod).
+node worker3 4 --address "$address" --num-cpus 4 || fail "worker3 did not start"
+learn spent lost --worker_restarts 1
+if wait_until "four actors on worker1 and worker3" 300 actors_on 4 "worker1 worker3" \
+    && wait_until "the first checkpoint of runs/lost" 900 checkpoint_written lost; then
+    docker kill "$prefix-worker3" >/dev/null
+    say "docker kill worker3 after the checkpoint at 50000 of a run with --worker_restarts 1 ($(elapsed))"
+fi
+finish spent 900
+rc=$?
+say "  exit $rc: $(tail -n 1 "$logs/spent.err")"
+[ "$rc" = 4 ] && grep -q "(--worker_restarts)" "$logs/spent.err" \
+    && [ "$(grep -c "^train.py: stopped" "$logs/spent.err")" = 1 ] \
+    || fail "the run did not stop with exit 4 and one line"
+learn respent lost
+if finish respent 900; then
+    read -r step mean <<<"$(last_eval "$runs/lost")"
+    say "rerun on worker1 alone: $(grep -m 1 resuming "$logs/respent.err"); final step $(result_step "$logs/respent.out"), last evaluation at $step: return $mean ($(elapsed))"
+    grep -q "resuming from runs/lost/checkpoints/ckpt-50000" "$logs/respent.err" \
+        && [ "$(result_step "$logs/respent.out")" = 100000 ] || fail "the rerun did not resume from ckpt-50000"
+else
+    fail "the rerun of runs/lost failed ($logs/respent.err):"
+    tail -n 5 "$logs/respent.err" >&2
 fi
 
 if [ "$failures" -gt 0 ]; then
