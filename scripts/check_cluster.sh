@@ -250,9 +250,12 @@ fi
 # --- 5. a node lost with no restarts to spare: exit 4 in one line, and the rerun resumes.
 # A new worker node joins first (as KubeRay would replace the lost pod).
 node worker3 4 --address "$address" --num-cpus 4 || fail "worker3 did not start"
+wait_until "worker3 alive (three nodes: head, worker1, worker3)" 180 three_nodes
 learn spent lost --worker_restarts 1
 if wait_until "four actors on worker1 and worker3" 300 actors_on 4 "worker1 worker3" \
     && wait_until "the first checkpoint of runs/lost" 900 checkpoint_written lost; then
+    say "where each actor runs:"
+    sed 's/^/  /' "$logs/places.txt" >&2
     docker kill "$prefix-worker3" >/dev/null
     say "docker kill worker3 after the checkpoint at 50000 of a run with --worker_restarts 1 ($(elapsed))"
 fi
