@@ -39,7 +39,10 @@ _CLUSTER_SPEC = {
         "authOptions": {
             "type": "object",
             "additionalProperties": False,
-            "properties": {"mode": {"enum": ["disabled", "token"]}, "secretName": {"type": "string"}},
+            "properties": {
+                "mode": {"enum": ["disabled", "token"]},
+                "secretName": {"type": "string"},
+            },
         },
         "headGroupSpec": {
             "type": "object",
