@@ -106,7 +106,8 @@ def test_a_ray_cluster_of_containers_trains_loses_a_node_and_resumes():
     assert "every check passed" in proc.stdout
     assert "without the token: exit 2, train.py: error: --sys ray cannot reach" in err
     before = actor_nodes(err, "check_cluster: where each actor runs")
-    assert before == ["worker1", "worker1", "worker2", "worker2"], err
+    # Ray's default placement spreads them (two on each in most runs here, three and one too).
+    assert len(before) == 4 and set(before) == {"worker1", "worker2"}, err
     after = actor_nodes(err, "check_cluster: after the loss")
     assert after == ["worker1"] * 4, err
     reached = re.search(r"the run ended at step 100000 .*: return ([0-9.]+)", err)
@@ -114,6 +115,8 @@ def test_a_ray_cluster_of_containers_trains_loses_a_node_and_resumes():
     assert "resuming from runs/ppo/checkpoints/ckpt-100000; final step 120000" in err
     assert re.search(r"  exit 4: train\.py: stopped: .*\(--worker_restarts\)", err), err
     assert "resuming from runs/lost/checkpoints/ckpt-50000; final step 100000" in err
+    assert "rl.search --sys ray: 2 trials done" in err
+    assert re.search(r"rl\.tournament --sys ray: done .*\n +# +player", err), err
     # Every container is gone, on success as on failure (the script's trap).
     left = subprocess.run(
         ["docker", "ps", "-aq", "--filter", "name=rl-cluster-"], capture_output=True, text=True
