@@ -54,21 +54,10 @@ since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f s", b - a }'; }
 
 bash scripts/docker_base.sh || { say "no Docker daemon here: nothing checked"; exit 3; }
 
-# A client whose `docker build` is BuildKit's (the Dockerfiles mount pip's cache): the
-# default one where buildx is installed, else a client that still takes DOCKER_BUILDKIT=1
-# (Debian's docker.io 20.10 does; a newer client without buildx falls back to the legacy
-# builder, which cannot build them).
+# A client whose `docker build` is BuildKit's (the Dockerfiles mount pip's cache).
 export DOCKER_BUILDKIT=1
-builder=""
-for client in docker $(type -ap docker); do
-    if printf 'FROM python:3.11-slim\nRUN --mount=type=cache,target=/c true\n' \
-        | "$client" build -q --network host -t rl-check-buildkit - >/dev/null 2>&1; then
-        builder="$client"
-        break
-    fi
-done
-docker rmi rl-check-buildkit >/dev/null 2>&1
-[ -n "$builder" ] || { say "no docker client here builds with BuildKit (install buildx)"; exit 3; }
+builder="$(bash scripts/buildkit_client.sh)" \
+    || { say "no docker client here builds with BuildKit (install buildx)"; exit 3; }
 say "builds with $builder ($("$builder" version --format '{{.Client.Version}}' 2>/dev/null)), logs in $logs"
 
 if [ "$cold" = 1 ]; then

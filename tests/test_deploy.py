@@ -36,6 +36,14 @@ _CLUSTER_SPEC = {
     "properties": {
         "rayVersion": {"type": "string", "pattern": r"^\d+\.\d+\.\d+$"},
         "enableInTreeAutoscaling": {"type": "boolean"},
+        "authOptions": {
+            "type": "object",
+            "additionalProperties": False,
+            "properties": {
+                "mode": {"enum": ["disabled", "token"]},
+                "secretName": {"type": "string"},
+            },
+        },
         "headGroupSpec": {
             "type": "object",
             "additionalProperties": False,
@@ -190,6 +198,15 @@ def ray_version_in_setup():
     with open(os.path.join(ROOT, "setup.py"), encoding="utf-8") as f:
         low, high = re.search(r'"ray\[default\]>=([\d.]+),<([\d.]+)"', f.read()).groups()
     return low, high
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("name, doc", RAY_MANIFESTS, ids=ids(RAY_MANIFESTS))
+def test_each_cluster_has_token_authentication_on(name, doc):
+    # As scripts/check_cluster.sh's container cluster runs it (RAY_AUTH_MODE=token and one
+    # token on every node), which KubeRay's authOptions sets up.
+    spec = doc["spec"].get("rayClusterSpec", doc["spec"])
+    assert spec.get("authOptions") == {"mode": "token"}, name
 
 
 @pytest.mark.unit

@@ -462,6 +462,44 @@ def test_workers_start_with_the_rounds_the_first_take_would_grant(ahead):
         assert received == [index, *[Grant(None)] * ahead, STOP]
 
 
+@pytest.mark.unit
+def test_a_replacement_that_fails_as_it_starts_is_one_more_failure_and_is_replaced_again():
+    # On a Ray cluster that lost a node, a worker's replacement can be placed on that node
+    # before Ray knows it is gone (seen with scripts/check_cluster.sh): it was the run's end.
+    from rl.agents.actor import PolicySnapshot
+    from rl.workers.pool import ActorPool, WorkerFailure
+
+    class FailingReplacements(_PipeLauncher):
+        failures = 1
+
+        def spawn(self, spec):
+            if self.ends and self.failures:  # the first start succeeds
+                self.failures -= 1
+                raise WorkerFailure(f"Ray worker {spec} died as it started: ActorDiedError")
+            return super().spawn(spec)
+
+    said = []
+    launcher = FailingReplacements()
+    pool = ActorPool(
+        lambda index, first, snapshot, restart: index, num_workers=1, ahead=1,
+        max_restarts=2, restart_window=60.0, say=said.append, launcher=launcher,
+    )  # fmt: skip
+    pool.start(PolicySnapshot(0, ()))
+    pool._restart(pool.slots[0], "its node was lost", grace=0.0)
+    assert len(launcher.ends) == 2 and pool.total_restarts == 2
+    assert said == [
+        "worker 0 failed (its node was lost); restarting it in 0.5 s "
+        "(restart 1 of this worker, 1 in the last 60 s)",
+        "worker 0 failed (Ray worker 0 died as it started: ActorDiedError); restarting it in "
+        "1.0 s (restart 2 of this worker, 2 in the last 60 s)",
+    ]
+    # Such failures count against --worker_restarts like any other.
+    launcher.failures = 5
+    with pytest.raises(WorkerFailure, match="3 worker failures within 60 s, more than the 2 "):
+        pool._restart(pool.slots[0], "its node was lost again", grace=0.0)
+    pool.close()
+
+
 @pytest.mark.process
 @pytest.mark.parametrize("hparams", ["ppo_tiny", "dqn_tiny"])
 def test_workers_train_checkpoint_and_resume_with_another_worker_count(tmp_path, hparams):

@@ -372,6 +372,23 @@ class ActorPool:
         """
         returncode = self._end_process(slot, grace)
         why = why or exit_reason(returncode)
+        while True:
+            self._count_failure_and_back_off(slot, why)
+            try:
+                self._launch(slot)
+                return
+            except WorkerFailure as e:
+                # The replacement failed as it started (on Ray: placed on a node that is
+                # gone and not yet known to be): one more failure for --worker_restarts.
+                why = str(e)
+
+    def _count_failure_and_back_off(self, slot: WorkerSlot, why: str) -> None:
+        """Counts one failure of ``slot``, says so, and waits out the backoff.
+
+        Raises:
+            WorkerFailure: that is more failures than ``max_restarts`` in the window.
+            RoundAbandoned: ``give_up`` turned true during the backoff.
+        """
         now = time.monotonic()
         self.recent_restarts.append(now)
         while self.recent_restarts and now - self.recent_restarts[0] > self.restart_window:
@@ -397,7 +414,6 @@ class ActorPool:
             if self.give_up():
                 raise RoundAbandoned
             time.sleep(min(CHECK_SECONDS, backoff_end - time.monotonic()))
-        self._launch(slot)
 
     def queued(self) -> int:
         """Rounds received and not yet taken, over all workers."""
