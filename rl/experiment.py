@@ -48,7 +48,7 @@ from rl.hparams.base import HParams, HParamsError
 from rl.hparams.resolve import HPARAMS_FILE, load_run_hparams
 from rl.logbook import recent_scalars
 from rl.policy import RUN_DIR_VARIABLE, tidy_policies, write_policy_artefact
-from rl.processes import WORKER_TIMEOUT_SECONDS
+from rl.processes import STOP_ASKED, WORKER_TIMEOUT_SECONDS
 from rl.run_folder import (  # noqa: F401  (re-exported: older callers import them from here)
     CHECKPOINT_DIR,
     CHECKPOINT_INDEX,
@@ -453,7 +453,10 @@ class Experiment:
             ):
                 if self._stop_overdue():
                     unsaved = True
-                    self._say_stopped_unsaved("the rollout under way did not end")
+                    self._say_stopped_unsaved(
+                        f"the rollout under way did not end within {SIGNAL_GRACE_SECONDS:g} s "
+                        "of the signal"
+                    )
                     break
                 try:
                     ended = self.experience.step()
@@ -466,7 +469,10 @@ class Experiment:
                     break
                 except RoundAbandoned:
                     unsaved = True
-                    self._say_stopped_unsaved("the workers did not deliver their round")
+                    self._say_stopped_unsaved(
+                        f"the workers did not deliver their round within {SIGNAL_GRACE_SECONDS:g} "
+                        "s of the signal"
+                    )
                     break
                 if metrics is not None:
                     self.experience.policy_updated()
@@ -497,7 +503,13 @@ class Experiment:
                     self._evaluate_unless_stopped(start_time)
                 self.save()
             progress.finish()
-        except (EnvError, EnvServerError, OSError) as e:  # in a step, an evaluation or a save
+        except EnvServerError as e:
+            if self._stop_signal is None:
+                self._stop_failed(e)
+            else:  # it did not answer after the signal: no clean point to save at
+                self._say_stopped_unsaved(first_line(e))
+            progress.finish()
+        except (EnvError, OSError) as e:  # in a step, an evaluation or a save
             self._stop_failed(e)
             progress.finish()
         finally:
@@ -601,6 +613,7 @@ class Experiment:
     def _install_signal_handlers(self) -> None:
         self._restore_signal_handlers()  # a train() after an interrupted one
         self._stop_signal = None
+        STOP_ASKED.clear()
         if threading_is_main():
             for signum in (signal.SIGINT, signal.SIGTERM):
                 self._old_handlers[signum] = signal.signal(signum, self._on_signal)
@@ -613,6 +626,7 @@ class Experiment:
             self._stop_now(signum)
         self._stop_signal = signum
         self._signal_time = time.monotonic()
+        STOP_ASKED.set()
         then = (
             f"stopping, with a checkpoint if a clean point comes within {SIGNAL_GRACE_SECONDS:g} s"
             if self._training
@@ -627,11 +641,12 @@ class Experiment:
             and time.monotonic() - self._signal_time > SIGNAL_GRACE_SECONDS
         )
 
-    def _say_stopped_unsaved(self, what: str) -> None:
+    def _say_stopped_unsaved(self, why: str) -> None:
+        """One line: training stops after a signal without reaching a clean point."""
         kept = self.folder.latest_checkpoint
         self._say(
-            f"{what} within {SIGNAL_GRACE_SECONDS:g} s of the signal: stopping without a "
-            "checkpoint; " + (f"the last one, {kept}, is kept" if kept else "none was saved")
+            f"{why}: stopping without a checkpoint; "
+            + (f"the last one, {kept}, is kept" if kept else "none was saved")
         )
 
     def _stop_now(self, signum: int) -> NoReturn:

@@ -9,6 +9,7 @@ without importing anything else of rl.
 import contextlib
 import os
 import sys
+import threading
 from typing import Callable, Dict, Optional
 
 
@@ -25,6 +26,12 @@ RL_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
+
+# Set while a signal (SIGINT, SIGTERM) has asked this process's run to stop, by the run's
+# handler (rl/experiment.py): what waits on another process (an env server's answer)
+# gives up then instead of retrying, so the run stops within seconds. Process-wide, as a
+# signal is.
+STOP_ASKED = threading.Event()
 
 # An actor process (--num_workers) silent this long while it owes a round is restarted
 # (train.py's --worker_timeout; here so the flag reads it without loading the workers).

@@ -79,3 +79,16 @@ def run_train_py(*args: str, timeout: float = 300, cwd=ROOT, **options):
     return subprocess.run(
         command, capture_output=True, text=True, timeout=timeout, cwd=cwd, **options
     )
+
+
+def idle_for_a_second(pid) -> bool:
+    """Whether process ``pid`` used (almost) no CPU time over the next second."""
+
+    def cpu_ticks():
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().split(") ")[1].split()
+        return int(fields[11]) + int(fields[12])  # utime + stime, in clock ticks
+
+    before = cpu_ticks()
+    time.sleep(1.0)
+    return cpu_ticks() - before <= os.sysconf("SC_CLK_TCK") // 50  # 20 ms

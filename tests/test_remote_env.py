@@ -31,7 +31,7 @@ import pytest
 from gymnasium import spaces
 from gymnasium.utils.env_checker import check_env
 from PIL import Image, ImageSequence
-from polling import wait_for
+from polling import idle_for_a_second, wait_for
 
 from rl.envs import make_env, make_vec_env, true_next_obs
 from rl.envs.remote import serve
@@ -115,13 +115,13 @@ def start_train(args, stderr_path: Path, env: dict) -> subprocess.Popen:
 
 
 def hurt_mid_run(args, tmp_path: Path, env: dict, hurt) -> tuple:
-    """train.py with ``args`` (its --output_dir in ``tmp_path``), ``hurt()`` called once it
+    """train.py with ``args`` (its --output_dir in ``tmp_path``), ``hurt(its process)`` called once it
     wrote its first evaluation; returns (its exit code, its stderr)."""
     out = Path(args[args.index("--output_dir") + 1])
     run = start_train(args, tmp_path / "train.err", env)
     try:
         wait_for(lambda: has_eval_line(out), "evaluation line", process=run)
-        hurt()
+        hurt(run)
         code = run.wait(timeout=120)
     finally:
         if run.poll() is None:
@@ -654,7 +654,8 @@ def test_a_frozen_server_is_said_retried_within_the_window_then_exits_5(tmp_path
         env = {**client_env(retry_seconds=3), ANSWER_VARIABLE: "2"}
         stopped = []
 
-        def freeze():
+        def freeze(run):
+            del run
             os.kill(frozen.process.pid, signal.SIGSTOP)
             stopped.append(time.monotonic())
 
@@ -670,6 +671,35 @@ def test_a_frozen_server_is_said_retried_within_the_window_then_exits_5(tmp_path
     assert f"nor while retried for 3 s (${RETRY_VARIABLE})" in line
     assert checkpoint_steps(out)
     print(f"SIGSTOP to exit 5: {ended - stopped[0]:.1f} s")
+
+
+@pytest.mark.process
+def test_sigterm_stops_a_run_waiting_for_a_frozen_server_within_seconds(tmp_path):
+    # The default answer deadline and a long retry window: only the signal ends the wait.
+    out = tmp_path / "run"
+    with serving(tmp_path / "server") as frozen:
+        args = ["--hparams", "ppo_tiny", "--train_steps", "100000", "--env", frozen.url()]
+        args += ["--output_dir", str(out)]
+        sent = []
+
+        def freeze_then_stop(run):
+            os.kill(frozen.process.pid, signal.SIGSTOP)
+            # The learner then waits for the server's answer: it stops using the CPU.
+            wait_for(lambda: idle_for_a_second(run.pid), "the learner waiting", process=run)
+            run.send_signal(signal.SIGTERM)
+            sent.append(time.monotonic())
+
+        code, stderr = hurt_mid_run(args, tmp_path, client_env(retry_seconds=600),
+                                    freeze_then_stop)  # fmt: skip
+        seconds = time.monotonic() - sent[0]
+        os.kill(frozen.process.pid, signal.SIGCONT)
+    assert code == 128 + signal.SIGTERM, stderr
+    assert seconds < 10, (seconds, stderr)  # no run outlives SIGTERM by more
+    said = f"rl: env server {frozen.url()} did not answer Step as the run stopped: stopping "
+    assert said + "without a checkpoint; the last one, " in stderr, stderr
+    assert "Traceback" not in stderr
+    assert checkpoint_steps(out)
+    print(f"SIGTERM to the end: {seconds:.1f} s")
 
 
 # --- 5: a server in a virtualenv of its own: Gymnasium 0.29, no TensorFlow ------------------

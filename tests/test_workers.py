@@ -13,7 +13,7 @@ import types
 
 import numpy as np
 import pytest
-from polling import start_logged, wait_for
+from polling import idle_for_a_second, start_logged, wait_for
 
 import rl
 from rl.workers.messages import Chunk
@@ -93,19 +93,6 @@ def both_workers(proc, out):
     logs = [os.path.join(out, "workers", f"worker_{i}.log") for i in (0, 1)]
     pids = worker_pids(proc.pid)
     return pids if len(pids) == 2 and all(map(os.path.exists, logs)) else None
-
-
-def idle_for_a_second(pid) -> bool:
-    """Whether process ``pid`` used (almost) no CPU time over the next second."""
-
-    def cpu_ticks():
-        with open(f"/proc/{pid}/stat") as f:
-            fields = f.read().split(") ")[1].split()
-        return int(fields[11]) + int(fields[12])  # utime + stime, in clock ticks
-
-    before = cpu_ticks()
-    time.sleep(1.0)
-    return cpu_ticks() - before <= os.sysconf("SC_CLK_TCK") // 50  # 20 ms
 
 
 def alive(pid):

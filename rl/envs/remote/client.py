@@ -7,7 +7,7 @@ steps all its copies in one call and follows Gymnasium's SAME_STEP autoreset, as
 side (non-Box flattened to float32, other Box dtypes cast to float32).
 
 Every call has a deadline: a server that does not answer within
-$RL_ENV_SERVER_ANSWER_SECONDS (default 10; making envs may take longer) is taken as
+$RL_ENV_SERVER_ANSWER_SECONDS (default 5; making envs may take longer) is taken as
 frozen, as one that cannot be reached is taken as gone. Either is said in one line and
 the call retried with backoff for $RL_ENV_SERVER_RETRY_SECONDS (default 30) from then;
 steps carry a sequence number, so a retried step is never taken twice. After that, or
@@ -29,13 +29,14 @@ import numpy as np
 from rl.envs.remote import address as remote_url
 from rl.envs.remote import codec, env_pb2, env_pb2_grpc
 from rl.errors import EnvServerError
+from rl.processes import STOP_ASKED
 
 RETRY_VARIABLE = "RL_ENV_SERVER_RETRY_SECONDS"
 ANSWER_VARIABLE = "RL_ENV_SERVER_ANSWER_SECONDS"
 CA_VARIABLE = "RL_ENV_SERVER_CA"  # a PEM file of the CA certificates grpcs:// trusts
 DEFAULT_RETRY_SECONDS = 30.0
 MAX_WAIT_SECONDS = 86400.0  # a day: the most either variable may ask a run to wait
-DEFAULT_ANSWER_SECONDS = 10.0
+DEFAULT_ANSWER_SECONDS = 5.0  # an answer in flight when a signal comes is awaited this long
 MAKE_TIMEOUT_SECONDS = 120.0  # making envs can be slow (loading a simulator)
 # What is retried: a server that cannot be reached, one that did not answer in time, and
 # (after that) one whose session is still busy with the call that timed out.
@@ -155,6 +156,10 @@ class Retries:
         connection = self.connection
         if not is_retried(code, details):
             raise connection.error(code, details)
+        if STOP_ASKED.is_set():  # the run stops: a retry would only delay it
+            raise EnvServerError(
+                f"env server {connection.url} did not answer {self.method} as the run stopped"
+            )
         now = time.monotonic()
         if self.until is None:
             self.until = now + connection.retry_seconds
@@ -202,11 +207,14 @@ class StreamWatchdog:
     """
 
     IDLE_SECONDS = 1.0  # how often the thread looks again while nothing is armed
+    # Once a signal asked the run to stop, an answer later than this is not awaited.
+    STOPPING_SECONDS = 1.0
 
     def __init__(self):
         self._lock = threading.Lock()
         self._call = None
         self._deadline: Optional[float] = None
+        self._armed_at = 0.0
         self._stopped = threading.Event()
         self._thread: Optional[threading.Thread] = None
         self._fired = False  # the call armed last was cancelled for being late
@@ -214,7 +222,8 @@ class StreamWatchdog:
     def arm(self, call, seconds: float) -> None:
         """Cancels ``call`` (a gRPC stream) unless ``disarm`` comes within ``seconds``."""
         with self._lock:
-            self._call, self._deadline, self._fired = call, time.monotonic() + seconds, False
+            self._armed_at = time.monotonic()
+            self._call, self._deadline, self._fired = call, self._armed_at + seconds, False
         if self._thread is None:
             self._thread = threading.Thread(target=self._watch, name="step watchdog", daemon=True)
             self._thread.start()
@@ -234,6 +243,8 @@ class StreamWatchdog:
         while not self._stopped.is_set():
             with self._lock:
                 now = time.monotonic()
+                if self._deadline is not None and STOP_ASKED.is_set():
+                    self._deadline = min(self._deadline, self._armed_at + self.STOPPING_SECONDS)
                 if self._deadline is not None and now >= self._deadline:
                     self._call.cancel()
                     self._fired, self._call, self._deadline = True, None, None
