@@ -46,7 +46,7 @@ from rl.errors import (  # noqa: F401  (CheckpointError, RunConflictError: re-ex
 from rl.evaluation import EvaluationStopped, Evaluator
 from rl.hparams.base import HParams, HParamsError
 from rl.hparams.resolve import HPARAMS_FILE, load_run_hparams
-from rl.logbook import recent_scalars
+from rl.logbook import EVAL_FILE, read_eval_records, recent_scalars
 from rl.policy import RUN_DIR_VARIABLE, tidy_policies, write_policy_artefact
 from rl.processes import STOP_ASKED, WORKER_TIMEOUT_SECONDS
 from rl.run_folder import (  # noqa: F401  (re-exported: older callers import them from here)
@@ -267,6 +267,8 @@ class Experiment:
             self.folder.prepare(hp, existing, unreadable, argv, flags, self.device_info)
             for notice in self.logbook.recover(restored_step):
                 self._say(notice)
+            # What recover() rebuilt counts too: an evaluation it put back is not owed.
+            eval_records = read_eval_records(os.path.join(self.output_dir, EVAL_FILE))
             for moved in tidy_policies(self.output_dir, restored_step):
                 self._say(f"moved the policy {moved} aside: its training is redone")
         cap = episode_cap(hp.env, hp.max_episode_steps)
