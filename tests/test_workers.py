@@ -487,6 +487,36 @@ def test_a_replacement_that_fails_as_it_starts_is_one_more_failure_and_is_replac
     pool.close()
 
 
+@pytest.mark.unit
+def test_a_first_start_that_fails_is_one_failure_and_is_replaced():
+    # A rerun right after a node was lost: Ray can still place an actor on it.
+    from rl.agents.actor import PolicySnapshot
+    from rl.workers.pool import ActorPool, WorkerFailure
+
+    class FailingFirstStart(_PipeLauncher):
+        failures = 1
+
+        def spawn(self, spec):
+            if self.failures:
+                self.failures -= 1
+                raise WorkerFailure(f"Ray worker {spec} died as it started: ActorDiedError")
+            return super().spawn(spec)
+
+    said = []
+    launcher = FailingFirstStart()
+    pool = ActorPool(
+        lambda index, first, snapshot, restart: index, num_workers=1, ahead=1,
+        max_restarts=1, restart_window=60.0, say=said.append, launcher=launcher,
+    )  # fmt: skip
+    pool.start(PolicySnapshot(0, ()))
+    assert len(launcher.ends) == 1 and pool.total_restarts == 1
+    assert said == [
+        "worker 0 failed (Ray worker 0 died as it started: ActorDiedError); restarting it in "
+        "0.5 s (restart 1 of this worker, 1 in the last 60 s)"
+    ]
+    pool.close()
+
+
 @pytest.mark.process
 @pytest.mark.parametrize("hparams", ["ppo_tiny", "dqn_tiny"])
 def test_workers_train_checkpoint_and_resume_with_another_worker_count(tmp_path, hparams):

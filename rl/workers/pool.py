@@ -237,7 +237,10 @@ class ActorPool:
         self.snapshot = snapshot
         self.launcher.prepare(len(self.slots))
         for slot in self.slots:
-            self._launch(slot)
+            try:
+                self._launch(slot)
+            except WorkerFailure as e:  # it failed as it started: replaced as a failed one
+                self._replace_until_it_starts(slot, str(e))
             self._grant_ahead_of(slot, self.next_round)
 
     def _launch(self, slot: WorkerSlot) -> None:
@@ -371,15 +374,23 @@ class ActorPool:
             grace: seconds it may take to exit by itself (to finish its log) before SIGKILL.
         """
         returncode = self._end_process(slot, grace)
-        why = why or exit_reason(returncode)
+        self._replace_until_it_starts(slot, why or exit_reason(returncode))
+
+    def _replace_until_it_starts(self, slot: WorkerSlot, why: str) -> None:
+        """Starts a replacement for ``slot``, which failed (``why``), after a backoff; one
+        that fails as it starts (on Ray: placed on a node that is gone and not yet known to
+        be) is one more failure for --worker_restarts, and is replaced in turn.
+
+        Raises:
+            WorkerFailure: failures are more than ``max_restarts`` in the window.
+            RoundAbandoned: ``give_up`` turned true during a backoff.
+        """
         while True:
             self._count_failure_and_back_off(slot, why)
             try:
                 self._launch(slot)
                 return
             except WorkerFailure as e:
-                # The replacement failed as it started (on Ray: placed on a node that is
-                # gone and not yet known to be): one more failure for --worker_restarts.
                 why = str(e)
 
     def _count_failure_and_back_off(self, slot: WorkerSlot, why: str) -> None:
