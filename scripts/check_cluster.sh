@@ -241,7 +241,7 @@ grep -i "restart" "$logs/train.err" | tail -n 4 | sed 's/^/  learner: /' >&2
 learn resume ppo --train_steps 120000
 if finish resume 900; then
     final="$(result_step "$logs/resume.out")"
-    say "rerun: $(grep -m 1 resuming "$logs/resume.err"); final step $final ($(elapsed))"
+    say "rerun: $(grep -m 1 "resuming from" "$logs/resume.err"); final step $final ($(elapsed))"
     grep -q "resuming from runs/ppo/checkpoints/ckpt-100000" "$logs/resume.err" \
         && [ "$final" = 120000 ] || fail "the rerun did not resume to 120000"
 else
@@ -270,7 +270,7 @@ say "  exit $rc: $(tail -n 1 "$logs/spent.err")"
 learn respent lost
 if finish respent 900; then
     read -r step mean <<<"$(last_eval "$runs/lost")"
-    say "rerun on worker1 alone: $(grep -m 1 resuming "$logs/respent.err"); final step $(result_step "$logs/respent.out"), last evaluation at $step: return $mean ($(elapsed))"
+    say "rerun on worker1 alone: $(grep -m 1 "resuming from" "$logs/respent.err"); final step $(result_step "$logs/respent.out"), last evaluation at $step: return $mean ($(elapsed))"
     grep -q "resuming from runs/lost/checkpoints/ckpt-50000" "$logs/respent.err" \
         && [ "$(result_step "$logs/respent.out")" = 100000 ] || fail "the rerun did not resume from ckpt-50000"
 else
