@@ -449,28 +449,37 @@ def test_workers_start_with_the_rounds_the_first_take_would_grant(ahead):
         assert received == [index, *[Grant(None)] * ahead, STOP]
 
 
-@pytest.mark.unit
-def test_a_replacement_that_fails_as_it_starts_is_one_more_failure_and_is_replaced_again():
-    # On a Ray cluster that lost a node, a worker's replacement can be placed on that node
-    # before Ray knows it is gone (seen with scripts/check_cluster.sh): it was the run's end.
-    from rl.agents.actor import PolicySnapshot
+def pool_whose_starts_fail(failures: int, good_first: int, max_restarts: int):
+    """(a one-worker ActorPool, its launcher, the lines it says): after ``good_first``
+    starts that work, ``failures`` fail as they start, as a Ray actor placed on a node
+    that is gone and not yet known to be does (seen with scripts/check_cluster.sh)."""
     from rl.workers.pool import ActorPool, WorkerFailure
 
-    class FailingReplacements(_PipeLauncher):
-        failures = 1
-
+    class FailingStarts(_PipeLauncher):
         def spawn(self, spec):
-            if self.ends and self.failures:  # the first start succeeds
+            if len(self.ends) >= good_first and self.failures:
                 self.failures -= 1
                 raise WorkerFailure(f"Ray worker {spec} died as it started: ActorDiedError")
             return super().spawn(spec)
 
     said = []
-    launcher = FailingReplacements()
+    launcher = FailingStarts()
+    launcher.failures = failures
     pool = ActorPool(
         lambda index, first, snapshot, restart: index, num_workers=1, ahead=1,
-        max_restarts=2, restart_window=60.0, say=said.append, launcher=launcher,
+        max_restarts=max_restarts, restart_window=60.0, say=said.append, launcher=launcher,
     )  # fmt: skip
+    return pool, launcher, said
+
+
+@pytest.mark.unit
+def test_a_replacement_that_fails_as_it_starts_is_one_more_failure_and_is_replaced_again():
+    # On a Ray cluster that lost a node, a worker's replacement can be placed on that node
+    # before Ray knows it is gone (seen with scripts/check_cluster.sh): it was the run's end.
+    from rl.agents.actor import PolicySnapshot
+    from rl.workers.pool import WorkerFailure
+
+    pool, launcher, said = pool_whose_starts_fail(failures=1, good_first=1, max_restarts=2)
     pool.start(PolicySnapshot(0, ()))
     pool._restart(pool.slots[0], "its node was lost", grace=0.0)
     assert len(launcher.ends) == 2 and pool.total_restarts == 2
@@ -491,23 +500,8 @@ def test_a_replacement_that_fails_as_it_starts_is_one_more_failure_and_is_replac
 def test_a_first_start_that_fails_is_one_failure_and_is_replaced():
     # A rerun right after a node was lost: Ray can still place an actor on it.
     from rl.agents.actor import PolicySnapshot
-    from rl.workers.pool import ActorPool, WorkerFailure
 
-    class FailingFirstStart(_PipeLauncher):
-        failures = 1
-
-        def spawn(self, spec):
-            if self.failures:
-                self.failures -= 1
-                raise WorkerFailure(f"Ray worker {spec} died as it started: ActorDiedError")
-            return super().spawn(spec)
-
-    said = []
-    launcher = FailingFirstStart()
-    pool = ActorPool(
-        lambda index, first, snapshot, restart: index, num_workers=1, ahead=1,
-        max_restarts=1, restart_window=60.0, say=said.append, launcher=launcher,
-    )  # fmt: skip
+    pool, launcher, said = pool_whose_starts_fail(failures=1, good_first=0, max_restarts=1)
     pool.start(PolicySnapshot(0, ()))
     assert len(launcher.ends) == 1 and pool.total_restarts == 1
     assert said == [
