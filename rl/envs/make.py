@@ -24,8 +24,8 @@ import numpy as np
 from gymnasium.envs.registration import load_env_creator
 
 import rl.envs.atari as atari  # the module, not the package: rl.envs imports this file
+import rl.envs.mujoco_log as mujoco_log  # the module, not the package (as atari above)
 from rl import registry
-from rl.envs import mujoco_log
 from rl.envs.remote import address as remote_url
 from rl.errors import HParamsError
 
