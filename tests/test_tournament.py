@@ -601,6 +601,44 @@ def test_ctrl_c_stops_the_worker_processes_and_a_rerun_finishes(tmp_path):
 
 
 @pytest.mark.process
+def test_a_stopped_worker_process_is_killed_at_the_worker_timeout_and_a_rerun_finishes(tmp_path):
+    out = tmp_path / "t"
+    args = [*SLOW, "--games", 300, "--output_dir", out, "--worker_timeout", 10]
+    proc = start_tournament(args)
+    try:
+        workers = first_game_and_workers(proc, out)
+        os.kill(workers[0], signal.SIGSTOP)  # hung: alive, its pipe open, silent
+        _, stderr = proc.communicate(timeout=120)  # it waited for ever
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 1, stderr
+    last = stderr.splitlines()[-1]
+    assert f"WorkerHung: worker process {workers[0]} returned no games for 10 s" in last, stderr
+    assert "rerun the same command to resume" in last
+    assert not any(map(alive, workers))  # the stopped one killed and reaped too
+    rerun = tournament(*args)
+    assert rerun.returncode == 0, rerun.stderr
+    lines = game_lines(out)
+    assert len(lines) == len({(tuple(r["pair"]), r["index"]) for r in lines}) == 3 * 300
+
+
+@pytest.mark.process
+def test_sigterm_stops_a_tournament_with_a_stopped_worker_at_once_with_143(tmp_path):
+    out = tmp_path / "t"
+    proc = start_tournament([*SLOW, "--games", 300, "--output_dir", out])  # timeout 300 s
+    workers = first_game_and_workers(proc, out)
+    os.kill(workers[0], signal.SIGSTOP)
+    proc.send_signal(signal.SIGTERM)  # to the tournament alone, as `kill PID` sends it
+    try:
+        _, stderr = proc.communicate(timeout=30)  # it died at once, leaving the stopped one
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 143, stderr
+    assert stderr.splitlines()[-1].endswith("stopped; rerun the same command to resume")
+    assert not any(map(alive, workers))
+
+
+@pytest.mark.process
 def test_two_worker_processes_give_the_same_games_as_one(tmp_path):
     args = ["--game", "connect_four", "--players", "random", "first_legal", "one_step_lookahead",
             "--games", 10]  # fmt: skip

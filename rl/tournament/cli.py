@@ -5,9 +5,11 @@
 
 Bad input (an unknown game or player, a run folder without artefacts, fewer than
 two players, N < 1, a folder holding another tournament) is one line on stderr
-and exit code 2, before anything is written. A game that raises stops the
-tournament with one line and exit code 1; Ctrl-C stops it with code 130. Either
-way the finished games stay in games.jsonl and the same command resumes.
+and exit code 2, before anything is written. A game that raises, a worker process
+that dies, or one that sends nothing for --worker_timeout seconds while it owes
+games (hung, or stopped by SIGSTOP: it is killed) stops the tournament with one
+line and exit code 1; Ctrl-C stops it with code 130, SIGTERM with 143. Either way
+the finished games stay in games.jsonl and the same command resumes.
 """
 
 import argparse
@@ -18,13 +20,15 @@ import multiprocessing
 import os
 import signal
 import sys
+import time
 from multiprocessing import connection
 from typing import Dict, Iterator, List, NoReturn, Optional, Sequence
 
 from rl import command_line, files, registry
-from rl.command_line import int_in_range
+from rl.command_line import float_in_range, int_in_range
 from rl.errors import RunConflictError, SystemUnavailableError
 from rl.fields import MAX_SEED
+from rl.processes import WORKER_TIMEOUT_SECONDS
 from rl.games.spec import GameSpec, check_game_name, make_game
 from rl.registry import UnknownNameError
 from rl.run_folder import check_output_dir
@@ -37,11 +41,36 @@ SYSTEMS = ("local", "ray")
 LOCK_FILE = ".lock"
 MAX_CHUNK = 25  # games of one pair sent to a worker at once
 EXIT_GAME_FAILED = 1
-EXIT_INTERRUPTED = 130
 # Upper limits of the count flags, typo guards: games of one pair, and processes (or Ray
 # tasks) playing at once.
 MAX_GAMES = 1_000_000
 MAX_WORKERS = 1024
+MAX_WORKER_TIMEOUT = 86400.0  # a day
+
+
+class Stopped(BaseException):
+    """SIGINT (Ctrl-C) or SIGTERM asked the tournament to stop (a BaseException, as
+    KeyboardInterrupt is: no ``except Exception`` of a player's code catches it).
+
+    Attributes:
+        signum: the signal; the exit code is 128 + signum (130, 143).
+    """
+
+    def __init__(self, signum: int):
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+def stop_on_signal(signum: int, frame) -> NoReturn:
+    """The handler of SIGINT and SIGTERM: stops the tournament where it is (the workers
+    are killed on the way out)."""
+    raise Stopped(signum)
+
+
+def stopped(stop: Stopped) -> int:
+    """Says the tournament stopped and how to resume; returns its exit code."""
+    print(f"{PROG}: stopped; rerun the same command to resume", file=sys.stderr)
+    return 128 + stop.signum
 
 
 def fail(message: str) -> NoReturn:
@@ -80,6 +109,15 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
         type=int_in_range(1, MAX_WORKERS),
         default=1,
         help="processes (or Ray tasks at once) playing games; 1: this process (default)",
+    )
+    parser.add_argument(
+        "--worker_timeout",
+        type=float_in_range(1.0, MAX_WORKER_TIMEOUT),
+        default=WORKER_TIMEOUT_SECONDS,
+        metavar="SECONDS",
+        help="a worker process or Ray task that returns no games for this long while it owes "
+        "some (hung, or stopped by SIGSTOP) is killed and the tournament stops (exit 1; rerun "
+        f"to resume) (default {WORKER_TIMEOUT_SECONDS:g})",
     )
     parser.add_argument("--sys", choices=SYSTEMS, default="local", help="local (default) or ray")
     parser.add_argument(
@@ -178,14 +216,18 @@ def play_here(work: Sequence[play.Chunk]) -> Iterator[List[dict]]:
         yield play.play_chunk(chunk, cache)
 
 
-def play_in_processes(work: Sequence[play.Chunk], workers: int) -> Iterator[List[dict]]:
+def play_in_processes(
+    work: Sequence[play.Chunk], workers: int, timeout: float
+) -> Iterator[List[dict]]:
     """Plays the chunks in ``workers`` processes; yields each chunk's records as it ends.
 
     One pipe per worker, watched beside the worker's sentinel, so a worker that dies
-    raises ``WorkerDied`` at once; on the way out (Ctrl-C, a failure, the end) the workers
-    are killed and reaped, and a worker whose parent died ends at its pipe's end of file.
-    multiprocessing.Pool waits for ever for a dead worker's task, and Python 3.11's
-    ProcessPoolExecutor can deadlock when its workers die (CPython gh-105829, gh-125451).
+    raises ``WorkerDied`` at once, and one that owes a chunk's records for ``timeout``
+    seconds (hung, or stopped) raises ``WorkerHung``; on the way out (a signal, a
+    failure, the end) the workers are killed and reaped, and a worker whose parent died
+    ends at its pipe's end of file. multiprocessing.Pool waits for ever for a dead
+    worker's task, and Python 3.11's ProcessPoolExecutor can deadlock when its workers
+    die (CPython gh-105829, gh-125451).
     """
     # 'spawn': workers may load TensorFlow (policy artefacts), which does not survive fork.
     context = multiprocessing.get_context("spawn")
@@ -199,12 +241,21 @@ def play_in_processes(work: Sequence[play.Chunk], workers: int) -> Iterator[List
             theirs.close()
             started.append((process, ours))
         busy = {}
+        due = {}  # the parent's end of a busy worker's pipe -> when its chunk is overdue
         for process, conn in started:
             conn.send(todo.pop())
             busy[conn] = process
+            due[conn] = time.monotonic() + timeout
         while busy:
             pipe_of = {process.sentinel: conn for conn, process in busy.items()}
-            for ready in connection.wait([*busy, *pipe_of]):
+            wait_seconds = max(0.0, min(due.values()) - time.monotonic())
+            ready_ones = connection.wait([*busy, *pipe_of], timeout=wait_seconds)
+            if not ready_ones:
+                late = min(due, key=due.get)
+                if time.monotonic() >= due[late]:
+                    raise worker_hung(busy[late], timeout)
+                continue
+            for ready in ready_ones:
                 if ready in pipe_of:  # a worker ended
                     conn = pipe_of[ready]
                     # Not a loss if its last result is still to read, or if it had no work
@@ -226,12 +277,14 @@ def play_in_processes(work: Sequence[play.Chunk], workers: int) -> Iterator[List
                 except OSError:  # it died after its last result
                     raise worker_died(busy[ready]) from None
                 if chunk is None:
-                    del busy[ready]
+                    del busy[ready], due[ready]
+                else:
+                    due[ready] = time.monotonic() + timeout
                 yield result
     finally:
         for process, conn in started:
             if process.is_alive():
-                process.kill()
+                process.kill()  # a stopped (SIGSTOP) process dies of SIGKILL too
             process.join()
             conn.close()
 
@@ -245,15 +298,35 @@ def worker_died(process: multiprocessing.Process) -> play.WorkerDied:
     )
 
 
-def play_on_ray(work: Sequence[play.Chunk]) -> Iterator[List[dict]]:
-    """Plays the chunks as Ray tasks (Ray connected); yields each chunk's records as it ends."""
+def worker_hung(process: multiprocessing.Process, timeout: float) -> play.WorkerHung:
+    """The error for a worker process that owed a chunk's records for ``timeout`` seconds
+    (it is killed on the way out of ``play_in_processes``)."""
+    return play.WorkerHung(
+        f"worker process {process.pid} returned no games for {timeout:g} s "
+        "(--worker_timeout; hung, or stopped) and was killed; rerun the same command to resume"
+    )
+
+
+def play_on_ray(work: Sequence[play.Chunk], timeout: float) -> Iterator[List[dict]]:
+    """Plays the chunks as Ray tasks (Ray connected); yields each chunk's records as it ends.
+
+    Ray tells not when a queued task starts, so the bound is on progress: no task ending
+    for ``timeout`` seconds means one running all that time (a task starts only as
+    another ends), and raises ``WorkerHung``.
+    """
     import ray
 
     task = ray.remote(num_cpus=1, max_retries=0)(play.play_chunk_here)
     pending = [task.remote(chunk) for chunk in work]
     try:
         while pending:
-            done, pending = ray.wait(pending, num_returns=1)
+            done, pending = ray.wait(pending, num_returns=1, timeout=timeout)
+            if not done:
+                raise play.WorkerHung(
+                    f"no Ray task returned games for {timeout:g} s (--worker_timeout; hung, "
+                    "or its node stopped); the tasks were cancelled; rerun the same command "
+                    "to resume"
+                )
             yield ray.get(done[0])
     finally:
         for ref in pending:
@@ -272,8 +345,15 @@ def locked(folder: str):
         os.close(fd)
 
 
-def run(plan: Plan, workers: int, system: str) -> int:
-    """Plays the missing games, then writes the outputs; returns the exit code."""
+def run(plan: Plan, workers: int, system: str, timeout: float) -> int:
+    """Plays the missing games, then writes the outputs; returns the exit code.
+
+    Args:
+        plan: the checked tournament.
+        workers: processes (or Ray tasks at once) playing games; 1: this process.
+        system: "local" or "ray".
+        timeout: seconds a worker may owe a chunk's records (--worker_timeout).
+    """
     os.makedirs(plan.folder, exist_ok=True)
     with locked(plan.folder):
         records.write_config(plan.folder, plan.config)
@@ -290,17 +370,16 @@ def run(plan: Plan, workers: int, system: str) -> int:
         )
         work = chunks(plan, missing, workers)
         if system == "ray":
-            results = play_on_ray(work)
+            results = play_on_ray(work, timeout)
         elif workers > 1:
-            results = play_in_processes(work, workers)
+            results = play_in_processes(work, workers, timeout)
         else:
             results = play_here(work)
         try:
             for finished in results:
                 games_file.append(finished)
-        except KeyboardInterrupt:
-            print(f"{PROG}: stopped; rerun the same command to resume", file=sys.stderr)
-            return EXIT_INTERRUPTED
+        except Stopped as stop:
+            return stopped(stop)
         except Exception as error:  # a player or game failed, in whichever process
             first_line = (str(error).strip().splitlines() or [""])[0]
             print(f"{PROG}: a game failed: {type(error).__name__}: {first_line}", file=sys.stderr)
@@ -330,25 +409,27 @@ def main(argv: Sequence[str]) -> int:
         argv: the arguments after the program name.
 
     Returns:
-        0 done, 1 a game failed, 130 interrupted (bad input exits with 2).
+        0 done, 1 a game failed (or its worker died or hung), 128 + signal when stopped
+        by SIGINT or SIGTERM (bad input exits with 2).
     """
     args = parse_args(argv)
-    # Ctrl-C or kill -INT stops it (130) even when started with SIGINT ignored, as a
-    # script's background job is: Python then installs no KeyboardInterrupt of its own.
-    signal.signal(signal.SIGINT, signal.default_int_handler)
+    # Set even when started with SIGINT ignored, as a script's background job is.
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, stop_on_signal)
     try:
         plan = prepare(args)
         if args.sys == "ray":
             connect_ray(args.num_workers)
     except (TournamentError, UnknownNameError, ImportError, SystemUnavailableError) as error:
         fail(str(error))
+    except Stopped as stop:
+        return stopped(stop)
     try:
-        return run(plan, args.num_workers, args.sys)
+        return run(plan, args.num_workers, args.sys, args.worker_timeout)
     except TournamentError as error:  # the lock is held by another tournament
         fail(str(error))
-    except KeyboardInterrupt:
-        print(f"{PROG}: stopped; rerun the same command to resume", file=sys.stderr)
-        return EXIT_INTERRUPTED
+    except Stopped as stop:
+        return stopped(stop)
     finally:
         if args.sys == "ray":
             disconnect()

@@ -168,6 +168,10 @@ class WorkerDied(RuntimeError):
     """A worker process ended without being asked to (kill -9, the OOM killer)."""
 
 
+class WorkerHung(RuntimeError):
+    """A worker process (or Ray task) owed games for --worker_timeout seconds."""
+
+
 def serve_chunks(conn) -> None:
     """A worker process: plays each chunk ``conn`` brings and sends back its records, or
     the exception that stopped it; ends at None or when the parent's end closes (a
