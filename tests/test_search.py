@@ -731,3 +731,36 @@ def test_trials_run_as_ray_actors_with_sys_ray(tmp_path, lr_space):
     values = {float(r["params"].split("=")[1]): float(r["value"]) for r in rows}
     assert values[GOOD_LR] > values[USELESS_LR]
     assert trial_folders(output_dir) == ["trial_0", "trial_1"]
+
+
+# --- a Ray actor that does not answer ----------------------------------------------------
+@pytest.mark.unit
+def test_a_ray_trial_whose_actor_does_not_answer_fails_once_with_the_reason():
+    ray = pytest.importorskip("ray")
+    waits = []
+
+    class Method:
+        def remote(self, *args):
+            return "ref"
+
+    class HungRay:
+        exceptions = ray.exceptions
+
+        def get(self, ref, timeout=None):
+            waits.append(timeout)
+            raise ray.exceptions.GetTimeoutError("Get timed out")
+
+        def kill(self, actor, no_restart):
+            waits.append("killed")
+
+    trial = trials.RayTrialProcess.__new__(trials.RayTrialProcess)
+    trial._ray, trial._error, trial.actor = HungRay(), "", type("Actor", (), {})()
+    for name in ("poll", "kill", "last_line"):
+        setattr(trial.actor, name, Method())
+    assert trial.poll(-1) == ([], 1)  # a failed trial
+    assert trial.last_line() == (
+        f"the Ray actor did not answer poll within {trials.ACTOR_ANSWER_SECONDS:g} s "
+        "(hung, or its node stopped)"
+    )
+    trial.close()
+    assert waits == [trials.ACTOR_ANSWER_SECONDS, "killed"]  # one bounded wait, no second

@@ -20,6 +20,10 @@ from rl.slots import Child
 TRAIN_PY = os.path.join(ROOT, "train.py")
 EVAL_FILE = "eval.jsonl"
 
+# A trial's Ray actor answers each call (reading a few files) within this long, or it is
+# taken as hung (its node stopped, say) and the trial as failed.
+ACTOR_ANSWER_SECONDS = 60.0
+
 # (step, return_mean) of one evaluation.
 Evaluation = Tuple[int, float]
 
@@ -151,8 +155,9 @@ class TrialProcess:
 class RayTrialProcess:
     """A TrialProcess inside a Ray actor, driven from here with the same methods.
 
-    An actor that dies counts as a trial whose train.py failed (exit code 1), with Ray's
-    reason as its last line. It asks for a CPU per copy that trains at once.
+    An actor that dies, or does not answer a call within ``ACTOR_ANSWER_SECONDS``, counts
+    as a trial whose train.py failed (exit code 1), with the reason as its last line. It
+    asks for a CPU per copy that trains at once.
     """
 
     def __init__(
@@ -172,8 +177,18 @@ class RayTrialProcess:
         self.actor = actor_class.remote(command, run_dir, log_path, workdir, copies)
 
     def _call(self, method: str, *args):
+        if self._error:  # it failed or hung before: no second wait
+            return None
         try:
-            return self._ray.get(getattr(self.actor, method).remote(*args))
+            return self._ray.get(
+                getattr(self.actor, method).remote(*args), timeout=ACTOR_ANSWER_SECONDS
+            )
+        except self._ray.exceptions.GetTimeoutError:
+            self._error = (
+                f"the Ray actor did not answer {method} within {ACTOR_ANSWER_SECONDS:g} s "
+                "(hung, or its node stopped)"
+            )
+            return None
         except self._ray.exceptions.RayError as e:
             self._error = self._error or f"the Ray actor failed: {' '.join(str(e).split())[:300]}"
             return None
@@ -192,6 +207,7 @@ class RayTrialProcess:
         return self._error or self._call("last_line") or ""
 
     def close(self) -> None:
-        """Kills the subprocess, then the actor."""
+        """Kills the subprocess, then the actor (a train.py whose actor is killed gets
+        SIGTERM: ``Child``'s die-with-parent hook)."""
         self.kill()
         self._ray.kill(self.actor, no_restart=True)
