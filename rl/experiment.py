@@ -381,11 +381,12 @@ class Experiment:
         except EvaluationStopped:
             pass
 
-    def _evaluation_owed(self) -> bool:
-        """Whether the restored checkpoint lacks the evaluation of the last interval it
-        passed (a signal gave it up): it is then made first, with the checkpoint's weights."""
+    def _evaluation_owed(self, target: int) -> bool:
+        """Whether the restored checkpoint lacks an evaluation a signal gave up: that of
+        the last interval it passed, or, once training reached ``target``, the final one.
+        It is then made first, with the checkpoint's weights."""
         interval, step = self.hp.eval_interval, self.step
-        last_due = (step // interval) * interval
+        last_due = step if step >= target else (step // interval) * interval
         last_made = self._last_eval["step"] if self._last_eval is not None else 0
         return self.hp.eval_episodes > 0 and last_due > 0 and last_made < last_due
 
@@ -419,7 +420,13 @@ class Experiment:
         target = self.step + steps if steps is not None else hp.train_steps
         start_time = time.time()
         start_step = self.step
-        if start_step >= target:  # a finished run: nothing to do or rewrite
+        finished = start_step >= target
+        if finished and self._evaluation_owed(target):  # made below, then committed
+            self._say(
+                f"{self.output_dir} is finished at step {self.step} but lacks its final "
+                "evaluation (a signal gave it up): making it now"
+            )
+        elif finished:  # nothing to do or rewrite
             if self.verbose:
                 self._say(
                     f"{self.output_dir} is finished at step {self.step} of {target}; "
@@ -428,7 +435,7 @@ class Experiment:
             self.tracker.finish(FINISHED)  # a run tracked only now gets its files too
             return self._finished_result()
         end = self._end_step(target)
-        if end != target and self.verbose:
+        if end != target and not finished and self.verbose:
             self._say(
                 f"train_steps={target} is not a multiple of a rollout "
                 f"({self.learner.rollout_size()} env steps): "
@@ -443,7 +450,7 @@ class Experiment:
             except WorkerFailure as e:
                 self._stop_failed(e)
                 return self._result(0.0)
-            if self._evaluation_owed():
+            if self._evaluation_owed(target):
                 self._evaluate_unless_stopped(start_time)
             next_eval = next_multiple(self.step, hp.eval_interval)
             next_checkpoint = next_multiple(self.step, hp.checkpoint_interval)

@@ -227,6 +227,28 @@ def test_sigterm_during_an_endless_evaluation_stops_within_seconds(tmp_path, wor
 
 
 @pytest.mark.process
+def test_a_final_evaluation_a_signal_gave_up_is_made_when_the_finished_run_is_rerun(tmp_path):
+    out = tmp_path / "run"
+    with Run(train(*ENDLESS_EVALUATION, "--output_dir", str(out))) as run:
+        wait_for_the_final_evaluation(run, out)
+        run.stop_with(signal.SIGTERM)
+    evals = out / "eval.jsonl"
+    assert not evals.exists() or not evals.read_text()  # checkpoint 128, no evaluation
+    # The same command (train_steps 128: finished), with a cap the evaluation ends at.
+    rerun_command = train("--train_steps", "128", "--output_dir", str(out), "--hparam_override",
+                          "max_episode_steps=20,eval_interval=1000000,checkpoint_interval=128")
+    rerun = subprocess.run(rerun_command, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert rerun.returncode == 0, rerun.stderr
+    assert "is finished at step 128 but lacks its final evaluation" in rerun.stderr
+    records = [json.loads(line) for line in evals.read_text().splitlines()]
+    assert [(r["step"], r["lengths"]) for r in records] == [(128, [20, 20])]
+    assert json.loads(rerun.stdout.splitlines()[-1])["eval_return_mean"] == 20.0
+    again = subprocess.run(rerun_command, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0 and "is finished at step 128 of 128" in again.stderr
+    assert len(evals.read_text().splitlines()) == 1  # made once
+
+
+@pytest.mark.process
 def test_sigterm_mid_rollout_of_a_slow_env_stops_within_seconds_keeping_the_checkpoint(tmp_path):
     # A rollout of 4,000 steps of 2 ms each takes 8 s or more: the run stops without
     # finishing the one under way, as a kill would, and keeps its last checkpoint.
