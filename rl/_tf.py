@@ -16,6 +16,7 @@ import sys
 import types
 from typing import Callable, Iterator
 
+from rl.errors import error_line
 from rl.processes import captured_stderr
 
 # Set RL_TF_LOGS=1 (or pass train.py --verbosity=0) to see TensorFlow's own log lines.
@@ -106,18 +107,34 @@ tf = _OnFirstUse("tensorflow", import_tensorflow_quietly)
 keras = _OnFirstUse("keras", _load_keras)
 
 
+def file_system_errors() -> tuple:
+    """The ``tf.errors`` a file writer fails with when the file system refuses (TensorFlow
+    maps the OS's errno to them): no such folder, a file where a folder belongs
+    (FailedPrecondition), no permission or a read-only disk, a full disk or quota
+    (ResourceExhausted), a file too large (OutOfRange), a file in the way."""
+    e = tf.errors
+    return (
+        e.NotFoundError,
+        e.AlreadyExistsError,
+        e.PermissionDeniedError,
+        e.FailedPreconditionError,
+        e.ResourceExhaustedError,
+        e.OutOfRangeError,
+    )
+
+
 @contextlib.contextmanager
 def writes_as_oserror(what: str) -> Iterator[None]:
-    """TensorFlow's file writers fail with ``tf.errors.OpError`` (a full disk, a file too
-    large) where Python's raise OSError: inside, such a failure is an OSError saying
-    "cannot save WHAT: <TensorFlow's first line>", which training reports as a file that
-    cannot be written (exit code 7).
+    """TensorFlow's file writers fail with a ``tf.errors.OpError`` (a full disk, a file too
+    large) where Python's raise OSError: inside, such a failure of the file system is an
+    OSError saying "cannot save WHAT: <TensorFlow's first line>", which training reports
+    as a file that cannot be written (exit code 7). Any other OpError (a bug, a tensor
+    of the wrong shape) is raised as it is, to end as itself.
 
     Args:
         what: what was being written ("step 384 in runs/x").
     """
     try:
         yield
-    except tf.errors.OpError as e:
-        lines = str(e.message).strip().splitlines()
-        raise OSError(f"cannot save {what}: {lines[0] if lines else type(e).__name__}") from e
+    except file_system_errors() as e:
+        raise OSError(f"cannot save {what}: {error_line(e)}") from e

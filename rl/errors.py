@@ -15,6 +15,27 @@ def one_line(text: str) -> str:
     return "".join(char if char.isprintable() else repr(char)[1:-1] for char in text)
 
 
+def first_line(text: str) -> str:
+    """The first line of ``text`` that is not blank, trimmed; "" when ``text`` is blank."""
+    lines = text.strip().splitlines()
+    return lines[0].strip() if lines else ""
+
+
+def error_line(error: BaseException, typed: bool = False) -> str:
+    """An exception in one line: its message's first line, or its type's name when the
+    message is blank. Every "what it raised" of rl's messages is made here.
+
+    Args:
+        error: the exception.
+        typed: put its type's name first ("ValueError: bad"), as for an error rl did not
+            raise itself (an env's, a plugin's).
+    """
+    line = first_line(str(error))
+    if not line:
+        return type(error).__name__
+    return f"{type(error).__name__}: {line}" if typed else line
+
+
 class UnknownNameError(KeyError):
     """A name that is not registered (rl/registry.py). ``str()`` gives one readable line."""
 

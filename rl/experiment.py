@@ -42,6 +42,7 @@ from rl.errors import (  # noqa: F401  (CheckpointError, RunConflictError: re-ex
     EnvError,
     EnvServerError,
     RunConflictError,
+    error_line,
 )
 from rl.evaluation import EvaluationStopped, Evaluator
 from rl.hparams.base import HParams, HParamsError
@@ -58,7 +59,6 @@ from rl.run_folder import (  # noqa: F401  (re-exported: older callers import th
     check_output_dir,
     check_resume,
     checkpoint_steps,
-    first_line,
     listed_checkpoints,
     lock_run_folder,
     move_aside,
@@ -103,7 +103,7 @@ def build_envs_and_agent(hp: HParams, num_envs: Optional[int] = None):
     except (ValueError, TypeError) as e:
         envs.close()
         raise HParamsError(
-            f"cannot build agent '{hp.agent}' on env '{hp.env}': {first_line(e)}"
+            f"cannot build agent '{hp.agent}' on env '{hp.env}': {error_line(e)}"
         ) from e
     return envs, agent
 
@@ -516,7 +516,7 @@ class Experiment:
             if self._stop_signal is None:
                 self._stop_failed(e)
             else:  # it did not answer after the signal: no clean point to save at
-                self._say_stopped_unsaved(first_line(e))
+                self._say_stopped_unsaved(error_line(e))
             progress.finish()
         except (EnvError, OSError) as e:  # in a step, an evaluation or a save
             self._stop_failed(e)
@@ -737,7 +737,7 @@ def failure_text(error: Exception) -> str:
     """What stopped training, in one line (an OSError says which file)."""
     if isinstance(error, OSError) and error.filename and error.strerror:
         return f"cannot write {error.filename}: {error.strerror}"
-    return first_line(error)
+    return error_line(error)
 
 
 def last_eval_record(records: List[Dict[str, Any]], step: int) -> Optional[Dict[str, Any]]:

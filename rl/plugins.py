@@ -14,7 +14,7 @@ import sys
 import traceback
 from typing import Iterable, List
 
-from rl.errors import PluginError
+from rl.errors import PluginError, error_line
 
 ENV_VARIABLE = "RL_PLUGINS"  # comma-separated; read by worker processes
 _loaded: List[str] = []
@@ -72,5 +72,4 @@ def what_it_did(error: BaseException) -> str:
     where = f"({frame.filename}:{frame.lineno})"
     if isinstance(error, SystemExit):
         return f"called sys.exit({error.code!r}) {where}"
-    text = str(error).splitlines()[0] if str(error).strip() else ""
-    return f"raised {type(error).__name__}{': ' + text if text else ''} {where}"
+    return f"raised {error_line(error, typed=True)} {where}"

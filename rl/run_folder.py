@@ -46,7 +46,7 @@ from rl._tf import (  # a stand-in: TensorFlow loads with the first checkpoint, 
     writes_as_oserror,
 )
 from rl.analysis import SUMMARY_NAME, copy_dirs
-from rl.errors import CheckpointError, RunConflictError
+from rl.errors import CheckpointError, RunConflictError, error_line
 from rl.files import lock_exclusively, lock_holder, set_aside, write_text_atomic
 from rl.hparams.base import RESUMABLE_FIELDS, HParams, differences
 from rl.hparams.resolve import HPARAMS_FILE, load_run_hparams
@@ -93,12 +93,6 @@ def changes_text(changed: Dict[str, Tuple[Any, Any]]) -> str:
 def say(text: str) -> None:
     """A notice for the person running the experiment, on stderr."""
     print(f"rl: {text}", file=sys.stderr, flush=True)
-
-
-def first_line(error: BaseException) -> str:
-    """An exception as one line: its message's first line, or its type's name."""
-    text = str(error).strip()
-    return text.splitlines()[0] if text else type(error).__name__
 
 
 # --- checks before anything is built ------------------------------------------
@@ -360,7 +354,7 @@ class RunFolder:
                 self.checkpoint.restore(path).assert_existing_objects_matched()
                 self._load_separate_state(step)
             except Exception as e:  # noqa: BLE001  (TF raises IndexError, DataLoss, ... on bad files)
-                reasons.append(first_line(e))
+                reasons.append(error_line(e))
                 continue
             for unreadable, reason in zip(candidates, reasons):
                 say(f"checkpoint {unreadable} cannot be read: {reason}")

@@ -20,7 +20,7 @@ from typing import Any, ContextManager, Dict, Optional
 
 from rl import registry
 from rl._tf import tf  # a stand-in: naming a --sys target loads no TensorFlow
-from rl.errors import SystemUnavailableError
+from rl.errors import SystemUnavailableError, error_line
 from rl.network import unreachable_reason
 from rl.workers import pool, ray_actors
 
@@ -267,8 +267,9 @@ class TPUSystem(MirroredSystem):
             tf.tpu.experimental.initialize_tpu_system(resolver)
             self.strategy = tf.distribute.TPUStrategy(resolver)
         except Exception as e:  # the resolver's and runtime's errors have no common base
-            reason = (str(e).strip().splitlines() or [type(e).__name__])[0]
-            raise SystemUnavailableError(f"--sys tpu cannot reach TPU {tpu!r}: {reason}") from None
+            raise SystemUnavailableError(
+                f"--sys tpu cannot reach TPU {tpu!r}: {error_line(e)}"
+            ) from None
         return {"sys": "tpu", "tpu": tpu, "replicas": str(self.replica_count)}
 
 

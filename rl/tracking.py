@@ -37,11 +37,12 @@ import time
 import warnings
 from typing import Any, Callable, Dict, Iterator, List, Optional, Protocol
 
+from rl.errors import error_line
 from rl.files import lock_exclusively, read_json_object, set_aside, write_text_atomic
 from rl.hparams.resolve import HPARAMS_FILE
 from rl.logbook import EVAL_FILE, committed_event_files, read_eval_records, scalar_events
 from rl.policy import artefact_dir, policy_steps
-from rl.run_folder import first_line, say
+from rl.run_folder import say
 from rl.snapshot import SNAPSHOT_DIR, read_snapshot
 from rl.version import __version__
 
@@ -135,7 +136,7 @@ class MLflowTracking:
             self._off = True
             say(
                 f"warning: MLflow tracking is off for the rest of this run ({what}: "
-                f"{clip(first_line(e), 300)}); training goes on, and a resume sends what was missed"
+                f"{clip(error_line(e), 300)}); training goes on, and a resume sends what was missed"
             )
 
     # --- opening the MLflow run ------------------------------------------------------
@@ -188,7 +189,7 @@ class MLflowTracking:
         except (OSError, ValueError) as e:
             kept = set_aside(path)  # it may be the only record of the old MLflow run's id
             say(
-                f"{path} cannot be read ({first_line(e)}): this run goes to a new MLflow run "
+                f"{path} cannot be read ({error_line(e)}): this run goes to a new MLflow run "
                 f"(the file is kept as {os.path.basename(kept)})"
             )
             return None

@@ -258,3 +258,32 @@ def test_the_exit_code_list_names_every_exit_code_of_train_py():
     ours = {value for name, value in vars(cli).items() if name.startswith("EXIT_")}
     assert codes == {0, 2} | ours
     assert set(cli.FAILURE_EXITS.values()) == ours
+
+
+@pytest.mark.unit
+def test_an_error_in_one_line_is_its_first_line_or_its_type():
+    from rl.errors import error_line, first_line
+
+    assert first_line("\n  disk full \nat line 3\n") == "disk full"
+    assert first_line(" \n ") == ""
+    assert error_line(ValueError("bad\nmore")) == "bad"
+    assert error_line(ValueError("bad\nmore"), typed=True) == "ValueError: bad"
+    assert error_line(ValueError("  \n")) == error_line(ValueError(), typed=True) == "ValueError"
+
+
+@pytest.mark.unit
+def test_only_a_tensorflow_file_system_error_is_a_file_that_cannot_be_written(tmp_path):
+    from rl._tf import tf, writes_as_oserror
+
+    (tmp_path / "a_file").write_text("in the way\n")
+    checkpoint = tf.train.Checkpoint(v=tf.Variable(1.0))
+    with pytest.raises(OSError) as caught:  # a file where a folder belongs
+        with writes_as_oserror("step 3 in x"):
+            checkpoint.write(str(tmp_path / "a_file" / "ckpt"))
+    assert isinstance(caught.value.__cause__, tf.errors.FailedPreconditionError)
+    assert str(caught.value) == f"cannot save step 3 in x: {tmp_path / 'a_file'} is not a directory"
+    # Not the file system's fault: it ends as itself, not as exit 7.
+    for error in (tf.errors.InvalidArgumentError, tf.errors.InternalError, tf.errors.UnknownError):
+        with pytest.raises(error):
+            with writes_as_oserror("step 3 in x"):
+                raise error(None, None, "a bug\nits details")

@@ -31,7 +31,7 @@ from gymnasium.utils.env_checker import check_env
 from rl import command_line, plugins
 from rl.command_line import int_in_range
 from rl.envs.make import env_factory
-from rl.errors import USER_ERRORS, PluginError
+from rl.errors import USER_ERRORS, PluginError, error_line
 from rl.fields import MAX_SEED, MAX_STEPS
 
 PROG = "python -m rl.envs.check"
@@ -96,16 +96,6 @@ class RolloutStats:
     error: Optional[str] = None  # what the env raised, with where
 
 
-def one_line(error: BaseException) -> str:
-    """``"Type: first line of the message"`` of an exception.
-
-    Args:
-        error: the exception.
-    """
-    lines = str(error).strip().splitlines()
-    return f"{type(error).__name__}: {lines[0]}" if lines else type(error).__name__
-
-
 def as_factory(env: Union[str, EnvFactory]) -> EnvFactory:
     """A zero-argument env constructor from an env name or a constructor.
 
@@ -168,7 +158,7 @@ def guarded(name: str, check: Callable[[], Any]) -> List[CheckResult]:
     try:
         result = check()
     except Exception as error:
-        return [CheckResult(name, FAIL, f"the check stopped: {one_line(error)}")]
+        return [CheckResult(name, FAIL, f"the check stopped: {error_line(error, typed=True)}")]
     return list(result) if isinstance(result, list) else [result]
 
 
@@ -199,7 +189,9 @@ def check_make(make: EnvFactory) -> CheckResult:
     except USER_ERRORS:
         raise
     except Exception as error:
-        return CheckResult("make", FAIL, f"the env could not be made: {one_line(error)}")
+        return CheckResult(
+            "make", FAIL, f"the env could not be made: {error_line(error, typed=True)}"
+        )
     close_after_check(env)
     detail = f"observation {describe_space(observation)}, action {describe_space(action)}"
     return CheckResult("make", PASS, detail)
@@ -219,7 +211,7 @@ def check_gymnasium(make: EnvFactory) -> CheckResult:
             warnings.simplefilter("always")
             check_env(env, skip_render_check=True)
     except Exception as error:
-        return CheckResult("gymnasium checker", FAIL, one_line(error))
+        return CheckResult("gymnasium checker", FAIL, error_line(error, typed=True))
     finally:
         close_after_check(env)
     texts = [warning_text(w.message) for w in caught]
@@ -357,7 +349,7 @@ def random_rollout(make: EnvFactory, episodes: int, seed: int, max_steps: int) -
                 stats.episode_returns.append(total)
                 stats.capped_episodes += 0 if ended else 1
     except Exception as error:
-        stats.error = f"{one_line(error)} (episode {where[0]}, step {where[1]})"
+        stats.error = f"{error_line(error, typed=True)} (episode {where[0]}, step {where[1]})"
     stats.seconds = time.perf_counter() - start
     close_after_check(env)
     return stats
@@ -547,7 +539,9 @@ def check_determinism(make: EnvFactory, seed: int, steps: int = DETERMINISM_STEP
                         first.reset()[:1], second.reset()[:1], ["reset observation"]
                     )
     except Exception as error:
-        return CheckResult("determinism", FAIL, f"the env raised {one_line(error)} at step {step}")
+        return CheckResult(
+            "determinism", FAIL, f"the env raised {error_line(error, typed=True)} at step {step}"
+        )
     finally:
         close_after_check(first)
         close_after_check(second)
@@ -578,7 +572,7 @@ def check_reset(make: EnvFactory, seed: int) -> CheckResult:
             warnings.simplefilter("ignore")  # reported by check_gymnasium
             result = env.reset(seed=seed)
     except Exception as error:
-        return CheckResult("reset", FAIL, f"reset raised {one_line(error)}")
+        return CheckResult("reset", FAIL, f"reset raised {error_line(error, typed=True)}")
     finally:
         close_after_check(env)
     if not isinstance(result, tuple) or len(result) != 2:
@@ -615,13 +609,15 @@ def check_close(make: EnvFactory, seed: int) -> CheckResult:
     except Exception as error:
         close_after_check(env)
         return CheckResult(
-            "close", FAIL, f"could not reset and step before closing: {one_line(error)}"
+            "close",
+            FAIL,
+            f"could not reset and step before closing: {error_line(error, typed=True)}",
         )
     for attempt in ("close()", "a second close()"):
         try:
             env.close()
         except Exception as error:
-            return CheckResult("close", FAIL, f"{attempt} raised {one_line(error)}")
+            return CheckResult("close", FAIL, f"{attempt} raised {error_line(error, typed=True)}")
     return CheckResult("close", PASS, "close() after a step, then close() again: no error")
 
 

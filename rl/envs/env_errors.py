@@ -11,7 +11,7 @@ from typing import Any, Iterator, Optional
 import gymnasium as gym
 
 from rl.envs.make import make_vec_env
-from rl.errors import EnvError, EnvServerError, HParamsError, UnknownNameError
+from rl.errors import EnvError, EnvServerError, HParamsError, UnknownNameError, error_line
 
 
 def make_vec_env_naming_errors(
@@ -66,6 +66,4 @@ def env_errors_named(name: str, when: str) -> Iterator[None]:
     except (EnvError, EnvServerError, HParamsError, UnknownNameError):
         raise
     except Exception as e:  # noqa: BLE001  (an env may raise anything)
-        lines = str(e).strip().splitlines()
-        said = f": {lines[0]}" if lines else ""
-        raise EnvError(f"env '{name}' raised {when}: {type(e).__name__}{said}") from e
+        raise EnvError(f"env '{name}' raised {when}: {error_line(e, typed=True)}") from e

@@ -27,7 +27,7 @@ import rl.envs.atari as atari  # the module, not the package: rl.envs imports th
 import rl.envs.mujoco_log as mujoco_log  # the module, not the package (as atari above)
 from rl import registry
 from rl.envs.remote import address as remote_url
-from rl.errors import HParamsError
+from rl.errors import HParamsError, error_line
 
 # Gymnasium families that need more than rl's own requirements: the module
 # each imports, and how to install it.
@@ -300,12 +300,12 @@ def make_raw_env(name: str, render_mode: Optional[str] = None, **kwargs) -> gym.
             return atari.make_atari(name, render_mode)
         return gym.make(name, render_mode=render_mode, **kwargs)
     except (gym.error.DependencyNotInstalled, ImportError) as e:
-        raise HParamsError(f"env '{name}' cannot be made here: {str(e).splitlines()[0]}") from None
+        raise HParamsError(f"env '{name}' cannot be made here: {error_line(e)}") from None
     except (TypeError, ValueError) as e:
         if not kwargs:
             raise
         # A value the constructor refuses (the names were checked above).
-        raise HParamsError(f"env '{name}' refused {kwargs}: {str(e).splitlines()[0]}") from None
+        raise HParamsError(f"env '{name}' refused {kwargs}: {error_line(e)}") from None
 
 
 def make_env(

@@ -26,10 +26,10 @@ from typing import Dict, Iterator, List, NoReturn, Optional, Sequence
 
 from rl import command_line, files, registry
 from rl.command_line import float_in_range, int_in_range
-from rl.errors import RunConflictError, SystemUnavailableError
+from rl.errors import RunConflictError, SystemUnavailableError, error_line
 from rl.fields import MAX_SEED
-from rl.processes import WORKER_TIMEOUT_SECONDS
 from rl.games.spec import GameSpec, check_game_name, make_game
+from rl.processes import WORKER_TIMEOUT_SECONDS
 from rl.registry import UnknownNameError
 from rl.run_folder import check_output_dir
 from rl.tournament import play, records, report, schedule
@@ -381,8 +381,7 @@ def run(plan: Plan, workers: int, system: str, timeout: float) -> int:
         except Stopped as stop:
             return stopped(stop)
         except Exception as error:  # a player or game failed, in whichever process
-            first_line = (str(error).strip().splitlines() or [""])[0]
-            print(f"{PROG}: a game failed: {type(error).__name__}: {first_line}", file=sys.stderr)
+            print(f"{PROG}: a game failed: {error_line(error, typed=True)}", file=sys.stderr)
             return EXIT_GAME_FAILED
         planned_keys = set(planned)
         played = [r for r in records.read_games(path) if records.record_key(r) in planned_keys]

@@ -26,6 +26,7 @@ import numpy as np
 from rl import plugins, seeding
 from rl.agents.actor import Actor, act_and_observe, build_actor
 from rl.envs import make_vec_env
+from rl.errors import error_line
 from rl.games import registered as game_envs  # noqa: F401  (the games as envs, which a run may act in)
 from rl.processes import PR_SET_PDEATHSIG
 from rl.workers.messages import (
@@ -177,11 +178,6 @@ def play_round(spec, actor, envs, obs, round_index: int, fresh: bool):
     return chunk, obs
 
 
-def one_line(error: BaseException) -> str:
-    text = str(error).strip().splitlines()
-    return f"{type(error).__name__}: {text[0] if text else ''}".rstrip(": ")
-
-
 def serve(conn: Connection) -> int:
     """Acts for the learner at the other end of ``conn`` until told to stop: takes its
     setup (if sent), loads its --plugins, plays rounds. A local process and a Ray actor
@@ -199,7 +195,7 @@ def serve(conn: Connection) -> int:
         return 0  # the learner closed the connection: nothing to report to
     except Exception as error:  # an env or policy failure: the learner restarts us
         try:
-            conn.send(ErrorReport(spec.index, one_line(error)))
+            conn.send(ErrorReport(spec.index, error_line(error, typed=True)))
         except OSError:
             pass
         raise

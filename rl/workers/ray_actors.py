@@ -23,7 +23,7 @@ from multiprocessing import AuthenticationError
 from multiprocessing.connection import Client, Connection, answer_challenge, deliver_challenge
 from typing import Any, Deque, Dict, Optional
 
-from rl.errors import SystemUnavailableError
+from rl.errors import SystemUnavailableError, error_line
 from rl.network import unreachable_reason
 from rl.processes import RL_ROOT, captured_stderr
 from rl.workers import process
@@ -308,7 +308,7 @@ class RayLauncher:
             ) from None
         except ray.exceptions.RayActorError as e:  # it died before it could say its pid
             raise WorkerFailure(
-                f"Ray worker {spec.index} died as it started: {process.one_line(e)}"
+                f"Ray worker {spec.index} died as it started: {error_line(e, typed=True)}"
             ) from None
         link = Link(self._connection_of(starting, spec.index), f"worker {spec.index}")
         # rl's variables as the learner has them now (RL_RUN_DIR for self-play,
@@ -336,7 +336,7 @@ class RayLauncher:
                     ray.get(starting.ref)
                     why = "its run ended"
                 except Exception as e:  # the actor raised or died: Ray says which
-                    why = process.one_line(e)
+                    why = error_line(e, typed=True)
                 raise WorkerFailure(f"Ray worker {index} failed before connecting back ({why})")
             if time.monotonic() > deadline:
                 ray.kill(starting.actor)

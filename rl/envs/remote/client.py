@@ -28,7 +28,7 @@ import numpy as np
 
 from rl.envs.remote import address as remote_url
 from rl.envs.remote import codec, env_pb2, env_pb2_grpc
-from rl.errors import EnvServerError
+from rl.errors import EnvServerError, first_line
 from rl.processes import STOP_ASKED
 
 RETRY_VARIABLE = "RL_ENV_SERVER_RETRY_SECONDS"
@@ -181,7 +181,7 @@ class Retries:
                 if code != grpc.StatusCode.UNAVAILABLE
                 else f"env server {connection.url} is unreachable (retried for "
                 f"{connection.retry_seconds:g} s, ${RETRY_VARIABLE}): "
-                f"{details.splitlines()[0] if details else 'no answer'}"
+                f"{first_line(details) or 'no answer'}"
             )
         connection.was_unreachable = True
         time.sleep(self.backoff)

@@ -47,7 +47,7 @@ from rl.envs.remote.address import (
     check_token,
     token_from_environment,
 )
-from rl.errors import PluginError, UnknownNameError, one_line
+from rl.errors import PluginError, UnknownNameError, error_line, one_line
 from rl.fields import DEFAULT_MAX_EPISODE_STEPS
 from rl.version import __version__
 
@@ -299,7 +299,9 @@ class EnvService(env_pb2_grpc.EnvServiceServicer):
             if isinstance(e, codec.CodecError):
                 raise invalid(f"env {request.env_id!r} cannot be served: {e}") from None
             if isinstance(e, Exception):
-                raise invalid(f"env {request.env_id!r} could not be made: {_one_line(e)}") from None
+                raise invalid(
+                    f"env {request.env_id!r} could not be made: {error_line(e, typed=True)}"
+                ) from None
             raise
         session = Session(session_id, request.env_id, envs, request.autoreset, seed)
         self.sessions.add(session)
@@ -483,16 +485,11 @@ def _close_all(envs: List[gym.Env]) -> None:
             pass
 
 
-def _one_line(error: Exception) -> str:
-    text = str(error).strip().splitlines()
-    return f"{type(error).__name__}: {text[0] if text else ''}"
-
-
 def _env_raised(session: Session, during: str, error: Exception) -> Refusal:
     LOG.warning("session %s: %s raised during %s: %s", session.id, session.env_id, during, error)
     return Refusal(
         grpc.StatusCode.INTERNAL,
-        f"env {session.env_id} raised during {during}: {_one_line(error)}; "
+        f"env {session.env_id} raised during {during}: {error_line(error, typed=True)}; "
         "Reset the session to go on",
     )
 
@@ -650,7 +647,7 @@ def check_args(args: argparse.Namespace) -> None:
             try:
                 check_env_name(env_id)
             except Exception as e:  # UnknownNameError, HParamsError: both one line
-                raise ServeError(str(e).splitlines()[0]) from None
+                raise ServeError(error_line(e)) from None
     if not is_loopback(args.host) and not args.token:
         raise ServeError(
             f"--host {args.host} is reachable from other machines: give an auth token "
