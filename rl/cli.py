@@ -693,11 +693,10 @@ def stop_outside_training(error: Exception, written: str, context: str = "") -> 
         written: what that left on disk ("nothing was written").
         context: what failed, before the error ("cannot test runs/x: ").
     """
-    from rl.experiment import FAILURE_KINDS, failure_text  # late: it loads TensorFlow (loaded)
+    from rl.experiment import failure_kind, failure_text  # late: it loads TensorFlow (loaded)
 
     stopped(f"{context}{failure_text(error)}; {written}")
-    kind = next(kind for kind, kinds in FAILURE_KINDS if isinstance(error, kinds))
-    sys.exit(FAILURE_EXITS[kind])
+    sys.exit(FAILURE_EXITS[failure_kind(error)])
 
 
 def failure_advice(kind: str, experiment) -> str:

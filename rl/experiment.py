@@ -541,7 +541,7 @@ class Experiment:
             f"the last checkpoint, {kept}, is kept" if kept else "no checkpoint was written yet"
         )
         self.failure = f"{failure_text(error)}; {on_disk}"
-        self.failure_kind = next(kind for kind, kinds in FAILURE_KINDS if isinstance(error, kinds))
+        self.failure_kind = failure_kind(error)
 
     def _episodes_ended(self, returns: np.ndarray, lengths: np.ndarray) -> None:
         """Counts and logs the episodes that ended at the step just observed."""
@@ -731,6 +731,11 @@ FAILURE_KINDS = (
     ("env", EnvError),
     ("files", OSError),
 )
+
+
+def failure_kind(error: Exception) -> str:
+    """The ``failure_kind`` of what stopped training: the first of ``FAILURE_KINDS`` it is."""
+    return next(kind for kind, kinds in FAILURE_KINDS if isinstance(error, kinds))
 
 
 def failure_text(error: Exception) -> str:

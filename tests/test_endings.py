@@ -243,10 +243,14 @@ def test_a_full_disk_stops_with_exit_7_and_the_run_resumes_once_there_is_room(tr
 
 @pytest.mark.unit
 def test_each_failure_kind_has_its_exit_code():
-    from rl.experiment import FAILURE_KINDS
+    from rl.errors import EnvError, EnvServerError
+    from rl.experiment import FAILURE_KINDS, failure_kind
 
     assert set(cli.FAILURE_EXITS) == {kind for kind, _ in FAILURE_KINDS}
     assert len(set(cli.FAILURE_EXITS.values())) == len(cli.FAILURE_EXITS)
+    assert failure_kind(IsADirectoryError(21, "Is a directory", "x")) == "files"
+    assert failure_kind(EnvError("env 'x' raised")) == "env"
+    assert failure_kind(EnvServerError("gone")) == "env_server"
 
 
 @pytest.mark.unit
