@@ -258,9 +258,7 @@ class Logbook:
         notices = []
         cut = drop_cut_last_line(eval_path)
         if cut:
-            notices.append(
-                f"dropped the last line of {eval_path}, cut short ({cut} bytes without a newline)"
-            )
+            notices.append(cut)
         for path in glob.glob(os.path.join(self.output_dir, STAGED_PREFIX + "*")):
             name = os.path.basename(path)[len(STAGED_PREFIX) :]
             if name == str(restored_step):
@@ -566,21 +564,27 @@ def write_event_file_atomic(path: str, events: List[event_pb2.Event]) -> None:
     write_atomically(path, lambda tmp: write_event_file(tmp, events))
 
 
-def drop_cut_last_line(path: str) -> int:
-    """Truncates a last line that a kill cut short (no trailing newline).
+def drop_cut_last_line(path: str) -> Optional[str]:
+    """Truncates a last line that a kill cut short (no trailing newline): how every
+    JSON-lines log (eval.jsonl, resumes.jsonl, a tournament's games.jsonl) is mended
+    before it is appended to; ``parse_json_lines`` skips such a line meanwhile.
 
     Returns:
-      How many bytes were dropped (0: none).
+      The notice saying what was dropped, for the caller to show, or None: the file
+      is whole (or missing).
     """
     if not os.path.exists(path):
-        return 0
+        return None
     with open(path, "rb+") as f:
         data = f.read()
-        if data and not data.endswith(b"\n"):
-            keep = data.rfind(b"\n") + 1
-            f.truncate(keep)
-            return len(data) - keep
-    return 0
+        if not data or data.endswith(b"\n"):
+            return None
+        keep = data.rfind(b"\n") + 1
+        f.truncate(keep)
+    return (
+        f"dropped the last line of {path}, cut short ({len(data) - keep} bytes without a "
+        "newline)"
+    )
 
 
 def drop_eval_lines_after(path: str, step: int) -> bool:

@@ -634,11 +634,7 @@ def _append_event(snapshot_dir: str, event: str, argv: list[str], git: dict) -> 
     path = os.path.join(snapshot_dir, RESUMES_FILE)
     cut = drop_cut_last_line(path)  # written whole each time: only damage cuts a line
     if cut:
-        print(
-            f"rl: dropped the last line of {path}, cut short ({cut} bytes without a newline)",
-            file=sys.stderr,
-            flush=True,
-        )
+        print(f"rl: {cut}", file=sys.stderr, flush=True)
     old = ""
     if os.path.exists(path):
         with open(path, encoding="utf-8") as f:

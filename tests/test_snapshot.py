@@ -535,12 +535,16 @@ def test_resumes_log_skips_a_line_a_kill_cut_short_as_a_resume_does(
 ) -> None:
     out = tmp_path / "run"
     resumes = Path(snap(out, dirty_repo)) / "resumes.jsonl"
+    cut = '{"event": "resume", "ti'  # a kill -9 in the middle of a line
     with open(resumes, "a", encoding="utf-8") as f:
-        f.write('{"event": "resume", "ti')  # a kill -9 in the middle of a line
+        f.write(cut)
 
     assert reproduce.main([str(out)]) == 0
     assert [e["event"] for e in snapshot.read_snapshot(str(out))["resumes"]] == ["start"]
+    capsys.readouterr()
     snap(out, dirty_repo, argv=["train.py", "--resume"])  # the resume drops the cut line
+    said = f"rl: dropped the last line of {resumes}, cut short ({len(cut)} bytes without a newline)"
+    assert capsys.readouterr().err.splitlines().count(said) == 1
     assert [e["event"] for e in snapshot.read_snapshot(str(out))["resumes"]] == [
         "start",
         "resume",

@@ -80,12 +80,7 @@ class GamesFile:
         self.path = path
         cut = drop_cut_last_line(path)  # a kill mid-append: that game is not played yet
         if cut:
-            print(
-                f"rl: dropped the last line of {path}, cut short ({cut} bytes without a "
-                "newline): its game is played again",
-                file=sys.stderr,
-                flush=True,
-            )
+            print(f"rl: {cut}: its game is played again", file=sys.stderr, flush=True)
 
     def append(self, records: Iterable[Dict[str, Any]]) -> None:
         lines = "".join(json.dumps(r, sort_keys=True) + "\n" for r in records)
