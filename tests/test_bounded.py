@@ -61,6 +61,23 @@ def test_an_envs_own_limit_is_kept():
 
 
 @pytest.mark.unit
+def test_the_cap_of_a_gymnasium_id_is_read_from_its_registration_without_making_it(
+    monkeypatch,
+):
+    from rl.envs import make
+
+    def made(name, *args, **kwargs):
+        raise AssertionError(f"{name} was made")
+
+    monkeypatch.setattr(make, "make_raw_env", made)
+    assert episode_cap("CartPole-v1", 3) is None  # registered with max_episode_steps=500
+    assert episode_cap("CliffWalking-v1", 3) == 3  # registered without a limit
+    assert episode_cap("CliffWalking-v1?max_episode_steps=9", 3) is None  # gym.make's
+    with pytest.raises(AssertionError, match="endless was made"):
+        episode_cap("endless", 3)  # rl's constructor: made once to find out
+
+
+@pytest.mark.unit
 def test_an_env_server_caps_what_it_serves_as_a_run_does():
     from rl.envs.remote.serve import env_maker  # late: it loads grpc
 

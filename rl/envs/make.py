@@ -260,10 +260,23 @@ def bound_episodes(env: gym.Env, max_episode_steps: Optional[int]) -> gym.Env:
 
 def episode_cap(name: str, max_episode_steps: int) -> Optional[int]:
     """The cap ``make_env(name, max_episode_steps=...)`` puts on episodes: None when the
-    env has a limit of its own (one copy is made to find out) or is an env server's
-    (the server caps its envs itself, at DEFAULT_MAX_EPISODE_STEPS)."""
+    env has a limit of its own or is an env server's (the server caps its envs itself,
+    at DEFAULT_MAX_EPISODE_STEPS). A Gymnasium id's registration says whether it has a
+    limit; an env of rl's registry (a constructor) is made once to find out."""
     if remote_url.is_remote(name) or atari.is_atari(name):
         return None  # the ALE caps episodes at 108,000 frames itself
+    bare, kwargs = split_kwargs(name)
+    if bare not in registry.envs:  # a Gymnasium id (check_env_name admitted it)
+        spec = gym.envs.registry[bare]
+        creator = spec.entry_point
+        if not callable(creator):
+            creator = load_env_creator(creator)
+        limited = (
+            spec.max_episode_steps is not None
+            or kwargs.get("max_episode_steps") is not None  # gym.make's own TimeLimit
+            or bool(getattr(creator, "metadata", {}).get(BOUNDED_EPISODES))
+        )
+        return None if limited else max_episode_steps
     env = make_raw_env(name)
     try:
         return None if has_episode_limit(env) else max_episode_steps
