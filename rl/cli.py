@@ -61,7 +61,13 @@ def hparam_range(name: str) -> Dict[str, int]:
 
 
 class FiniteFloatParser(flags.FloatParser):
-    """absl's float parser with both bounds, refusing nan too (nan < low is False)."""
+    """absl's float parser with both bounds, refusing nan too (nan < low is False).
+
+    Not ``DEFINE_float`` with a ``register_validator(math.isfinite)``: that is as much
+    code, states the range twice (the bounds and the validator's message), and gives nan
+    another message than inf or an out-of-range value; here all three say "is not a
+    number in the range [low, high]", as --help does.
+    """
 
     def is_outside_bounds(self, val: float) -> bool:
         return math.isnan(val) or super().is_outside_bounds(val)
