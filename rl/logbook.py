@@ -582,8 +582,7 @@ def drop_cut_last_line(path: str) -> Optional[str]:
         keep = data.rfind(b"\n") + 1
         f.truncate(keep)
     return (
-        f"dropped the last line of {path}, cut short ({len(data) - keep} bytes without a "
-        "newline)"
+        f"dropped the last line of {path}, cut short ({len(data) - keep} bytes without a newline)"
     )
 
 

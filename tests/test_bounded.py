@@ -253,7 +253,7 @@ def test_a_final_evaluation_a_signal_gave_up_is_made_when_the_finished_run_is_re
     assert not evals.exists() or not evals.read_text()  # checkpoint 128, no evaluation
     # The same command (train_steps 128: finished), with a cap the evaluation ends at.
     rerun_command = train("--train_steps", "128", "--output_dir", str(out), "--hparam_override",
-                          "max_episode_steps=20,eval_interval=1000000,checkpoint_interval=128")
+                          "max_episode_steps=20,eval_interval=1000000,checkpoint_interval=128")  # fmt: skip
     rerun = subprocess.run(rerun_command, cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert rerun.returncode == 0, rerun.stderr
     assert "is finished at step 128 but lacks its final evaluation" in rerun.stderr

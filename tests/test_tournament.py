@@ -548,6 +548,14 @@ SLOW = ["--game", "connect_four", "--players", "random", "first_legal", "one_ste
         "--num_workers", 2]  # fmt: skip
 
 
+def assert_a_rerun_plays_every_game_once(args, out):
+    """The same command, rerun, finishes the stopped SLOW tournament of 300 games a pair."""
+    rerun = tournament(*args)
+    assert rerun.returncode == 0, rerun.stderr
+    lines = game_lines(out)
+    assert len(lines) == len({(tuple(r["pair"]), r["index"]) for r in lines}) == 3 * 300
+
+
 @pytest.mark.process
 def test_a_killed_worker_process_stops_the_tournament_and_a_rerun_finishes_it(tmp_path):
     out = tmp_path / "t"
@@ -563,10 +571,7 @@ def test_a_killed_worker_process_stops_the_tournament_and_a_rerun_finishes_it(tm
     assert proc.returncode == 1, stderr
     assert "WorkerDied: worker process" in stderr.splitlines()[-1], stderr
     assert "rerun the same command to resume" in stderr.splitlines()[-1]
-    rerun = tournament(*args)
-    assert rerun.returncode == 0, rerun.stderr
-    lines = game_lines(out)
-    assert len(lines) == len({(tuple(r["pair"]), r["index"]) for r in lines}) == 3 * 300
+    assert_a_rerun_plays_every_game_once(args, out)
 
 
 @pytest.mark.process
@@ -595,9 +600,7 @@ def test_ctrl_c_stops_the_worker_processes_and_a_rerun_finishes(tmp_path):
         os.killpg(proc.pid, signal.SIGKILL)
     assert proc.returncode == 130 and "rerun the same command to resume" in stderr, stderr
     assert not any(map(alive, workers))  # killed and reaped before the parent returned
-    assert tournament(*args).returncode == 0
-    lines = game_lines(out)
-    assert len(lines) == len({(tuple(r["pair"]), r["index"]) for r in lines}) == 3 * 300
+    assert_a_rerun_plays_every_game_once(args, out)
 
 
 @pytest.mark.process
@@ -616,10 +619,7 @@ def test_a_stopped_worker_process_is_killed_at_the_worker_timeout_and_a_rerun_fi
     assert f"WorkerHung: worker process {workers[0]} returned no games for 10 s" in last, stderr
     assert "rerun the same command to resume" in last
     assert not any(map(alive, workers))  # the stopped one killed and reaped too
-    rerun = tournament(*args)
-    assert rerun.returncode == 0, rerun.stderr
-    lines = game_lines(out)
-    assert len(lines) == len({(tuple(r["pair"]), r["index"]) for r in lines}) == 3 * 300
+    assert_a_rerun_plays_every_game_once(args, out)
 
 
 @pytest.mark.process
