@@ -249,13 +249,7 @@ def play_in_processes(
         while busy:
             pipe_of = {process.sentinel: conn for conn, process in busy.items()}
             wait_seconds = max(0.0, min(due.values()) - time.monotonic())
-            ready_ones = connection.wait([*busy, *pipe_of], timeout=wait_seconds)
-            if not ready_ones:
-                late = min(due, key=due.get)
-                if time.monotonic() >= due[late]:
-                    raise worker_hung(busy[late], timeout)
-                continue
-            for ready in ready_ones:
+            for ready in connection.wait([*busy, *pipe_of], timeout=wait_seconds):
                 if ready in pipe_of:  # a worker ended
                     conn = pipe_of[ready]
                     # Not a loss if its last result is still to read, or if it had no work
@@ -281,6 +275,11 @@ def play_in_processes(
                 else:
                     due[ready] = time.monotonic() + timeout
                 yield result
+            # Looked at after every wait, so the others' results cannot hide a hung one.
+            now = time.monotonic()
+            late = [conn for conn, when in due.items() if when <= now and not conn.poll()]
+            if late:
+                raise worker_hung(busy[late[0]], timeout)
     finally:
         for process, conn in started:
             if process.is_alive():
