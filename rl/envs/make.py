@@ -25,6 +25,7 @@ from gymnasium.envs.registration import load_env_creator
 
 import rl.envs.atari as atari  # the module, not the package: rl.envs imports this file
 import rl.envs.mujoco_log as mujoco_log  # the module, not the package (as atari above)
+from rl.envs.watched import WatchedAsyncVectorEnv
 from rl import registry
 from rl.envs.remote import address as remote_url
 from rl.errors import HParamsError
@@ -352,7 +353,8 @@ def make_vec_env(
     Args:
         name: a registered env name, a Gymnasium id or a grpc:// env server URL.
         num_envs: how many copies.
-        vectorization: "sync" (in this process) or "async" (one process each).
+        vectorization: "sync" (in this process) or "async" (one process each, watched:
+            a copy that hangs is one EnvError, rl/envs/watched.py).
         render_mode: passed to each copy.
         max_episode_steps: the cap on episodes of an env without a limit (``make_env``);
             an env server's copies are as the server makes them (capped at
@@ -371,7 +373,7 @@ def make_vec_env(
     if vectorization == "sync":
         vec = gym.vector.SyncVectorEnv(factories, autoreset_mode=mode)
     elif vectorization == "async":
-        vec = gym.vector.AsyncVectorEnv(factories, autoreset_mode=mode)
+        vec = WatchedAsyncVectorEnv(factories, name, autoreset_mode=mode)
     else:
         raise ValueError(f"unknown vectorization '{vectorization}': valid: sync, async")
     return gym.wrappers.vector.RecordEpisodeStatistics(vec)

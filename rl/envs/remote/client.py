@@ -20,7 +20,7 @@ import queue
 import sys
 import threading
 import time
-from typing import Any, Callable, Dict, Iterator, Optional, Tuple
+from typing import Any, Dict, Iterator, Optional, Tuple
 
 import grpc
 import gymnasium as gym
@@ -29,13 +29,12 @@ import numpy as np
 from rl.envs.remote import address as remote_url
 from rl.envs.remote import codec, env_pb2, env_pb2_grpc
 from rl.errors import EnvServerError
-from rl.processes import STOP_ASKED
+from rl.processes import MAX_WAIT_SECONDS, STOP_ASKED, seconds_variable
 
 RETRY_VARIABLE = "RL_ENV_SERVER_RETRY_SECONDS"
 ANSWER_VARIABLE = "RL_ENV_SERVER_ANSWER_SECONDS"
 CA_VARIABLE = "RL_ENV_SERVER_CA"  # a PEM file of the CA certificates grpcs:// trusts
 DEFAULT_RETRY_SECONDS = 30.0
-MAX_WAIT_SECONDS = 86400.0  # a day: the most either variable may ask a run to wait
 DEFAULT_ANSWER_SECONDS = 5.0  # an answer in flight when a signal comes is awaited this long
 MAKE_TIMEOUT_SECONDS = 120.0  # making envs can be slow (loading a simulator)
 # What is retried: a server that cannot be reached, one that did not answer in time, and
@@ -57,28 +56,16 @@ CHANNEL_OPTIONS = [
 ]
 
 
-def seconds_variable(name: str, default: float, valid: Callable[[float], bool], what: str) -> float:
-    """The seconds environment variable ``name`` holds, else ``default``.
-
-    Raises:
-        EnvServerError: it is text, or a number ``valid`` refuses (``what`` says which are not).
-    """
-    value = os.environ.get(name, "")
-    try:
-        seconds = float(value) if value else default
-    except ValueError:
-        seconds = float("nan")
-    if not valid(seconds):
-        raise EnvServerError(f"${name} must be a number of seconds, {what}, got {value!r}")
-    return seconds
-
-
 def retry_seconds() -> float:
     """How long a server that is unreachable or does not answer is retried."""
     # nan or inf would retry for ever (a stall the user does not see), a negative number
     # not at all; a day is more than any restart of a server takes.
     return seconds_variable(
-        RETRY_VARIABLE, DEFAULT_RETRY_SECONDS, lambda s: 0 <= s <= MAX_WAIT_SECONDS, "0 to 86400"
+        RETRY_VARIABLE,
+        DEFAULT_RETRY_SECONDS,
+        lambda s: 0 <= s <= MAX_WAIT_SECONDS,
+        "0 to 86400",
+        EnvServerError,
     )
 
 
@@ -89,6 +76,7 @@ def answer_seconds() -> float:
         DEFAULT_ANSWER_SECONDS,
         lambda s: 0 < s <= MAX_WAIT_SECONDS,
         "more than 0 and at most 86400",
+        EnvServerError,
     )
 
 
