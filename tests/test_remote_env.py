@@ -461,6 +461,20 @@ def test_train_on_a_served_env_equals_the_local_run(server, local_run, tmp_path,
 
 
 @pytest.mark.process
+def test_a_runs_max_episode_steps_caps_the_served_episodes(tmp_path):
+    # endless never ends an episode: only the cap the client sends with Make does.
+    out = tmp_path / "run"
+    with serving(tmp_path / "server", "endless") as endless:
+        proc = train("--hparams", "ppo_tiny", "--train_steps", "128", "--env",
+                     endless.url("endless"), "--hparam_override", "max_episode_steps=40",
+                     "--output_dir", str(out))  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    [evaluation] = evals(out)
+    assert evaluation["lengths"] == [40, 40]
+    assert evaluation["returns"] == [40.0, 40.0]
+
+
+@pytest.mark.process
 def test_record_video_frames_come_over_the_wire(server, local_run, tmp_path):
     args = ("--hparams", "ppo_tiny", "--train_steps", "128", "--record_video")
     local = local_run(*args) / "videos"

@@ -298,7 +298,13 @@ class _Session:
     """A session of ``num_envs`` copies on the server: make, reset, step, render, close."""
 
     def __init__(
-        self, url: str, num_envs: int, render_mode: Optional[str], autoreset: bool, stream: bool
+        self,
+        url: str,
+        num_envs: int,
+        render_mode: Optional[str],
+        autoreset: bool,
+        stream: bool,
+        max_episode_steps: Optional[int],
     ):
         self.connection = Connection(url)
         address = self.connection.address
@@ -310,6 +316,7 @@ class _Session:
                 kwargs_json=json.dumps(address.kwargs) if address.kwargs else "",
                 render_mode=render_mode or "",
                 autoreset=autoreset,
+                max_episode_steps=max_episode_steps,  # None: unset, the server's default
             ),
             timeout=max(MAKE_TIMEOUT_SECONDS, self.connection.answer_seconds),
         )
@@ -435,7 +442,12 @@ class RemoteVectorEnv(gym.vector.VectorEnv):
     """``num_envs`` copies of a served env, stepped in one call per step (SAME_STEP autoreset)."""
 
     def __init__(
-        self, url: str, num_envs: int, render_mode: Optional[str] = None, stream: bool = True
+        self,
+        url: str,
+        num_envs: int,
+        render_mode: Optional[str] = None,
+        stream: bool = True,
+        max_episode_steps: Optional[int] = None,
     ):
         """Opens a session on the server.
 
@@ -445,8 +457,12 @@ class RemoteVectorEnv(gym.vector.VectorEnv):
           render_mode: None or "rgb_array" (frames travel over the wire).
           stream: step over one bidirectional stream (faster: no per-call set-up) instead
             of one unary call per step.
+          max_episode_steps: the server cuts the episodes of an env without a time limit
+            of its own there (None: at the server's default, DEFAULT_MAX_EPISODE_STEPS).
         """
-        self._session = _Session(url, num_envs, render_mode, autoreset=True, stream=stream)
+        self._session = _Session(
+            url, num_envs, render_mode, True, stream=stream, max_episode_steps=max_episode_steps
+        )
         self.url = url
         self.num_envs = num_envs
         self.render_mode = render_mode
@@ -513,14 +529,17 @@ class RemoteVectorEnv(gym.vector.VectorEnv):
 class RemoteEnv(gym.Env):
     """One served env: the client calls reset when an episode ends (no autoreset)."""
 
-    def __init__(self, url: str, render_mode: Optional[str] = None):
+    def __init__(
+        self, url: str, render_mode: Optional[str] = None, max_episode_steps: Optional[int] = None
+    ):
         """Opens a one-copy session on the server.
 
         Args:
           url: grpc[s]://host:port/ENV_ID[?kwargs].
           render_mode: None or "rgb_array".
+          max_episode_steps: as for ``RemoteVectorEnv``.
         """
-        self._session = _Session(url, 1, render_mode, autoreset=False, stream=False)
+        self._session = _Session(url, 1, render_mode, False, False, max_episode_steps)
         self.url = url
         self.render_mode = render_mode
         self.observation_space = self._session.observation_space

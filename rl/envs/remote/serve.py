@@ -48,7 +48,7 @@ from rl.envs.remote.address import (
     token_from_environment,
 )
 from rl.errors import PluginError, UnknownNameError, one_line
-from rl.fields import DEFAULT_MAX_EPISODE_STEPS
+from rl.fields import DEFAULT_MAX_EPISODE_STEPS, MAX_STEPS
 from rl.version import __version__
 
 LOG = logging.getLogger("rl.envs.remote.serve")
@@ -212,10 +212,7 @@ def env_maker(env_ids: Sequence[str]):
             check_env_name(env_id)
         except UnknownNameError as e:
             raise Refusal(grpc.StatusCode.NOT_FOUND, str(e)) from None
-        # Bounded as a run's own envs are by default: a client's loop always ends.
-        return bound_episodes(
-            make_raw_env(env_id, render_mode, **kwargs), DEFAULT_MAX_EPISODE_STEPS
-        )
+        return make_raw_env(env_id, render_mode, **kwargs)  # EnvService bounds its episodes
 
     return make
 
@@ -274,14 +271,15 @@ class EnvService(env_pb2_grpc.EnvServiceServicer):
         kwargs = codec.decode_json_object(request.kwargs_json, "kwargs_json")
         seed = request.seed if request.HasField("seed") else None
         check_seed(seed)
+        cap = session_episode_cap(request)
         self.sessions.reserve(request.num_envs)
         envs: List[gym.Env] = []
         session_id = f"{next(self._ids)}-{secrets.token_hex(8)}"
         try:
             for _ in range(request.num_envs):
-                envs.append(self.make_env(request.env_id, request.render_mode or None, kwargs))
-            spec = envs[0].spec
-            limit = (spec.max_episode_steps or 0) if spec is not None else 0
+                env = self.make_env(request.env_id, request.render_mode or None, kwargs)
+                envs.append(bound_episodes(env, cap))  # a client's loop always ends
+            limit = time_limit(envs[0])
             # The whole answer is built before the session exists: a refusal leaves nothing.
             response = env_pb2.MakeResponse(
                 session_id=session_id,
@@ -467,6 +465,30 @@ class EnvService(env_pb2_grpc.EnvServiceServicer):
             session.close()
         LOG.info("session %s closed", session.id)
         return env_pb2.CloseResponse()
+
+
+def session_episode_cap(request: env_pb2.MakeRequest) -> int:
+    """The cap on the episodes of a session's envs without a time limit of their own: the
+    client's (a run's max_episode_steps), else the default of that hparam (a client from
+    before the field). INVALID_ARGUMENT outside the hparam's range."""
+    if not request.HasField("max_episode_steps"):
+        return DEFAULT_MAX_EPISODE_STEPS
+    cap = request.max_episode_steps
+    if not 1 <= cap <= MAX_STEPS:
+        raise invalid(f"max_episode_steps must be 1 to {MAX_STEPS}, got {cap}")
+    return cap
+
+
+def time_limit(env: gym.Env) -> int:
+    """The steps at which ``env`` truncates its episodes: its outermost TimeLimit's (the
+    cap put on it here, or its own), else its spec's; 0 if it has none."""
+    layer = env
+    while isinstance(layer, gym.Wrapper):
+        if isinstance(layer, gym.wrappers.TimeLimit):
+            return layer._max_episode_steps  # no public name in Gymnasium
+        layer = layer.env
+    spec = env.spec
+    return (spec.max_episode_steps or 0) if spec is not None else 0
 
 
 def check_seed(seed: Optional[int]) -> None:
