@@ -883,10 +883,10 @@ def test_session_and_env_limits_are_resource_exhausted(small):
     close(third)
 
 
-@pytest.mark.unit
-def test_concurrent_makes_stay_within_the_session_limit():
-    server = ProbeServer(limits=serve.Limits(max_sessions=1))
-    gate = server.gate("slow_make")
+def slow_makes(server: ProbeServer, name: str) -> tuple:
+    """Makes ``server``'s envs wait at a gate ``name``; returns (the gate, the env ids of
+    the makes that reached it)."""
+    gate = server.gate(name)
     entered = []
     plain_make = server.make_env
 
@@ -897,6 +897,13 @@ def test_concurrent_makes_stay_within_the_session_limit():
         return plain_make(env_id, render_mode, kwargs)
 
     server.service.make_env = slow_make
+    return gate, entered
+
+
+@pytest.mark.unit
+def test_concurrent_makes_stay_within_the_session_limit():
+    server = ProbeServer(limits=serve.Limits(max_sessions=1))
+    gate, entered = slow_makes(server, "slow_make")
     try:
         request = env_pb2.MakeRequest(env_id="Probe", num_envs=1)
         first = server.stub.Make.future(request, timeout=TIMEOUT)
@@ -918,6 +925,69 @@ def test_concurrent_makes_stay_within_the_session_limit():
         assert sessions == 1, f"{sessions} sessions on a server whose max_sessions is 1"
     finally:
         server.stop()
+
+
+@pytest.mark.unit
+def test_a_make_whose_answer_the_client_gave_up_on_leaves_no_session():
+    # Its deadline passed while the env was being made: nobody would ever close it.
+    server = ProbeServer(limits=serve.Limits(max_sessions=1))
+    gate, _ = slow_makes(server, "late")
+    try:
+        request = env_pb2.MakeRequest(env_id="Probe", num_envs=1, make_id="late")
+        assert_refused(server.stub.Make, request, Code.DEADLINE_EXCEEDED, timeout=0.3)
+        assert gate.entered.wait(TIMEOUT)
+        gate.released.set()
+        wait_for(lambda: server.made and server.made[0].closed, "the env made for nobody closed")
+        assert len(server.service.sessions) == 0
+        # Its room is given back: the one session this server holds can be made.
+        made = server.stub.Make(request, timeout=TIMEOUT)
+        assert len(server.service.sessions) == 1 and made.session_id
+    finally:
+        server.stop()
+
+
+@pytest.mark.unit
+def test_a_retried_make_gets_the_session_the_first_made_and_waits_for_it_meanwhile():
+    server = ProbeServer()
+    gate, entered = slow_makes(server, "retried")
+    try:
+        request = env_pb2.MakeRequest(env_id="Probe", num_envs=1, make_id="retried")
+        first = server.stub.Make.future(request, timeout=TIMEOUT)
+        assert gate.entered.wait(TIMEOUT)
+        # While the first is being made, the retry is told to try again (busy), by metadata.
+        error = refusal(server.stub.Make, request)
+        assert error.code() == Code.ABORTED and client.is_busy(error), error.details()
+        assert codec.BUSY_METADATA in tuple(error.trailing_metadata())
+        gate.released.set()
+        made = first.result()
+        again = server.stub.Make(request, timeout=TIMEOUT)
+        assert again == made and entered == ["Probe"]  # one session, its answer again
+        assert len(server.service.sessions) == 1
+        other = env_pb2.MakeRequest(env_id="Probe", num_envs=1, make_id="another")
+        assert server.stub.Make(other, timeout=TIMEOUT).session_id != made.session_id
+    finally:
+        server.stop()
+
+
+@pytest.mark.unit
+def test_busy_is_said_by_trailing_metadata_not_by_the_words(probes, monkeypatch):
+    monkeypatch.setattr(serve, "BUSY_WAIT_SECONDS", 0.2)
+    gate = probes.gate("busy")
+    slow = probes.session(gate="busy", block_at=1)
+    taken = probes.stub.Step.future(step_request(slow, np.array([1]), 1), timeout=TIMEOUT)
+    try:
+        assert gate.entered.wait(TIMEOUT)
+        error = refusal(probes.stub.Step, step_request(slow, np.array([1]), 1))
+        assert error.code() == Code.ABORTED and client.is_busy(error), error.details()
+    finally:
+        gate.released.set()
+    assert probe_obs(taken.result()) == [1.0]
+    # An ABORTED without the metadata is an error, whatever it says; with it, a retry.
+    retries = client.Retries(client.Connection("grpc://127.0.0.1:1/Probe"), "Step", 1.0)
+    with pytest.raises(EnvServerError, match="ABORTED: session s is busy"):
+        retries.after(Code.ABORTED, "session s is busy", busy=False)
+    retries.after(Code.ABORTED, "any words", busy=True)  # waits its backoff, then returns
+    retries.connection.close()
 
 
 @pytest.mark.unit

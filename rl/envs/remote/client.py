@@ -10,13 +10,17 @@ Every call has a deadline: a server that does not answer within
 $RL_ENV_SERVER_ANSWER_SECONDS (default 5; making envs may take longer) is taken as
 frozen, as one that cannot be reached is taken as gone. Either is said in one line and
 the call retried with backoff for $RL_ENV_SERVER_RETRY_SECONDS (default 30) from then;
-steps carry a sequence number, so a retried step is never taken twice. After that, or
+steps carry a sequence number, so a retried step is never taken twice, and a Make an id,
+so a retried Make gets the session the first made (the server closes one whose answer
+found the client gone). A call refused because its session is busy with the one that
+timed out is retried too (trailing metadata ``codec.BUSY_METADATA`` says so). After that, or
 when the server lost the session (it restarted), ``EnvServerError`` says so in one line.
 """
 
 import json
 import os
 import queue
+import secrets
 import sys
 import threading
 import time
@@ -38,12 +42,9 @@ DEFAULT_RETRY_SECONDS = 30.0
 DEFAULT_ANSWER_SECONDS = 5.0  # an answer in flight when a signal comes is awaited this long
 MAKE_TIMEOUT_SECONDS = 120.0  # making envs can be slow (loading a simulator)
 # What is retried: a server that cannot be reached, one that did not answer in time, and
-# (after that) one whose session is still busy with the call that timed out.
-RETRIED_CODES = (
-    grpc.StatusCode.UNAVAILABLE,
-    grpc.StatusCode.DEADLINE_EXCEEDED,
-    grpc.StatusCode.ABORTED,
-)
+# (after that) one whose session is still busy with the call that timed out (ABORTED with
+# codec.BUSY_METADATA).
+RETRIED_CODES = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
 FIRST_BACKOFF_SECONDS = 0.05
 MAX_BACKOFF_SECONDS = 2.0
 MAX_MESSAGE_BYTES = 256 * 1024 * 1024
@@ -105,11 +106,16 @@ def queued_requests(requests: queue.SimpleQueue) -> Iterator:
         yield item
 
 
-def is_retried(code: grpc.StatusCode, details: str) -> bool:
-    """Whether a call that failed so is tried again (within the retry window)."""
-    if code == grpc.StatusCode.ABORTED:
-        return "busy" in details  # the session still runs the call that timed out
-    return code in RETRIED_CODES
+def is_busy(error: grpc.RpcError) -> bool:
+    """Whether the server refused the call because its session is busy with another (the
+    one that timed out): its trailing metadata says so, whatever its details' words."""
+    trailing = error.trailing_metadata() if hasattr(error, "trailing_metadata") else None
+    return error.code() == grpc.StatusCode.ABORTED and codec.BUSY_METADATA in tuple(trailing or ())
+
+
+def failure(error: grpc.RpcError) -> Tuple[grpc.StatusCode, str, bool]:
+    """(code, details, whether it is busy) of a failed call, for ``Retries.after``."""
+    return error.code(), (error.details() or "").strip(), is_busy(error)
 
 
 class Retries:
@@ -135,14 +141,15 @@ class Retries:
             return self.answer_seconds
         return max(min(self.answer_seconds, self.until - time.monotonic()), 0.001)
 
-    def after(self, code: grpc.StatusCode, details: str) -> None:
-        """Waits before the next try of a call that failed with ``code``.
+    def after(self, code: grpc.StatusCode, details: str, busy: bool = False) -> None:
+        """Waits before the next try of a call that failed with ``code`` (``busy``: refused
+        while its session was busy with another call).
 
         Raises:
             EnvServerError: the failure is not one to retry, or the window has passed.
         """
         connection = self.connection
-        if not is_retried(code, details):
+        if not (busy or code in RETRIED_CODES):
             raise connection.error(code, details)
         if STOP_ASKED.is_set():  # the run stops: a retry would only delay it
             raise EnvServerError(
@@ -272,7 +279,7 @@ class Connection:
                     request, timeout=retries.timeout(), metadata=self.metadata
                 )
             except grpc.RpcError as e:
-                retries.after(e.code(), (e.details() or "").strip())
+                retries.after(*failure(e))
 
     def error(self, code: grpc.StatusCode, details: str) -> EnvServerError:
         """One line saying what went wrong with the server (a failure not retried)."""
@@ -317,6 +324,8 @@ class _Session:
                 render_mode=render_mode or "",
                 autoreset=autoreset,
                 max_episode_steps=max_episode_steps,  # None: unset, the server's default
+                # The same in every try: a retry gets the session a late answer told of.
+                make_id=secrets.token_hex(16),
             ),
             timeout=max(MAKE_TIMEOUT_SECONDS, self.connection.answer_seconds),
         )
@@ -371,13 +380,14 @@ class _Session:
                 response = next(self._responses)
             except grpc.RpcError as e:
                 late = self._watchdog.disarm()
-                code = grpc.StatusCode.DEADLINE_EXCEEDED if late else e.code()
-                details = (e.details() or "").strip()
+                code, details, busy = failure(e)
+                if late:
+                    code = grpc.StatusCode.DEADLINE_EXCEEDED
                 self._end_stream()
                 if code == grpc.StatusCode.RESOURCE_EXHAUSTED and "stream" in details:
                     self.stream = False  # the server's streams are all taken: unary calls
                     return self.connection.call("Step", request)
-                retries.after(code, details)  # then resend the same seq on a new stream
+                retries.after(code, details, busy)  # then resend the same seq on a new stream
             else:
                 if self._watchdog.disarm():
                     self._end_stream()  # cancelled as the answer came: the next step opens another

@@ -70,20 +70,42 @@ class Limits(NamedTuple):
 class Refusal(Exception):
     """A request the server answers with a status instead of serving."""
 
-    def __init__(self, code: grpc.StatusCode, message: str):
+    def __init__(self, code: grpc.StatusCode, message: str, trailing: tuple = ()):
+        """Args:
+        code: the status.
+        message: its details.
+        trailing: trailing metadata pairs (``codec.BUSY_METADATA``: retry the call).
+        """
         super().__init__(message)
         self.code = code
+        self.trailing = trailing
 
 
 def invalid(message: str) -> Refusal:
     return Refusal(grpc.StatusCode.INVALID_ARGUMENT, message)
 
 
+def busy(message: str) -> Refusal:
+    """ABORTED with ``codec.BUSY_METADATA``: the client tries again."""
+    return Refusal(grpc.StatusCode.ABORTED, message, (codec.BUSY_METADATA,))
+
+
 class Session:
     """``num_envs`` copies of one env, with what a correct step sequence needs."""
 
-    def __init__(self, session_id: str, env_id: str, envs: List[gym.Env], autoreset: bool, seed):
+    def __init__(
+        self,
+        session_id: str,
+        env_id: str,
+        envs: List[gym.Env],
+        autoreset: bool,
+        seed,
+        made: env_pb2.MakeResponse,
+        make_id: str = "",
+    ):
         self.id = session_id
+        self.made = made  # the Make answer, again for a retried Make (``make_id``)
+        self.make_id = make_id
         self.env_id = env_id
         self.envs = envs
         self.autoreset = autoreset
@@ -164,6 +186,11 @@ class SessionTable:
         session.last_used = time.monotonic()
         return session
 
+    def made_by(self, make_id: str) -> Optional[Session]:
+        """The session a Make with ``make_id`` made, if it is still open."""
+        with self._lock:
+            return next((s for s in self._sessions.values() if s.make_id == make_id), None)
+
     def pop(self, session_id: str) -> Optional[Session]:
         with self._lock:
             return self._sessions.pop(session_id, None)
@@ -232,12 +259,16 @@ class EnvService(env_pb2_grpc.EnvServiceServicer):
         self._open_streams = 0
         self._streams_lock = threading.Lock()
         self._ids = itertools.count(1)
+        self._making: set = set()  # the make_ids of Makes under way
+        self._making_lock = threading.Lock()
 
     # --- plumbing: every handler turns refusals and surprises into statuses ------
     def _serve(self, context, handler, *args):
         try:
             return handler(*args)
         except Refusal as refusal:
+            if refusal.trailing:
+                context.set_trailing_metadata(refusal.trailing)
             context.abort(refusal.code, str(refusal))
         except codec.CodecError as e:
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(e))
@@ -249,9 +280,8 @@ class EnvService(env_pb2_grpc.EnvServiceServicer):
     def _locked(self, session: Session):
         """Holds the session for one call; a second caller waits a moment, then is refused."""
         if not session.lock.acquire(timeout=BUSY_WAIT_SECONDS):
-            raise Refusal(
-                grpc.StatusCode.ABORTED,
-                f"session {session.id} is busy with another call: a session takes one call at a time",
+            raise busy(
+                f"session {session.id} is busy with another call: a session takes one call at a time"
             )
         try:
             yield
@@ -261,9 +291,27 @@ class EnvService(env_pb2_grpc.EnvServiceServicer):
 
     # --- Make --------------------------------------------------------------------
     def Make(self, request, context):
-        return self._serve(context, self._make, request)
+        return self._serve(context, self._make_once, request, context)
 
-    def _make(self, request: env_pb2.MakeRequest) -> env_pb2.MakeResponse:
+    def _make_once(self, request: env_pb2.MakeRequest, context) -> env_pb2.MakeResponse:
+        """``_make`` for a Make not seen before; a retried one (its ``make_id`` again) gets
+        the session the first made, or is told to wait while the first is being made."""
+        make_id = request.make_id
+        if make_id:
+            with self._making_lock:
+                made = self.sessions.made_by(make_id)
+                if made is not None:
+                    return made.made
+                if make_id in self._making:
+                    raise busy(f"the Make {make_id} is still being made")
+                self._making.add(make_id)
+        try:
+            return self._make(request, context)
+        finally:
+            with self._making_lock:
+                self._making.discard(make_id)
+
+    def _make(self, request: env_pb2.MakeRequest, context) -> env_pb2.MakeResponse:
         if request.num_envs < 1:
             raise invalid(f"num_envs must be at least 1, got {request.num_envs}")
         if request.render_mode not in ("", "rgb_array"):
@@ -299,7 +347,13 @@ class EnvService(env_pb2_grpc.EnvServiceServicer):
             if isinstance(e, Exception):
                 raise invalid(f"env {request.env_id!r} could not be made: {_one_line(e)}") from None
             raise
-        session = Session(session_id, request.env_id, envs, request.autoreset, seed)
+        if not context.is_active():  # the client gave up on the answer: nobody holds this
+            _close_all(envs)
+            self.sessions.release(request.num_envs)
+            raise Refusal(grpc.StatusCode.CANCELLED, "the client gave up on this Make")
+        session = Session(
+            session_id, request.env_id, envs, request.autoreset, seed, response, request.make_id
+        )
         self.sessions.add(session)
         LOG.info("session %s: %d x %s", session_id, len(envs), request.env_id)
         return response
