@@ -13,6 +13,7 @@ import os
 import queue
 import re
 import signal
+import socket
 import struct
 import subprocess
 import sys
@@ -1383,6 +1384,104 @@ def test_a_stream_cancelled_mid_step_leaves_the_server_serving(probes):
         gate.released.set()
     assert probe_obs(stub.Step(step_request(slow, np.array([0]), 2), timeout=TIMEOUT)) == [2.0]
     assert probe_obs(stub.Step(step_request(slow, np.array([0]), 3), timeout=TIMEOUT)) == [3.0]
+
+
+class Blackhole:
+    """A TCP proxy to a local port that can vanish: it stops passing bytes either way but
+    keeps both connections open, as a machine cut off the network leaves them (half-open)."""
+
+    def __init__(self, target_port: int):
+        self.target_port = target_port
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        self.cut = threading.Event()
+        self.sockets = []
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        while True:
+            try:
+                inside, _ = self.listener.accept()
+            except OSError:  # closed
+                return
+            outside = socket.create_connection(("127.0.0.1", self.target_port))
+            self.sockets += [inside, outside]
+            for source, sink in ((inside, outside), (outside, inside)):
+                threading.Thread(target=self._pass, args=(source, sink), daemon=True).start()
+
+    def _pass(self, source, sink):
+        while True:
+            try:
+                data = source.recv(65536)
+                if not data or self.cut.is_set():
+                    return  # what comes after the cut is lost
+                sink.sendall(data)
+            except OSError:
+                return
+
+    def vanish(self):
+        self.cut.set()
+
+    def close(self):
+        self.listener.close()
+        for sock in self.sockets:
+            sock.close()
+
+
+@pytest.mark.unit
+def test_keepalive_pings_are_within_what_the_other_side_tolerates():
+    # The client's pings come no faster than the server takes them, or it would be refused.
+    options = dict(client.CHANNEL_OPTIONS)
+    assert options["grpc.keepalive_time_ms"] >= serve.MIN_CLIENT_PING_SECONDS * 1000
+    assert options["grpc.keepalive_timeout_ms"] < options["grpc.keepalive_time_ms"]
+    assert options["grpc.http2.ping_timeout_ms"] == options["grpc.keepalive_timeout_ms"]
+    assert options["grpc.http2.max_pings_without_data"] == 0  # pings during a long call too
+
+
+@pytest.mark.unit
+def test_the_server_frees_the_step_stream_of_a_client_that_vanished():
+    server = ProbeServer(keepalive_seconds=1.0, keepalive_timeout_seconds=1.0)
+    proxy = Blackhole(server.port)
+    channel = grpc.insecure_channel(f"127.0.0.1:{proxy.port}")
+    requests, responses = queued_stream(env_pb2_grpc.EnvServiceStub(channel))
+    try:
+        session = server.session()
+        requests.put(step_request(session, np.array([1]), 1))
+        assert probe_obs(next(responses)) == [1.0]
+        assert server.service._open_streams == 1
+        proxy.vanish()
+        cut = time.monotonic()
+        wait_for(lambda: server.service._open_streams == 0, "the stream freed", timeout=30)
+        # 1 s silent, then 1 s for the ping's answer; the rest is a loaded machine's.
+        assert time.monotonic() - cut < 10
+    finally:
+        requests.put(None)
+        responses.cancel()
+        channel.close()
+        proxy.close()
+        server.stop()
+
+
+@pytest.mark.unit
+def test_a_client_notices_a_vanished_server_by_keepalive_before_the_deadline(monkeypatch):
+    # A Step's deadline (60 s here) would notice it too, much later.
+    monkeypatch.setattr(client, "CHANNEL_OPTIONS", client.channel_options(1.0, 1.0))
+    monkeypatch.setenv(client.ANSWER_VARIABLE, "60")
+    monkeypatch.setenv(client.RETRY_VARIABLE, "0")
+    server, port, _ = serve.start_server(SERVED)
+    proxy = Blackhole(port)
+    envs = client.RemoteVectorEnv(f"grpc://127.0.0.1:{proxy.port}/CartPole-v1", 1, stream=False)
+    try:
+        envs.reset(seed=0)
+        proxy.vanish()
+        cut = time.monotonic()
+        with pytest.raises(EnvServerError, match="is unreachable"):
+            envs.step(np.array([0]))
+        assert time.monotonic() - cut < 10
+    finally:
+        envs.close()
+        proxy.close()
+        halt(server)
 
 
 @pytest.mark.unit

@@ -48,13 +48,29 @@ RETRIED_CODES = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
 FIRST_BACKOFF_SECONDS = 0.05
 MAX_BACKOFF_SECONDS = 2.0
 MAX_MESSAGE_BYTES = 256 * 1024 * 1024
-CHANNEL_OPTIONS = [
-    ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
-    ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
-    # A server machine that vanishes without closing the connection is noticed.
-    ("grpc.keepalive_time_ms", 60_000),
-    ("grpc.keepalive_timeout_ms", 10_000),
-]
+KEEPALIVE_SECONDS = 60.0  # a connection silent this long is pinged
+KEEPALIVE_TIMEOUT_SECONDS = 10.0  # a ping unanswered this long: the server is gone
+
+
+def channel_options(
+    keepalive_seconds: float = KEEPALIVE_SECONDS,
+    keepalive_timeout_seconds: float = KEEPALIVE_TIMEOUT_SECONDS,
+) -> list:
+    """The options of a channel to an env server: message sizes, and keepalive pings, so
+    that a server machine that vanishes without closing the connection (half-open TCP)
+    is noticed even by a call still far from its deadline (a Make's); pings go on while
+    a call sends no data (gRPC's default stops after two)."""
+    return [
+        ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
+        ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
+        ("grpc.keepalive_time_ms", int(keepalive_seconds * 1000)),
+        ("grpc.keepalive_timeout_ms", int(keepalive_timeout_seconds * 1000)),
+        ("grpc.http2.ping_timeout_ms", int(keepalive_timeout_seconds * 1000)),  # as serve's
+        ("grpc.http2.max_pings_without_data", 0),
+    ]
+
+
+CHANNEL_OPTIONS = channel_options()
 
 
 def retry_seconds() -> float:

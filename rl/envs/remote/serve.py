@@ -57,6 +57,14 @@ HEALTH_PREFIX = "/grpc.health.v1.Health/"
 BUSY_WAIT_SECONDS = 5.0  # a second call on a session waits this long for the first
 RESERVED_THREADS = 4  # server threads kept from step streams, for unary calls and health
 STOP_POLL_SECONDS = 0.2  # how late a stop signal may be noticed (see main)
+# A client that vanished without closing its connection (its machine lost, a half-open
+# TCP connection) is noticed by pinging it, and the server thread its step stream holds
+# is freed: a connection silent this long is pinged, and closed if the ping is not
+# answered within the timeout.
+KEEPALIVE_SECONDS = 60.0
+KEEPALIVE_TIMEOUT_SECONDS = 10.0
+# How often a client may ping (rl's client pings every client.KEEPALIVE_SECONDS).
+MIN_CLIENT_PING_SECONDS = 30.0
 
 
 class Limits(NamedTuple):
@@ -742,6 +750,8 @@ def start_server(
     limits: Limits = Limits(),
     threads: Optional[int] = None,
     tls: Optional[tuple] = None,
+    keepalive_seconds: float = KEEPALIVE_SECONDS,
+    keepalive_timeout_seconds: float = KEEPALIVE_TIMEOUT_SECONDS,
 ):
     """Starts serving in background threads; returns (grpc server, port, EnvService).
 
@@ -754,6 +764,8 @@ def start_server(
       threads: calls served at once (default: max_sessions + RESERVED_THREADS, so every
         session can hold a step stream).
       tls: (private key PEM bytes, certificate chain PEM bytes), or None for plaintext.
+      keepalive_seconds: a connection silent this long is pinged.
+      keepalive_timeout_seconds: a ping unanswered this long closes its connection.
     """
     # Threads: one per open stream, plus RESERVED_THREADS for unary calls and health checks.
     threads = threads or limits.max_sessions + RESERVED_THREADS
@@ -762,8 +774,12 @@ def start_server(
         ("grpc.max_receive_message_length", limits.max_message_bytes),
         ("grpc.max_send_message_length", limits.max_message_bytes),
         ("grpc.so_reuseport", 0),  # a second server on a taken port fails instead of sharing
-        # Clients ping every minute to notice a vanished server; tolerate that.
-        ("grpc.http2.min_recv_ping_interval_without_data_ms", 30_000),
+        ("grpc.keepalive_time_ms", int(keepalive_seconds * 1000)),
+        ("grpc.keepalive_timeout_ms", int(keepalive_timeout_seconds * 1000)),
+        # grpcio 1.85 times a keepalive ping out by this one, not the one above (tested).
+        ("grpc.http2.ping_timeout_ms", int(keepalive_timeout_seconds * 1000)),
+        # Clients ping to notice a vanished server; tolerate that.
+        ("grpc.http2.min_recv_ping_interval_without_data_ms", int(MIN_CLIENT_PING_SECONDS * 1000)),
         ("grpc.http2.max_ping_strikes", 0),
     ]
     interceptors = [TokenCheck(token)] if token else []
