@@ -556,6 +556,21 @@ def test_server_killed_before_the_first_checkpoint_says_none_was_written(tmp_pat
     assert checkpoint_steps(out) == []
 
 
+@pytest.mark.process
+def test_server_killed_mid_run_with_workers_exits_5_as_without(tmp_path):
+    # The workers' sessions meet the dead server first: each says so in its ErrorReport,
+    # and the learner ends with exit 5 and the server's line, not 4 (workers failed).
+    out = tmp_path / "run"
+    with serving(tmp_path / "server") as server:
+        args = ["--hparams", "ppo_tiny", "--train_steps", "100000000", "--num_workers", "2",
+                "--env", server.url(), "--output_dir", str(out)]  # fmt: skip
+        line, result = ending_when_the_server_is_killed(
+            server, args, tmp_path, lambda: has_eval_line(out), "evaluation line"
+        )
+    assert "is unreachable" in line and "--worker_restarts" not in line
+    assert line.endswith("is kept; rerun the same command to resume once the server is back")
+
+
 def ending_when_the_server_is_killed(
     server, args, tmp_path, ready, what, retry_seconds=2, restart=False
 ):

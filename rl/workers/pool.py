@@ -25,10 +25,19 @@ from multiprocessing.connection import Connection
 from typing import Any, Callable, Deque, Dict, List, Optional, Tuple
 
 from rl.agents.actor import PolicySnapshot
+from rl.errors import EnvServerError
 from rl.hparams.base import HParams, HParamsError
 from rl.processes import RL_ROOT, WORKER_TIMEOUT_SECONDS
 from rl.workers.link import CLOSED, Link
-from rl.workers.messages import STOP, Chunk, ErrorReport, Grant, ProcessSetup, WorkerSpec
+from rl.workers.messages import (
+    ENV_SERVER_GONE,
+    STOP,
+    Chunk,
+    ErrorReport,
+    Grant,
+    ProcessSetup,
+    WorkerSpec,
+)
 
 BACKOFF_FIRST_SECONDS = 0.5
 BACKOFF_MAX_SECONDS = 10.0
@@ -311,6 +320,7 @@ class ActorPool:
 
         Raises:
             WorkerFailure: workers failed more than ``max_restarts`` times in the window.
+            EnvServerError: a worker's env server went away (its ErrorReport says so).
             RoundAbandoned: ``give_up`` turned true before the round was complete.
         """
         self.snapshot = snapshot
@@ -348,6 +358,8 @@ class ActorPool:
         slot.last_heard = time.monotonic()
         if message is CLOSED:
             self._restart(slot, None, grace=STOP_GRACE_SECONDS)
+        elif isinstance(message, ErrorReport) and message.kind == ENV_SERVER_GONE:
+            raise EnvServerError(message.message)  # the run ends as without workers
         elif isinstance(message, ErrorReport):  # it exits after saying why
             self._restart(slot, message.message, grace=STOP_GRACE_SECONDS)
         elif isinstance(message, Chunk):

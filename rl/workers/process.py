@@ -27,8 +27,10 @@ from rl import plugins, seeding
 from rl.agents.actor import Actor, act_and_observe, build_actor
 from rl.envs import make_vec_env
 from rl.games import registered as game_envs  # noqa: F401  (the games as envs, which a run may act in)
+from rl.errors import EnvServerError
 from rl.processes import PR_SET_PDEATHSIG
 from rl.workers.messages import (
+    ENV_SERVER_GONE,
     RL_VARIABLE_PREFIX,
     STOP,
     Chunk,
@@ -182,6 +184,14 @@ def one_line(error: BaseException) -> str:
     return f"{type(error).__name__}: {text[0] if text else ''}".rstrip(": ")
 
 
+def error_report(worker: int, error: Exception) -> ErrorReport:
+    """What worker ``worker`` says of the ``error`` it stops with: an env server gone is
+    its own kind, in the words the learner says it in (as a run without workers does)."""
+    if isinstance(error, EnvServerError):
+        return ErrorReport(worker, str(error).strip().splitlines()[0], ENV_SERVER_GONE)
+    return ErrorReport(worker, one_line(error))
+
+
 def serve(conn: Connection) -> int:
     """Acts for the learner at the other end of ``conn`` until told to stop: takes its
     setup (if sent), loads its --plugins, plays rounds. A local process and a Ray actor
@@ -199,7 +209,7 @@ def serve(conn: Connection) -> int:
         return 0  # the learner closed the connection: nothing to report to
     except Exception as error:  # an env or policy failure: the learner restarts us
         try:
-            conn.send(ErrorReport(spec.index, one_line(error)))
+            conn.send(error_report(spec.index, error))
         except OSError:
             pass
         raise
