@@ -25,9 +25,9 @@ from gymnasium.envs.registration import load_env_creator
 
 import rl.envs.atari as atari  # the module, not the package: rl.envs imports this file
 import rl.envs.mujoco_log as mujoco_log  # the module, not the package (as atari above)
-from rl.envs.watched import WatchedAsyncVectorEnv
 from rl import registry
 from rl.envs.remote import address as remote_url
+from rl.envs.watched import WatchedAsyncVectorEnv
 from rl.errors import HParamsError
 
 # Gymnasium families that need more than rl's own requirements: the module

@@ -26,8 +26,8 @@ import numpy as np
 from rl import plugins, seeding
 from rl.agents.actor import Actor, act_and_observe, build_actor
 from rl.envs import make_vec_env
-from rl.games import registered as game_envs  # noqa: F401  (the games as envs, which a run may act in)
 from rl.errors import EnvServerError
+from rl.games import registered as game_envs  # noqa: F401  (the games as envs, which a run may act in)
 from rl.processes import PR_SET_PDEATHSIG
 from rl.workers.messages import (
     ENV_SERVER_GONE,
