@@ -54,6 +54,15 @@ def seconds_variable(
     return seconds
 
 
+def answer_seconds_variable(name: str, default: float, error: Type[Exception]) -> float:
+    """``seconds_variable`` for how long to wait for another process's answer: more than
+    0 (no wait at all would fail every call), at most a day (nan or inf would wait for
+    ever, a stall the user does not see)."""
+    return seconds_variable(
+        name, default, lambda s: 0 < s <= MAX_WAIT_SECONDS, "more than 0 and at most 86400", error
+    )
+
+
 # An actor process (--num_workers) silent this long while it owes a round is restarted
 # (train.py's --worker_timeout; here so the flag reads it without loading the workers).
 WORKER_TIMEOUT_SECONDS = 300.0

@@ -16,7 +16,7 @@ import gymnasium as gym
 from gymnasium.vector.async_vector_env import AsyncState
 
 from rl.errors import EnvError, HParamsError
-from rl.processes import MAX_WAIT_SECONDS, STOP_ASKED, seconds_variable
+from rl.processes import STOP_ASKED, answer_seconds_variable
 
 ANSWER_VARIABLE = "RL_ENV_ANSWER_SECONDS"
 # Longer than any reset or step of a simulator that works (loading a level included).
@@ -28,13 +28,7 @@ CLOSE_SECONDS = 5.0  # copies not closed by then are killed
 
 def answer_seconds() -> float:
     """How long a copy may take to answer before it is taken as hung."""
-    return seconds_variable(
-        ANSWER_VARIABLE,
-        DEFAULT_ANSWER_SECONDS,
-        lambda s: 0 < s <= MAX_WAIT_SECONDS,
-        "more than 0 and at most 86400",
-        HParamsError,
-    )
+    return answer_seconds_variable(ANSWER_VARIABLE, DEFAULT_ANSWER_SECONDS, HParamsError)
 
 
 class WatchedAsyncVectorEnv(gym.vector.AsyncVectorEnv):

@@ -141,3 +141,7 @@ class ErrorReport:
     worker: int
     message: str  # "Type: its first line"; for ENV_SERVER_GONE, the error's own line
     kind: str = ""  # ENV_SERVER_GONE, or "" for a failure a restart may mend
+
+    @property
+    def env_server_gone(self) -> bool:
+        return self.kind == ENV_SERVER_GONE

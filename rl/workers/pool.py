@@ -29,15 +29,7 @@ from rl.errors import EnvServerError
 from rl.hparams.base import HParams, HParamsError
 from rl.processes import RL_ROOT, WORKER_TIMEOUT_SECONDS
 from rl.workers.link import CLOSED, Link
-from rl.workers.messages import (
-    ENV_SERVER_GONE,
-    STOP,
-    Chunk,
-    ErrorReport,
-    Grant,
-    ProcessSetup,
-    WorkerSpec,
-)
+from rl.workers.messages import STOP, Chunk, ErrorReport, Grant, ProcessSetup, WorkerSpec
 
 BACKOFF_FIRST_SECONDS = 0.5
 BACKOFF_MAX_SECONDS = 10.0
@@ -358,7 +350,7 @@ class ActorPool:
         slot.last_heard = time.monotonic()
         if message is CLOSED:
             self._restart(slot, None, grace=STOP_GRACE_SECONDS)
-        elif isinstance(message, ErrorReport) and message.kind == ENV_SERVER_GONE:
+        elif isinstance(message, ErrorReport) and message.env_server_gone:
             raise EnvServerError(message.message)  # the run ends as without workers
         elif isinstance(message, ErrorReport):  # it exits after saying why
             self._restart(slot, message.message, grace=STOP_GRACE_SECONDS)

@@ -33,7 +33,12 @@ import numpy as np
 from rl.envs.remote import address as remote_url
 from rl.envs.remote import codec, env_pb2, env_pb2_grpc
 from rl.errors import EnvServerError
-from rl.processes import MAX_WAIT_SECONDS, STOP_ASKED, seconds_variable
+from rl.processes import (
+    MAX_WAIT_SECONDS,
+    STOP_ASKED,
+    answer_seconds_variable,
+    seconds_variable,
+)
 
 RETRY_VARIABLE = "RL_ENV_SERVER_RETRY_SECONDS"
 ANSWER_VARIABLE = "RL_ENV_SERVER_ANSWER_SECONDS"
@@ -88,13 +93,7 @@ def retry_seconds() -> float:
 
 def answer_seconds() -> float:
     """How long a call waits for the server's answer before it is taken as frozen."""
-    return seconds_variable(
-        ANSWER_VARIABLE,
-        DEFAULT_ANSWER_SECONDS,
-        lambda s: 0 < s <= MAX_WAIT_SECONDS,
-        "more than 0 and at most 86400",
-        EnvServerError,
-    )
+    return answer_seconds_variable(ANSWER_VARIABLE, DEFAULT_ANSWER_SECONDS, EnvServerError)
 
 
 def root_certificates() -> Optional[bytes]:
