@@ -9,7 +9,7 @@ import sys
 import time
 
 import pytest
-from polling import ROOT, idle_for_a_second, start_logged, wait_for
+from polling import ROOT, idle_for_a_second, run_train_py, start_logged, wait_for
 
 from rl.envs.watched import ANSWER_VARIABLE
 
@@ -90,3 +90,16 @@ def test_a_signal_stops_a_run_waiting_for_a_stopped_copy_within_seconds(tmp_path
         "checkpoint; the last one, " in stderr, stderr  # fmt: skip
     assert "Traceback" not in stderr
     assert gone(copy)
+
+
+@pytest.mark.parametrize("value", ["0", "nan"])  # its range is seconds_variable's, tested there
+def test_a_bad_answer_bound_is_one_line_exit_2_and_writes_nothing(tmp_path, value):
+    out = tmp_path / "run"
+    proc = run_train_py("--hparams", "ppo_tiny", "--hparam_override", "vectorization=async",
+                        "--output_dir", str(out), env={**os.environ, ANSWER_VARIABLE: value})  # fmt: skip
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.splitlines() == [
+        f"train.py: error: ${ANSWER_VARIABLE} must be a number of seconds, more than 0 and at "
+        f"most 86400, got {value!r}"
+    ]
+    assert not out.exists()
