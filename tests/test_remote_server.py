@@ -971,6 +971,37 @@ def test_a_retried_make_gets_the_session_the_first_made_and_waits_for_it_meanwhi
 
 
 @pytest.mark.unit
+def test_the_client_retrying_a_late_make_ends_with_one_session(monkeypatch):
+    # Its first Make times out while the env is being made; the retries carry the same id.
+    monkeypatch.setattr(client, "MAKE_TIMEOUT_SECONDS", 0.3)
+    monkeypatch.setenv(client.ANSWER_VARIABLE, "0.3")
+    monkeypatch.setenv(client.RETRY_VARIABLE, "30")
+    server = ProbeServer()
+    gate, _ = slow_makes(server, "late")
+    tries = []
+    first_try = server.service._make_once
+
+    def counted(request, context):
+        tries.append(request.make_id)
+        if len(tries) == 2:
+            gate.released.set()  # the client gave up on the first: let it finish
+        return first_try(request, context)
+
+    server.service._make_once = counted
+    envs = client.RemoteVectorEnv(f"grpc://127.0.0.1:{server.port}/Probe", 1, stream=False)
+    try:
+        assert len(tries) >= 2 and len(set(tries)) == 1
+        assert len(server.service.sessions) == 1
+        # What was made for a try the client had given up on is closed; the last is its.
+        assert [env.closed for env in server.made] == [True] * (len(server.made) - 1) + [False]
+        envs.reset(seed=0)
+        assert envs.step(np.array([1]))[0].tolist() == [[1.0]]
+    finally:
+        envs.close()
+        server.stop()
+
+
+@pytest.mark.unit
 def test_busy_is_said_by_trailing_metadata_not_by_the_words(probes, monkeypatch):
     monkeypatch.setattr(serve, "BUSY_WAIT_SECONDS", 0.2)
     gate = probes.gate("busy")
