@@ -2,16 +2,20 @@
 with one line naming it and exit code 6 within $RL_ENV_ANSWER_SECONDS, a stop signal ends
 a run waiting for one within seconds, and the hung copy is killed either way."""
 
+import functools
 import json
 import os
+import re
 import signal
 import sys
 import time
 
+import gymnasium as gym
 import pytest
 from polling import ROOT, idle_for_a_second, run_train_py, start_logged, wait_for
 
-from rl.envs.watched import ANSWER_VARIABLE
+from rl.envs.watched import ANSWER_VARIABLE, WatchedAsyncVectorEnv
+from rl.errors import EnvError
 
 pytestmark = pytest.mark.process
 
@@ -103,3 +107,27 @@ def test_a_bad_answer_bound_is_one_line_exit_2_and_writes_nothing(tmp_path, valu
         f"most 86400, got {value!r}"
     ]
     assert not out.exists()
+
+
+def made_forever_in_a_child(parent: int):
+    """CartPole, except that in any process but ``parent`` its making never ends."""
+    while os.getpid() != parent:
+        time.sleep(1)
+    return gym.make("CartPole-v1")
+
+
+def test_a_copy_whose_env_is_never_made_is_named_and_killed(monkeypatch):
+    monkeypatch.setenv(ANSWER_VARIABLE, "1")
+    maker = functools.partial(made_forever_in_a_child, os.getpid())
+    started = time.monotonic()
+    with pytest.raises(EnvError) as raised:
+        WatchedAsyncVectorEnv([maker, maker], "hangs_when_made")
+    assert time.monotonic() - started < 1 + 10  # the bound, and a loaded machine's start
+    said = str(raised.value)
+    match = re.fullmatch(
+        r"env 'hangs_when_made' copy 0 of 2 \(process (\d+)\) \(and 1 more\) was not made "
+        r"within 1 s \(\$RL_ENV_ANSWER_SECONDS\): it hangs or was stopped",
+        said,
+    )
+    assert match, said
+    assert gone(int(match.group(1)))

@@ -2,11 +2,11 @@
 
 Gymnasium waits for a copy's answer without a bound (or, given a timeout, drops the
 answers that came), and on close sends SIGTERM, which a stopped process ignores, then
-waits for it for ever. Here a copy that does not answer a reset, step or call within
-$RL_ENV_ANSWER_SECONDS (hung, or stopped by SIGSTOP) ends the wait with one ``EnvError``
-naming it; once a signal asks the run to stop (``STOP_ASKED``) an answer is awaited for
-a second at most; and close kills, with SIGKILL, the copies that hung or do not close
-within seconds.
+waits for it for ever. Here a copy that is not made, or does not answer a reset, step or
+call, within $RL_ENV_ANSWER_SECONDS (hung, or stopped by SIGSTOP) ends the wait with one
+``EnvError`` naming it; once a signal asks the run to stop (``STOP_ASKED``) an answer is
+awaited for a second at most; and close kills, with SIGKILL, the copies that hung or do
+not close within seconds.
 """
 
 import time
@@ -43,7 +43,23 @@ class WatchedAsyncVectorEnv(gym.vector.AsyncVectorEnv):
         self.answer_seconds = answer_seconds()  # read before any copy starts: bad input
         self.name = name
         self.hung: List[int] = []  # the copies found not answering
+        self._starting = False  # while the copies' first answer is awaited (__init__)
         super().__init__(env_fns, **kwargs)
+
+    def _check_spaces(self) -> None:
+        # Gymnasium's check at the end of __init__ reads every copy's answer without a
+        # bound: a copy whose env hangs as it is made is found by a watched call first,
+        # and the copies are killed (the caller gets no env to close).
+        self._starting = True
+        try:
+            self.call_async("render_mode")  # any attribute: the answer is what counts
+            self.call_wait()
+        except EnvError:
+            self.close(terminate=True)
+            raise
+        finally:
+            self._starting = False
+        super()._check_spaces()
 
     def _poll_pipe_envs(self, timeout=None) -> bool:
         # Gymnasium's own waits call this with no timeout, meaning "do not wait": here
@@ -72,7 +88,7 @@ class WatchedAsyncVectorEnv(gym.vector.AsyncVectorEnv):
 
     def _not_answering(self, pending: List[int]) -> str:
         copy = pending[0]
-        call = f"{self._state.value}()"
+        event = "was not made" if self._starting else f"did not answer {self._state.value}()"
         what = (
             "as the run stopped"
             if STOP_ASKED.is_set()
@@ -81,7 +97,7 @@ class WatchedAsyncVectorEnv(gym.vector.AsyncVectorEnv):
         others = f" (and {len(pending) - 1} more)" if len(pending) > 1 else ""
         return (
             f"env '{self.name}' copy {copy} of {self.num_envs} (process "
-            f"{self.processes[copy].pid}){others} did not answer {call} {what}"
+            f"{self.processes[copy].pid}){others} {event} {what}"
         )
 
     def close_extras(self, timeout=None, terminate: bool = False) -> None:
