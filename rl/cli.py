@@ -31,7 +31,7 @@ PROG = "train.py"
 EXIT_NON_FINITE = 3  # training produced a non-finite loss or weights
 EXIT_WORKERS = 4  # actor processes failed more often than --worker_restarts allows
 EXIT_ENV_SERVER = 5  # a grpc:// env server went away (or its env raised) during training
-EXIT_ENV = 6  # the env raised: while being made, in a training step or an evaluation
+EXIT_ENV = 6  # the env raised (being made, in a step or an evaluation) or an async copy hung
 EXIT_FILES = 7  # a file of the run could not be written (a full disk, a file for a folder)
 FAILURE_EXITS = {
     "non_finite": EXIT_NON_FINITE,

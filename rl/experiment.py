@@ -512,13 +512,13 @@ class Experiment:
                     self._evaluate_unless_stopped(start_time)
                 self.save()
             progress.finish()
-        except EnvServerError as e:
+        except (EnvServerError, EnvError) as e:
             if self._stop_signal is None:
                 self._stop_failed(e)
             else:  # it did not answer after the signal: no clean point to save at
                 self._say_stopped_unsaved(error_line(e))
             progress.finish()
-        except (EnvError, OSError) as e:  # in a step, an evaluation or a save
+        except OSError as e:  # in a step, an evaluation or a save
             self._stop_failed(e)
             progress.finish()
         finally:

@@ -10,7 +10,7 @@ import contextlib
 import os
 import sys
 import threading
-from typing import Callable, Dict, Optional
+from typing import Callable, Dict, Optional, Type
 
 
 def usable_cpus() -> int:
@@ -32,6 +32,36 @@ PR_SET_PDEATHSIG = 1  # linux/prctl.h
 # gives up then instead of retrying, so the run stops within seconds. Process-wide, as a
 # signal is.
 STOP_ASKED = threading.Event()
+
+MAX_WAIT_SECONDS = 86400.0  # a day: the most a seconds variable may ask a run to wait
+
+
+def seconds_variable(
+    name: str, default: float, valid: Callable[[float], bool], what: str, error: Type[Exception]
+) -> float:
+    """The seconds environment variable ``name`` holds, else ``default``.
+
+    Raises:
+        error: it is text, or a number ``valid`` refuses (``what`` says which are not).
+    """
+    value = os.environ.get(name, "")
+    try:
+        seconds = float(value) if value else default
+    except ValueError:
+        seconds = float("nan")
+    if not valid(seconds):
+        raise error(f"${name} must be a number of seconds, {what}, got {value!r}")
+    return seconds
+
+
+def answer_seconds_variable(name: str, default: float, error: Type[Exception]) -> float:
+    """``seconds_variable`` for how long to wait for another process's answer: more than
+    0 (no wait at all would fail every call), at most a day (nan or inf would wait for
+    ever, a stall the user does not see)."""
+    return seconds_variable(
+        name, default, lambda s: 0 < s <= MAX_WAIT_SECONDS, "more than 0 and at most 86400", error
+    )
+
 
 # An actor process (--num_workers) silent this long while it owes a round is restarted
 # (train.py's --worker_timeout; here so the flag reads it without loading the workers).

@@ -78,12 +78,36 @@ def test_the_cap_of_a_gymnasium_id_is_read_from_its_registration_without_making_
 
 
 @pytest.mark.unit
-def test_an_env_server_caps_what_it_serves_as_a_run_does():
-    from rl.envs.remote.serve import env_maker  # late: it loads grpc
+def test_an_env_server_caps_what_it_serves_at_the_runs_cap_or_its_default():
+    import grpc  # late: the env server's dependency
 
-    make = env_maker(["endless", "CartPole-v1"])
-    assert episode_length(make("endless", None, {})) == DEFAULT_MAX_EPISODE_STEPS
-    assert make("CartPole-v1", None, {}).spec.max_episode_steps == 500
+    from rl.envs.remote import env_pb2, env_pb2_grpc, serve
+    from rl.envs.remote.client import RemoteEnv
+
+    server, port, _ = serve.start_server(["endless", "CartPole-v1"])
+    channel = grpc.insecure_channel(f"127.0.0.1:{port}")
+    try:
+        # The run's cap reaches the server with Make; an env's own limit is kept.
+        served = RemoteEnv(f"grpc://127.0.0.1:{port}/endless", None, 40)
+        assert episode_length(served) == 40
+        served.close()
+        stub = env_pb2_grpc.EnvServiceStub(channel)
+
+        def limit(env_id, **cap):
+            made = stub.Make(env_pb2.MakeRequest(env_id=env_id, num_envs=1, **cap), timeout=30)
+            stub.Close(env_pb2.CloseRequest(session_id=made.session_id), timeout=30)
+            return made.max_episode_steps
+
+        assert limit("endless", max_episode_steps=40) == 40
+        assert limit("CartPole-v1", max_episode_steps=3) == 500
+        # A client from before the field sends none: the default cap, as a run's.
+        assert limit("endless") == DEFAULT_MAX_EPISODE_STEPS
+        with pytest.raises(grpc.RpcError, match="max_episode_steps must be 1 to") as refused:
+            limit("endless", max_episode_steps=0)
+        assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    finally:
+        channel.close()
+        server.stop(0).wait(5)
 
 
 @pytest.mark.unit

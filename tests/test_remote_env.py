@@ -130,6 +130,13 @@ def hurt_mid_run(args, tmp_path: Path, env: dict, hurt) -> tuple:
     return code, (tmp_path / "train.err").read_text()
 
 
+def served_run(server: Server, out: Path, train_steps: int, *more: str) -> list:
+    """train.py's arguments for a ppo_tiny run of ``train_steps`` on ``server``'s CartPole,
+    writing to ``out``, with ``more`` flags."""
+    return ["--hparams", "ppo_tiny", "--train_steps", str(train_steps), "--env", server.url(),
+            *more, "--output_dir", str(out)]  # fmt: skip
+
+
 def train_lines(stderr: str) -> list:
     """train.py's own lines (its errors and stops), apart from progress and warnings."""
     return [l for l in stderr.splitlines() if l.startswith("train.py:")]
@@ -461,6 +468,20 @@ def test_train_on_a_served_env_equals_the_local_run(server, local_run, tmp_path,
 
 
 @pytest.mark.process
+def test_a_runs_max_episode_steps_caps_the_served_episodes(tmp_path):
+    # endless never ends an episode: only the cap the client sends with Make does.
+    out = tmp_path / "run"
+    with serving(tmp_path / "server", "endless") as endless:
+        proc = train("--hparams", "ppo_tiny", "--train_steps", "128", "--env",
+                     endless.url("endless"), "--hparam_override", "max_episode_steps=40",
+                     "--output_dir", str(out))  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    [evaluation] = evals(out)
+    assert evaluation["lengths"] == [40, 40]
+    assert evaluation["returns"] == [40.0, 40.0]
+
+
+@pytest.mark.process
 def test_record_video_frames_come_over_the_wire(server, local_run, tmp_path):
     args = ("--hparams", "ppo_tiny", "--train_steps", "128", "--record_video")
     local = local_run(*args) / "videos"
@@ -486,8 +507,7 @@ def test_record_video_frames_come_over_the_wire(server, local_run, tmp_path):
 def test_server_killed_mid_run_exits_5_keeps_checkpoints_and_resumes(tmp_path):
     out = tmp_path / "run"
     with serving(tmp_path / "server") as first:
-        args = ["--hparams", "ppo_tiny", "--train_steps", "2048", "--env", first.url()]
-        args += ["--output_dir", str(out)]
+        args = served_run(first, out, 2048)
         line, result = ending_when_the_server_is_killed(
             first, args, tmp_path, lambda: has_eval_line(out), "evaluation line"
         )
@@ -524,8 +544,9 @@ def test_server_killed_before_the_first_checkpoint_says_none_was_written(tmp_pat
     out = tmp_path / "run"
     with serving(tmp_path / "server") as server:
         # No checkpoint before the end of a run that cannot end before the kill.
-        args = ["--hparams", "ppo_tiny", "--train_steps", "100000000", "--env", server.url()]
-        args += ["--hparam_override", "checkpoint_interval=100000000", "--output_dir", str(out)]
+        args = served_run(
+            server, out, 100000000, "--hparam_override", "checkpoint_interval=100000000"
+        )
         line, result = ending_when_the_server_is_killed(
             server,
             args,
@@ -540,6 +561,20 @@ def test_server_killed_before_the_first_checkpoint_says_none_was_written(tmp_pat
     )
     assert result["interrupted"] is None and result["failure"] in line
     assert checkpoint_steps(out) == []
+
+
+@pytest.mark.process
+def test_server_killed_mid_run_with_workers_exits_5_as_without(tmp_path):
+    # The workers' sessions meet the dead server first: each says so in its ErrorReport,
+    # and the learner ends with exit 5 and the server's line, not 4 (workers failed).
+    out = tmp_path / "run"
+    with serving(tmp_path / "server") as server:
+        args = served_run(server, out, 100000000, "--num_workers", "2")
+        line, result = ending_when_the_server_is_killed(
+            server, args, tmp_path, lambda: has_eval_line(out), "evaluation line"
+        )
+    assert "is unreachable" in line and "--worker_restarts" not in line
+    assert line.endswith("is kept; rerun the same command to resume once the server is back")
 
 
 def ending_when_the_server_is_killed(
@@ -580,8 +615,7 @@ def ending_when_the_server_is_killed(
 def test_server_restarted_within_the_retry_window_loses_the_session(tmp_path):
     out = tmp_path / "run"
     with serving(tmp_path / "server") as first:
-        args = ["--hparams", "ppo_tiny", "--train_steps", "2048", "--env", first.url()]
-        args += ["--output_dir", str(out)]
+        args = served_run(first, out, 2048)
         # The client retries an unreachable server for much longer than a restart takes.
         line, _ = ending_when_the_server_is_killed(
             first, args, tmp_path, lambda: has_eval_line(out), "evaluation line", 60, restart=True
@@ -649,8 +683,7 @@ def test_a_frozen_server_is_said_retried_within_the_window_then_exits_5(tmp_path
     # SIGSTOP: the server's socket still takes connections and requests, nothing answers.
     out = tmp_path / "run"
     with serving(tmp_path / "server") as frozen:
-        args = ["--hparams", "ppo_tiny", "--train_steps", "100000", "--env", frozen.url()]
-        args += ["--output_dir", str(out)]
+        args = served_run(frozen, out, 100000)
         env = {**client_env(retry_seconds=3), ANSWER_VARIABLE: "2"}
         stopped = []
 
@@ -678,8 +711,7 @@ def test_sigterm_stops_a_run_waiting_for_a_frozen_server_within_seconds(tmp_path
     # The default answer deadline and a long retry window: only the signal ends the wait.
     out = tmp_path / "run"
     with serving(tmp_path / "server") as frozen:
-        args = ["--hparams", "ppo_tiny", "--train_steps", "100000", "--env", frozen.url()]
-        args += ["--output_dir", str(out)]
+        args = served_run(frozen, out, 100000)
         sent = []
 
         def freeze_then_stop(run):

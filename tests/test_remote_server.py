@@ -13,6 +13,7 @@ import os
 import queue
 import re
 import signal
+import socket
 import struct
 import subprocess
 import sys
@@ -883,10 +884,10 @@ def test_session_and_env_limits_are_resource_exhausted(small):
     close(third)
 
 
-@pytest.mark.unit
-def test_concurrent_makes_stay_within_the_session_limit():
-    server = ProbeServer(limits=serve.Limits(max_sessions=1))
-    gate = server.gate("slow_make")
+def slow_makes(server: ProbeServer, name: str) -> tuple:
+    """Makes ``server``'s envs wait at a gate ``name``; returns (the gate, the env ids of
+    the makes that reached it)."""
+    gate = server.gate(name)
     entered = []
     plain_make = server.make_env
 
@@ -897,6 +898,13 @@ def test_concurrent_makes_stay_within_the_session_limit():
         return plain_make(env_id, render_mode, kwargs)
 
     server.service.make_env = slow_make
+    return gate, entered
+
+
+@pytest.mark.unit
+def test_concurrent_makes_stay_within_the_session_limit():
+    server = ProbeServer(limits=serve.Limits(max_sessions=1))
+    gate, entered = slow_makes(server, "slow_make")
     try:
         request = env_pb2.MakeRequest(env_id="Probe", num_envs=1)
         first = server.stub.Make.future(request, timeout=TIMEOUT)
@@ -918,6 +926,100 @@ def test_concurrent_makes_stay_within_the_session_limit():
         assert sessions == 1, f"{sessions} sessions on a server whose max_sessions is 1"
     finally:
         server.stop()
+
+
+@pytest.mark.unit
+def test_a_make_whose_answer_the_client_gave_up_on_leaves_no_session():
+    # Its deadline passed while the env was being made: nobody would ever close it.
+    server = ProbeServer(limits=serve.Limits(max_sessions=1))
+    gate, _ = slow_makes(server, "late")
+    try:
+        request = env_pb2.MakeRequest(env_id="Probe", num_envs=1, make_id="late")
+        assert_refused(server.stub.Make, request, Code.DEADLINE_EXCEEDED, timeout=0.3)
+        assert gate.entered.wait(TIMEOUT)
+        gate.released.set()
+        wait_for(lambda: server.made and server.made[0].closed, "the env made for nobody closed")
+        assert len(server.service.sessions) == 0
+        # Its room is given back: the one session this server holds can be made.
+        made = server.stub.Make(request, timeout=TIMEOUT)
+        assert len(server.service.sessions) == 1 and made.session_id
+    finally:
+        server.stop()
+
+
+@pytest.mark.unit
+def test_a_retried_make_gets_the_session_the_first_made_and_waits_for_it_meanwhile():
+    server = ProbeServer()
+    gate, entered = slow_makes(server, "retried")
+    try:
+        request = env_pb2.MakeRequest(env_id="Probe", num_envs=1, make_id="retried")
+        first = server.stub.Make.future(request, timeout=TIMEOUT)
+        assert gate.entered.wait(TIMEOUT)
+        # While the first is being made, the retry is told to try again (busy), by metadata.
+        error = refusal(server.stub.Make, request)
+        assert error.code() == Code.ABORTED and client.is_busy(error), error.details()
+        assert codec.BUSY_METADATA in tuple(error.trailing_metadata())
+        gate.released.set()
+        made = first.result()
+        again = server.stub.Make(request, timeout=TIMEOUT)
+        assert again == made and entered == ["Probe"]  # one session, its answer again
+        assert len(server.service.sessions) == 1
+        other = env_pb2.MakeRequest(env_id="Probe", num_envs=1, make_id="another")
+        assert server.stub.Make(other, timeout=TIMEOUT).session_id != made.session_id
+    finally:
+        server.stop()
+
+
+@pytest.mark.unit
+def test_the_client_retrying_a_late_make_ends_with_one_session(monkeypatch):
+    # Its first Make times out while the env is being made; the retries carry the same id.
+    monkeypatch.setattr(client, "MAKE_TIMEOUT_SECONDS", 0.3)
+    monkeypatch.setenv(client.ANSWER_VARIABLE, "0.3")
+    monkeypatch.setenv(client.RETRY_VARIABLE, "30")
+    server = ProbeServer()
+    gate, _ = slow_makes(server, "late")
+    tries = []
+    first_try = server.service._make_once
+
+    def counted(request, context):
+        tries.append(request.make_id)
+        if len(tries) == 2:
+            gate.released.set()  # the client gave up on the first: let it finish
+        return first_try(request, context)
+
+    server.service._make_once = counted
+    envs = client.RemoteVectorEnv(f"grpc://127.0.0.1:{server.port}/Probe", 1, stream=False)
+    try:
+        assert len(tries) >= 2 and len(set(tries)) == 1
+        assert len(server.service.sessions) == 1
+        # What was made for a try the client had given up on is closed; the last is its.
+        assert [env.closed for env in server.made] == [True] * (len(server.made) - 1) + [False]
+        envs.reset(seed=0)
+        assert envs.step(np.array([1]))[0].tolist() == [[1.0]]
+    finally:
+        envs.close()
+        server.stop()
+
+
+@pytest.mark.unit
+def test_busy_is_said_by_trailing_metadata_not_by_the_words(probes, monkeypatch):
+    monkeypatch.setattr(serve, "BUSY_WAIT_SECONDS", 0.2)
+    gate = probes.gate("busy")
+    slow = probes.session(gate="busy", block_at=1)
+    taken = probes.stub.Step.future(step_request(slow, np.array([1]), 1), timeout=TIMEOUT)
+    try:
+        assert gate.entered.wait(TIMEOUT)
+        error = refusal(probes.stub.Step, step_request(slow, np.array([1]), 1))
+        assert error.code() == Code.ABORTED and client.is_busy(error), error.details()
+    finally:
+        gate.released.set()
+    assert probe_obs(taken.result()) == [1.0]
+    # An ABORTED without the metadata is an error, whatever it says; with it, a retry.
+    retries = client.Retries(client.Connection("grpc://127.0.0.1:1/Probe"), "Step", 1.0)
+    with pytest.raises(EnvServerError, match="ABORTED: session s is busy"):
+        retries.after(Code.ABORTED, "session s is busy", busy=False)
+    retries.after(Code.ABORTED, "any words", busy=True)  # waits its backoff, then returns
+    retries.connection.close()
 
 
 @pytest.mark.unit
@@ -1313,6 +1415,104 @@ def test_a_stream_cancelled_mid_step_leaves_the_server_serving(probes):
         gate.released.set()
     assert probe_obs(stub.Step(step_request(slow, np.array([0]), 2), timeout=TIMEOUT)) == [2.0]
     assert probe_obs(stub.Step(step_request(slow, np.array([0]), 3), timeout=TIMEOUT)) == [3.0]
+
+
+class Blackhole:
+    """A TCP proxy to a local port that can vanish: it stops passing bytes either way but
+    keeps both connections open, as a machine cut off the network leaves them (half-open)."""
+
+    def __init__(self, target_port: int):
+        self.target_port = target_port
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        self.cut = threading.Event()
+        self.sockets = []
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        while True:
+            try:
+                inside, _ = self.listener.accept()
+            except OSError:  # closed
+                return
+            outside = socket.create_connection(("127.0.0.1", self.target_port))
+            self.sockets += [inside, outside]
+            for source, sink in ((inside, outside), (outside, inside)):
+                threading.Thread(target=self._pass, args=(source, sink), daemon=True).start()
+
+    def _pass(self, source, sink):
+        while True:
+            try:
+                data = source.recv(65536)
+                if not data or self.cut.is_set():
+                    return  # what comes after the cut is lost
+                sink.sendall(data)
+            except OSError:
+                return
+
+    def vanish(self):
+        self.cut.set()
+
+    def close(self):
+        self.listener.close()
+        for sock in self.sockets:
+            sock.close()
+
+
+@pytest.mark.unit
+def test_keepalive_pings_are_within_what_the_other_side_tolerates():
+    # The client's pings come no faster than the server takes them, or it would be refused.
+    options = dict(client.CHANNEL_OPTIONS)
+    assert options["grpc.keepalive_time_ms"] >= serve.MIN_CLIENT_PING_SECONDS * 1000
+    assert options["grpc.keepalive_timeout_ms"] < options["grpc.keepalive_time_ms"]
+    assert options["grpc.http2.ping_timeout_ms"] == options["grpc.keepalive_timeout_ms"]
+    assert options["grpc.http2.max_pings_without_data"] == 0  # pings during a long call too
+
+
+@pytest.mark.unit
+def test_the_server_frees_the_step_stream_of_a_client_that_vanished():
+    server = ProbeServer(keepalive_seconds=1.0, keepalive_timeout_seconds=1.0)
+    proxy = Blackhole(server.port)
+    channel = grpc.insecure_channel(f"127.0.0.1:{proxy.port}")
+    requests, responses = queued_stream(env_pb2_grpc.EnvServiceStub(channel))
+    try:
+        session = server.session()
+        requests.put(step_request(session, np.array([1]), 1))
+        assert probe_obs(next(responses)) == [1.0]
+        assert server.service._open_streams == 1
+        proxy.vanish()
+        cut = time.monotonic()
+        wait_for(lambda: server.service._open_streams == 0, "the stream freed", timeout=30)
+        # 1 s silent, then 1 s for the ping's answer; the rest is a loaded machine's.
+        assert time.monotonic() - cut < 10
+    finally:
+        requests.put(None)
+        responses.cancel()
+        channel.close()
+        proxy.close()
+        server.stop()
+
+
+@pytest.mark.unit
+def test_a_client_notices_a_vanished_server_by_keepalive_before_the_deadline(monkeypatch):
+    # A Step's deadline (60 s here) would notice it too, much later.
+    monkeypatch.setattr(client, "CHANNEL_OPTIONS", client.channel_options(1.0, 1.0))
+    monkeypatch.setenv(client.ANSWER_VARIABLE, "60")
+    monkeypatch.setenv(client.RETRY_VARIABLE, "0")
+    server, port, _ = serve.start_server(SERVED)
+    proxy = Blackhole(port)
+    envs = client.RemoteVectorEnv(f"grpc://127.0.0.1:{proxy.port}/CartPole-v1", 1, stream=False)
+    try:
+        envs.reset(seed=0)
+        proxy.vanish()
+        cut = time.monotonic()
+        with pytest.raises(EnvServerError, match="is unreachable"):
+            envs.step(np.array([0]))
+        assert time.monotonic() - cut < 10
+    finally:
+        envs.close()
+        proxy.close()
+        halt(server)
 
 
 @pytest.mark.unit

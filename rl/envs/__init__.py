@@ -3,6 +3,7 @@
 ``make.py`` turns a name into an env; ``registered.py`` holds the named
 constructors that add wrappers; ``catch.py`` is rl's own small image env;
 ``mujoco_log.py`` sends MuJoCo's warnings to the run folder, each said once;
+``watched.py`` bounds the waits for ``vectorization=async`` copies (a hung one is named);
 ``env_errors.py`` turns what an env raises in training or evaluation into one
 ``EnvError`` (imported where used: the env server runs without it). The
 two-player games' envs (rl/games/registered.py) sit above this package, since they load

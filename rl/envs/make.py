@@ -27,6 +27,7 @@ import rl.envs.atari as atari  # the module, not the package: rl.envs imports th
 import rl.envs.mujoco_log as mujoco_log  # the module, not the package (as atari above)
 from rl import registry
 from rl.envs.remote import address as remote_url
+from rl.envs.watched import WatchedAsyncVectorEnv
 from rl.errors import HParamsError, error_line
 
 # Gymnasium families that need more than rl's own requirements: the module
@@ -260,9 +261,9 @@ def bound_episodes(env: gym.Env, max_episode_steps: Optional[int]) -> gym.Env:
 
 def episode_cap(name: str, max_episode_steps: int) -> Optional[int]:
     """The cap ``make_env(name, max_episode_steps=...)`` puts on episodes: None when the
-    env has a limit of its own or is an env server's (the server caps its envs itself,
-    at DEFAULT_MAX_EPISODE_STEPS). A Gymnasium id's registration says whether it has a
-    limit; an env of rl's registry (a constructor) is made once to find out."""
+    env has a limit of its own or is an env server's (the server puts the cap the client
+    sends on the envs it finds without a limit). A Gymnasium id's registration says whether
+    it has a limit; an env of rl's registry (a constructor) is made once to find out."""
     if remote_url.is_remote(name) or atari.is_atari(name):
         return None  # the ALE caps episodes at 108,000 frames itself
     bare, kwargs = split_kwargs(name)
@@ -331,12 +332,13 @@ def make_env(
           of an env server (rl/envs/remote).
         render_mode: passed to the constructor, e.g. "rgb_array" for video.
         max_episode_steps: truncates the episodes of an env without a limit of its own
-          (``bound_episodes``; the hparam of that name); None: episodes as the env has them.
+          (``bound_episodes``; the hparam of that name); None: episodes as the env has them
+          (an env server's: at the server's default cap).
     """
     if remote_url.is_remote(name):
         from rl.envs.remote.client import RemoteEnv  # grpcio only when used
 
-        return _standard_wrappers(RemoteEnv(name, render_mode=render_mode))
+        return _standard_wrappers(RemoteEnv(name, render_mode, max_episode_steps))
     return _standard_wrappers(bound_episodes(make_raw_env(name, render_mode), max_episode_steps))
 
 
@@ -365,11 +367,11 @@ def make_vec_env(
     Args:
         name: a registered env name, a Gymnasium id or a grpc:// env server URL.
         num_envs: how many copies.
-        vectorization: "sync" (in this process) or "async" (one process each).
+        vectorization: "sync" (in this process) or "async" (one process each, watched:
+            a copy that hangs is one EnvError, rl/envs/watched.py).
         render_mode: passed to each copy.
-        max_episode_steps: the cap on episodes of an env without a limit (``make_env``);
-            an env server's copies are as the server makes them (capped at
-            DEFAULT_MAX_EPISODE_STEPS).
+        max_episode_steps: the cap on episodes of an env without a limit (``make_env``;
+            an env server's copies are capped there, at this cap).
     """
     if remote_url.is_remote(name):
         # One session of num_envs copies on the server, stepped in one call;
@@ -377,14 +379,16 @@ def make_vec_env(
         check_env_name(name)
         from rl.envs.remote.client import RemoteVectorEnv  # grpcio only when used
 
-        vec = RemoteVectorEnv(name, num_envs, render_mode=render_mode)
+        vec = RemoteVectorEnv(
+            name, num_envs, render_mode=render_mode, max_episode_steps=max_episode_steps
+        )
         return gym.wrappers.vector.RecordEpisodeStatistics(vec)
     factories = [env_factory(name, render_mode, max_episode_steps)] * num_envs
     mode = gym.vector.AutoresetMode.SAME_STEP
     if vectorization == "sync":
         vec = gym.vector.SyncVectorEnv(factories, autoreset_mode=mode)
     elif vectorization == "async":
-        vec = gym.vector.AsyncVectorEnv(factories, autoreset_mode=mode)
+        vec = WatchedAsyncVectorEnv(factories, name, autoreset_mode=mode)
     else:
         raise ValueError(f"unknown vectorization '{vectorization}': valid: sync, async")
     return gym.wrappers.vector.RecordEpisodeStatistics(vec)

@@ -128,9 +128,20 @@ class Chunk:
     seconds: float
 
 
+# An ErrorReport's kind when the worker's env server went away (an EnvServerError, after
+# the client's retries): the learner ends the run as without workers (exit 5); a restart
+# would only meet the same server.
+ENV_SERVER_GONE = "env_server"
+
+
 @dataclasses.dataclass(frozen=True)
 class ErrorReport:
     """Why a worker stopped (one line), sent before it exits."""
 
     worker: int
-    message: str
+    message: str  # "Type: its first line"; for ENV_SERVER_GONE, the error's own line
+    kind: str = ""  # ENV_SERVER_GONE, or "" for a failure a restart may mend
+
+    @property
+    def env_server_gone(self) -> bool:
+        return self.kind == ENV_SERVER_GONE

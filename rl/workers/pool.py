@@ -25,6 +25,7 @@ from multiprocessing.connection import Connection
 from typing import Any, Callable, Deque, Dict, List, Optional, Tuple
 
 from rl.agents.actor import PolicySnapshot
+from rl.errors import EnvServerError
 from rl.hparams.base import HParams, HParamsError
 from rl.processes import RL_ROOT, WORKER_TIMEOUT_SECONDS
 from rl.workers.link import CLOSED, Link
@@ -311,6 +312,7 @@ class ActorPool:
 
         Raises:
             WorkerFailure: workers failed more than ``max_restarts`` times in the window.
+            EnvServerError: a worker's env server went away (its ErrorReport says so).
             RoundAbandoned: ``give_up`` turned true before the round was complete.
         """
         self.snapshot = snapshot
@@ -348,6 +350,8 @@ class ActorPool:
         slot.last_heard = time.monotonic()
         if message is CLOSED:
             self._restart(slot, None, grace=STOP_GRACE_SECONDS)
+        elif isinstance(message, ErrorReport) and message.env_server_gone:
+            raise EnvServerError(message.message)  # the run ends as without workers
         elif isinstance(message, ErrorReport):  # it exits after saying why
             self._restart(slot, message.message, grace=STOP_GRACE_SECONDS)
         elif isinstance(message, Chunk):

@@ -26,10 +26,11 @@ import numpy as np
 from rl import plugins, seeding
 from rl.agents.actor import Actor, act_and_observe, build_actor
 from rl.envs import make_vec_env
-from rl.errors import error_line
+from rl.errors import EnvServerError, error_line
 from rl.games import registered as game_envs  # noqa: F401  (the games as envs, which a run may act in)
 from rl.processes import PR_SET_PDEATHSIG
 from rl.workers.messages import (
+    ENV_SERVER_GONE,
     RL_VARIABLE_PREFIX,
     STOP,
     Chunk,
@@ -178,6 +179,14 @@ def play_round(spec, actor, envs, obs, round_index: int, fresh: bool):
     return chunk, obs
 
 
+def error_report(worker: int, error: Exception) -> ErrorReport:
+    """What worker ``worker`` says of the ``error`` it stops with: an env server gone is
+    its own kind, in the words the learner says it in (as a run without workers does)."""
+    if isinstance(error, EnvServerError):
+        return ErrorReport(worker, error_line(error), ENV_SERVER_GONE)
+    return ErrorReport(worker, error_line(error, typed=True))
+
+
 def serve(conn: Connection) -> int:
     """Acts for the learner at the other end of ``conn`` until told to stop: takes its
     setup (if sent), loads its --plugins, plays rounds. A local process and a Ray actor
@@ -195,7 +204,7 @@ def serve(conn: Connection) -> int:
         return 0  # the learner closed the connection: nothing to report to
     except Exception as error:  # an env or policy failure: the learner restarts us
         try:
-            conn.send(ErrorReport(spec.index, error_line(error, typed=True)))
+            conn.send(error_report(spec.index, error))
         except OSError:
             pass
         raise

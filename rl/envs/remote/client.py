@@ -10,17 +10,21 @@ Every call has a deadline: a server that does not answer within
 $RL_ENV_SERVER_ANSWER_SECONDS (default 5; making envs may take longer) is taken as
 frozen, as one that cannot be reached is taken as gone. Either is said in one line and
 the call retried with backoff for $RL_ENV_SERVER_RETRY_SECONDS (default 30) from then;
-steps carry a sequence number, so a retried step is never taken twice. After that, or
+steps carry a sequence number, so a retried step is never taken twice, and a Make an id,
+so a retried Make gets the session the first made (the server closes one whose answer
+found the client gone). A call refused because its session is busy with the one that
+timed out is retried too (trailing metadata ``codec.BUSY_METADATA`` says so). After that, or
 when the server lost the session (it restarted), ``EnvServerError`` says so in one line.
 """
 
 import json
 import os
 import queue
+import secrets
 import sys
 import threading
 import time
-from typing import Any, Callable, Dict, Iterator, Optional, Tuple
+from typing import Any, Dict, Iterator, Optional, Tuple
 
 import grpc
 import gymnasium as gym
@@ -29,48 +33,49 @@ import numpy as np
 from rl.envs.remote import address as remote_url
 from rl.envs.remote import codec, env_pb2, env_pb2_grpc
 from rl.errors import EnvServerError, first_line
-from rl.processes import STOP_ASKED
+from rl.processes import (
+    MAX_WAIT_SECONDS,
+    STOP_ASKED,
+    answer_seconds_variable,
+    seconds_variable,
+)
 
 RETRY_VARIABLE = "RL_ENV_SERVER_RETRY_SECONDS"
 ANSWER_VARIABLE = "RL_ENV_SERVER_ANSWER_SECONDS"
 CA_VARIABLE = "RL_ENV_SERVER_CA"  # a PEM file of the CA certificates grpcs:// trusts
 DEFAULT_RETRY_SECONDS = 30.0
-MAX_WAIT_SECONDS = 86400.0  # a day: the most either variable may ask a run to wait
 DEFAULT_ANSWER_SECONDS = 5.0  # an answer in flight when a signal comes is awaited this long
 MAKE_TIMEOUT_SECONDS = 120.0  # making envs can be slow (loading a simulator)
 # What is retried: a server that cannot be reached, one that did not answer in time, and
-# (after that) one whose session is still busy with the call that timed out.
-RETRIED_CODES = (
-    grpc.StatusCode.UNAVAILABLE,
-    grpc.StatusCode.DEADLINE_EXCEEDED,
-    grpc.StatusCode.ABORTED,
-)
+# (after that) one whose session is still busy with the call that timed out (ABORTED with
+# codec.BUSY_METADATA).
+RETRIED_CODES = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
 FIRST_BACKOFF_SECONDS = 0.05
 MAX_BACKOFF_SECONDS = 2.0
 MAX_MESSAGE_BYTES = 256 * 1024 * 1024
-CHANNEL_OPTIONS = [
-    ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
-    ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
-    # A server machine that vanishes without closing the connection is noticed.
-    ("grpc.keepalive_time_ms", 60_000),
-    ("grpc.keepalive_timeout_ms", 10_000),
-]
+KEEPALIVE_SECONDS = 60.0  # a connection silent this long is pinged
+KEEPALIVE_TIMEOUT_SECONDS = 10.0  # a ping unanswered this long: the server is gone
 
 
-def seconds_variable(name: str, default: float, valid: Callable[[float], bool], what: str) -> float:
-    """The seconds environment variable ``name`` holds, else ``default``.
+def channel_options(
+    keepalive_seconds: float = KEEPALIVE_SECONDS,
+    keepalive_timeout_seconds: float = KEEPALIVE_TIMEOUT_SECONDS,
+) -> list:
+    """The options of a channel to an env server: message sizes, and keepalive pings, so
+    that a server machine that vanishes without closing the connection (half-open TCP)
+    is noticed even by a call still far from its deadline (a Make's); pings go on while
+    a call sends no data (gRPC's default stops after two)."""
+    return [
+        ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
+        ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
+        ("grpc.keepalive_time_ms", int(keepalive_seconds * 1000)),
+        ("grpc.keepalive_timeout_ms", int(keepalive_timeout_seconds * 1000)),
+        ("grpc.http2.ping_timeout_ms", int(keepalive_timeout_seconds * 1000)),  # as serve's
+        ("grpc.http2.max_pings_without_data", 0),
+    ]
 
-    Raises:
-        EnvServerError: it is text, or a number ``valid`` refuses (``what`` says which are not).
-    """
-    value = os.environ.get(name, "")
-    try:
-        seconds = float(value) if value else default
-    except ValueError:
-        seconds = float("nan")
-    if not valid(seconds):
-        raise EnvServerError(f"${name} must be a number of seconds, {what}, got {value!r}")
-    return seconds
+
+CHANNEL_OPTIONS = channel_options()
 
 
 def retry_seconds() -> float:
@@ -78,18 +83,17 @@ def retry_seconds() -> float:
     # nan or inf would retry for ever (a stall the user does not see), a negative number
     # not at all; a day is more than any restart of a server takes.
     return seconds_variable(
-        RETRY_VARIABLE, DEFAULT_RETRY_SECONDS, lambda s: 0 <= s <= MAX_WAIT_SECONDS, "0 to 86400"
+        RETRY_VARIABLE,
+        DEFAULT_RETRY_SECONDS,
+        lambda s: 0 <= s <= MAX_WAIT_SECONDS,
+        "0 to 86400",
+        EnvServerError,
     )
 
 
 def answer_seconds() -> float:
     """How long a call waits for the server's answer before it is taken as frozen."""
-    return seconds_variable(
-        ANSWER_VARIABLE,
-        DEFAULT_ANSWER_SECONDS,
-        lambda s: 0 < s <= MAX_WAIT_SECONDS,
-        "more than 0 and at most 86400",
-    )
+    return answer_seconds_variable(ANSWER_VARIABLE, DEFAULT_ANSWER_SECONDS, EnvServerError)
 
 
 def root_certificates() -> Optional[bytes]:
@@ -117,11 +121,16 @@ def queued_requests(requests: queue.SimpleQueue) -> Iterator:
         yield item
 
 
-def is_retried(code: grpc.StatusCode, details: str) -> bool:
-    """Whether a call that failed so is tried again (within the retry window)."""
-    if code == grpc.StatusCode.ABORTED:
-        return "busy" in details  # the session still runs the call that timed out
-    return code in RETRIED_CODES
+def is_busy(error: grpc.RpcError) -> bool:
+    """Whether the server refused the call because its session is busy with another (the
+    one that timed out): its trailing metadata says so, whatever its details' words."""
+    trailing = error.trailing_metadata() if hasattr(error, "trailing_metadata") else None
+    return error.code() == grpc.StatusCode.ABORTED and codec.BUSY_METADATA in tuple(trailing or ())
+
+
+def failure(error: grpc.RpcError) -> Tuple[grpc.StatusCode, str, bool]:
+    """(code, details, whether it is busy) of a failed call, for ``Retries.after``."""
+    return error.code(), (error.details() or "").strip(), is_busy(error)
 
 
 class Retries:
@@ -147,14 +156,15 @@ class Retries:
             return self.answer_seconds
         return max(min(self.answer_seconds, self.until - time.monotonic()), 0.001)
 
-    def after(self, code: grpc.StatusCode, details: str) -> None:
-        """Waits before the next try of a call that failed with ``code``.
+    def after(self, code: grpc.StatusCode, details: str, busy: bool = False) -> None:
+        """Waits before the next try of a call that failed with ``code`` (``busy``: refused
+        while its session was busy with another call).
 
         Raises:
             EnvServerError: the failure is not one to retry, or the window has passed.
         """
         connection = self.connection
-        if not is_retried(code, details):
+        if not (busy or code in RETRIED_CODES):
             raise connection.error(code, details)
         if STOP_ASKED.is_set():  # the run stops: a retry would only delay it
             raise EnvServerError(
@@ -284,7 +294,7 @@ class Connection:
                     request, timeout=retries.timeout(), metadata=self.metadata
                 )
             except grpc.RpcError as e:
-                retries.after(e.code(), (e.details() or "").strip())
+                retries.after(*failure(e))
 
     def error(self, code: grpc.StatusCode, details: str) -> EnvServerError:
         """One line saying what went wrong with the server (a failure not retried)."""
@@ -310,7 +320,13 @@ class _Session:
     """A session of ``num_envs`` copies on the server: make, reset, step, render, close."""
 
     def __init__(
-        self, url: str, num_envs: int, render_mode: Optional[str], autoreset: bool, stream: bool
+        self,
+        url: str,
+        num_envs: int,
+        render_mode: Optional[str],
+        autoreset: bool,
+        stream: bool,
+        max_episode_steps: Optional[int],
     ):
         self.connection = Connection(url)
         address = self.connection.address
@@ -322,6 +338,9 @@ class _Session:
                 kwargs_json=json.dumps(address.kwargs) if address.kwargs else "",
                 render_mode=render_mode or "",
                 autoreset=autoreset,
+                max_episode_steps=max_episode_steps,  # None: unset, the server's default
+                # The same in every try: a retry gets the session a late answer told of.
+                make_id=secrets.token_hex(16),
             ),
             timeout=max(MAKE_TIMEOUT_SECONDS, self.connection.answer_seconds),
         )
@@ -376,13 +395,14 @@ class _Session:
                 response = next(self._responses)
             except grpc.RpcError as e:
                 late = self._watchdog.disarm()
-                code = grpc.StatusCode.DEADLINE_EXCEEDED if late else e.code()
-                details = (e.details() or "").strip()
+                code, details, busy = failure(e)
+                if late:
+                    code = grpc.StatusCode.DEADLINE_EXCEEDED
                 self._end_stream()
                 if code == grpc.StatusCode.RESOURCE_EXHAUSTED and "stream" in details:
                     self.stream = False  # the server's streams are all taken: unary calls
                     return self.connection.call("Step", request)
-                retries.after(code, details)  # then resend the same seq on a new stream
+                retries.after(code, details, busy)  # then resend the same seq on a new stream
             else:
                 if self._watchdog.disarm():
                     self._end_stream()  # cancelled as the answer came: the next step opens another
@@ -447,7 +467,12 @@ class RemoteVectorEnv(gym.vector.VectorEnv):
     """``num_envs`` copies of a served env, stepped in one call per step (SAME_STEP autoreset)."""
 
     def __init__(
-        self, url: str, num_envs: int, render_mode: Optional[str] = None, stream: bool = True
+        self,
+        url: str,
+        num_envs: int,
+        render_mode: Optional[str] = None,
+        stream: bool = True,
+        max_episode_steps: Optional[int] = None,
     ):
         """Opens a session on the server.
 
@@ -457,8 +482,12 @@ class RemoteVectorEnv(gym.vector.VectorEnv):
           render_mode: None or "rgb_array" (frames travel over the wire).
           stream: step over one bidirectional stream (faster: no per-call set-up) instead
             of one unary call per step.
+          max_episode_steps: the server cuts the episodes of an env without a time limit
+            of its own there (None: at the server's default, DEFAULT_MAX_EPISODE_STEPS).
         """
-        self._session = _Session(url, num_envs, render_mode, autoreset=True, stream=stream)
+        self._session = _Session(
+            url, num_envs, render_mode, True, stream=stream, max_episode_steps=max_episode_steps
+        )
         self.url = url
         self.num_envs = num_envs
         self.render_mode = render_mode
@@ -525,14 +554,17 @@ class RemoteVectorEnv(gym.vector.VectorEnv):
 class RemoteEnv(gym.Env):
     """One served env: the client calls reset when an episode ends (no autoreset)."""
 
-    def __init__(self, url: str, render_mode: Optional[str] = None):
+    def __init__(
+        self, url: str, render_mode: Optional[str] = None, max_episode_steps: Optional[int] = None
+    ):
         """Opens a one-copy session on the server.
 
         Args:
           url: grpc[s]://host:port/ENV_ID[?kwargs].
           render_mode: None or "rgb_array".
+          max_episode_steps: as for ``RemoteVectorEnv``.
         """
-        self._session = _Session(url, 1, render_mode, autoreset=False, stream=False)
+        self._session = _Session(url, 1, render_mode, False, False, max_episode_steps)
         self.url = url
         self.render_mode = render_mode
         self.observation_space = self._session.observation_space

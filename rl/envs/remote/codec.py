@@ -30,6 +30,12 @@ MAX_DEPTH = 16  # nesting of Tuple/Dict spaces and values
 MAX_RANK = 32
 
 
+# The trailing metadata of a call refused because its session is busy with another (a
+# call the client gave up on, still running): the client retries it; an ABORTED status
+# without it is an error like any other.
+BUSY_METADATA = ("rl-session-busy", "1")
+
+
 class CodecError(ValueError):
     """A message that does not decode into what it claims to be."""
 

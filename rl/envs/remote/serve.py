@@ -48,7 +48,7 @@ from rl.envs.remote.address import (
     token_from_environment,
 )
 from rl.errors import PluginError, UnknownNameError, error_line, one_line
-from rl.fields import DEFAULT_MAX_EPISODE_STEPS
+from rl.fields import DEFAULT_MAX_EPISODE_STEPS, MAX_STEPS
 from rl.version import __version__
 
 LOG = logging.getLogger("rl.envs.remote.serve")
@@ -57,6 +57,14 @@ HEALTH_PREFIX = "/grpc.health.v1.Health/"
 BUSY_WAIT_SECONDS = 5.0  # a second call on a session waits this long for the first
 RESERVED_THREADS = 4  # server threads kept from step streams, for unary calls and health
 STOP_POLL_SECONDS = 0.2  # how late a stop signal may be noticed (see main)
+# A client that vanished without closing its connection (its machine lost, a half-open
+# TCP connection) is noticed by pinging it, and the server thread its step stream holds
+# is freed: a connection silent this long is pinged, and closed if the ping is not
+# answered within the timeout.
+KEEPALIVE_SECONDS = 60.0
+KEEPALIVE_TIMEOUT_SECONDS = 10.0
+# How often a client may ping (rl's client pings every client.KEEPALIVE_SECONDS).
+MIN_CLIENT_PING_SECONDS = 30.0
 
 
 class Limits(NamedTuple):
@@ -70,20 +78,42 @@ class Limits(NamedTuple):
 class Refusal(Exception):
     """A request the server answers with a status instead of serving."""
 
-    def __init__(self, code: grpc.StatusCode, message: str):
+    def __init__(self, code: grpc.StatusCode, message: str, trailing: tuple = ()):
+        """Args:
+        code: the status.
+        message: its details.
+        trailing: trailing metadata pairs (``codec.BUSY_METADATA``: retry the call).
+        """
         super().__init__(message)
         self.code = code
+        self.trailing = trailing
 
 
 def invalid(message: str) -> Refusal:
     return Refusal(grpc.StatusCode.INVALID_ARGUMENT, message)
 
 
+def busy(message: str) -> Refusal:
+    """ABORTED with ``codec.BUSY_METADATA``: the client tries again."""
+    return Refusal(grpc.StatusCode.ABORTED, message, (codec.BUSY_METADATA,))
+
+
 class Session:
     """``num_envs`` copies of one env, with what a correct step sequence needs."""
 
-    def __init__(self, session_id: str, env_id: str, envs: List[gym.Env], autoreset: bool, seed):
+    def __init__(
+        self,
+        session_id: str,
+        env_id: str,
+        envs: List[gym.Env],
+        autoreset: bool,
+        seed,
+        made: env_pb2.MakeResponse,
+        make_id: str = "",
+    ):
         self.id = session_id
+        self.made = made  # the Make answer, again for a retried Make (``make_id``)
+        self.make_id = make_id
         self.env_id = env_id
         self.envs = envs
         self.autoreset = autoreset
@@ -164,6 +194,11 @@ class SessionTable:
         session.last_used = time.monotonic()
         return session
 
+    def made_by(self, make_id: str) -> Optional[Session]:
+        """The session a Make with ``make_id`` made, if it is still open."""
+        with self._lock:
+            return next((s for s in self._sessions.values() if s.make_id == make_id), None)
+
     def pop(self, session_id: str) -> Optional[Session]:
         with self._lock:
             return self._sessions.pop(session_id, None)
@@ -212,10 +247,7 @@ def env_maker(env_ids: Sequence[str]):
             check_env_name(env_id)
         except UnknownNameError as e:
             raise Refusal(grpc.StatusCode.NOT_FOUND, str(e)) from None
-        # Bounded as a run's own envs are by default: a client's loop always ends.
-        return bound_episodes(
-            make_raw_env(env_id, render_mode, **kwargs), DEFAULT_MAX_EPISODE_STEPS
-        )
+        return make_raw_env(env_id, render_mode, **kwargs)  # EnvService bounds its episodes
 
     return make
 
@@ -235,12 +267,16 @@ class EnvService(env_pb2_grpc.EnvServiceServicer):
         self._open_streams = 0
         self._streams_lock = threading.Lock()
         self._ids = itertools.count(1)
+        self._making: set = set()  # the make_ids of Makes under way
+        self._making_lock = threading.Lock()
 
     # --- plumbing: every handler turns refusals and surprises into statuses ------
     def _serve(self, context, handler, *args):
         try:
             return handler(*args)
         except Refusal as refusal:
+            if refusal.trailing:
+                context.set_trailing_metadata(refusal.trailing)
             context.abort(refusal.code, str(refusal))
         except codec.CodecError as e:
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(e))
@@ -252,9 +288,8 @@ class EnvService(env_pb2_grpc.EnvServiceServicer):
     def _locked(self, session: Session):
         """Holds the session for one call; a second caller waits a moment, then is refused."""
         if not session.lock.acquire(timeout=BUSY_WAIT_SECONDS):
-            raise Refusal(
-                grpc.StatusCode.ABORTED,
-                f"session {session.id} is busy with another call: a session takes one call at a time",
+            raise busy(
+                f"session {session.id} is busy with another call: a session takes one call at a time"
             )
         try:
             yield
@@ -264,9 +299,27 @@ class EnvService(env_pb2_grpc.EnvServiceServicer):
 
     # --- Make --------------------------------------------------------------------
     def Make(self, request, context):
-        return self._serve(context, self._make, request)
+        return self._serve(context, self._make_once, request, context)
 
-    def _make(self, request: env_pb2.MakeRequest) -> env_pb2.MakeResponse:
+    def _make_once(self, request: env_pb2.MakeRequest, context) -> env_pb2.MakeResponse:
+        """``_make`` for a Make not seen before; a retried one (its ``make_id`` again) gets
+        the session the first made, or is told to wait while the first is being made."""
+        make_id = request.make_id
+        if make_id:
+            with self._making_lock:
+                made = self.sessions.made_by(make_id)
+                if made is not None:
+                    return made.made
+                if make_id in self._making:
+                    raise busy(f"the Make {make_id} is still being made")
+                self._making.add(make_id)
+        try:
+            return self._make(request, context)
+        finally:
+            with self._making_lock:
+                self._making.discard(make_id)
+
+    def _make(self, request: env_pb2.MakeRequest, context) -> env_pb2.MakeResponse:
         if request.num_envs < 1:
             raise invalid(f"num_envs must be at least 1, got {request.num_envs}")
         if request.render_mode not in ("", "rgb_array"):
@@ -274,14 +327,15 @@ class EnvService(env_pb2_grpc.EnvServiceServicer):
         kwargs = codec.decode_json_object(request.kwargs_json, "kwargs_json")
         seed = request.seed if request.HasField("seed") else None
         check_seed(seed)
+        cap = session_episode_cap(request)
         self.sessions.reserve(request.num_envs)
         envs: List[gym.Env] = []
         session_id = f"{next(self._ids)}-{secrets.token_hex(8)}"
         try:
             for _ in range(request.num_envs):
-                envs.append(self.make_env(request.env_id, request.render_mode or None, kwargs))
-            spec = envs[0].spec
-            limit = (spec.max_episode_steps or 0) if spec is not None else 0
+                env = self.make_env(request.env_id, request.render_mode or None, kwargs)
+                envs.append(bound_episodes(env, cap))  # a client's loop always ends
+            limit = time_limit(envs[0])
             # The whole answer is built before the session exists: a refusal leaves nothing.
             response = env_pb2.MakeResponse(
                 session_id=session_id,
@@ -303,7 +357,13 @@ class EnvService(env_pb2_grpc.EnvServiceServicer):
                     f"env {request.env_id!r} could not be made: {error_line(e, typed=True)}"
                 ) from None
             raise
-        session = Session(session_id, request.env_id, envs, request.autoreset, seed)
+        if not context.is_active():  # the client gave up on the answer: nobody holds this
+            _close_all(envs)
+            self.sessions.release(request.num_envs)
+            raise Refusal(grpc.StatusCode.CANCELLED, "the client gave up on this Make")
+        session = Session(
+            session_id, request.env_id, envs, request.autoreset, seed, response, request.make_id
+        )
         self.sessions.add(session)
         LOG.info("session %s: %d x %s", session_id, len(envs), request.env_id)
         return response
@@ -469,6 +529,30 @@ class EnvService(env_pb2_grpc.EnvServiceServicer):
             session.close()
         LOG.info("session %s closed", session.id)
         return env_pb2.CloseResponse()
+
+
+def session_episode_cap(request: env_pb2.MakeRequest) -> int:
+    """The cap on the episodes of a session's envs without a time limit of their own: the
+    client's (a run's max_episode_steps), else the default of that hparam (a client from
+    before the field). INVALID_ARGUMENT outside the hparam's range."""
+    if not request.HasField("max_episode_steps"):
+        return DEFAULT_MAX_EPISODE_STEPS
+    cap = request.max_episode_steps
+    if not 1 <= cap <= MAX_STEPS:
+        raise invalid(f"max_episode_steps must be 1 to {MAX_STEPS}, got {cap}")
+    return cap
+
+
+def time_limit(env: gym.Env) -> int:
+    """The steps at which ``env`` truncates its episodes: its outermost TimeLimit's (the
+    cap put on it here, or its own), else its spec's; 0 if it has none."""
+    layer = env
+    while isinstance(layer, gym.Wrapper):
+        if isinstance(layer, gym.wrappers.TimeLimit):
+            return layer._max_episode_steps  # no public name in Gymnasium
+        layer = layer.env
+    spec = env.spec
+    return (spec.max_episode_steps or 0) if spec is not None else 0
 
 
 def check_seed(seed: Optional[int]) -> None:
@@ -663,6 +747,8 @@ def start_server(
     limits: Limits = Limits(),
     threads: Optional[int] = None,
     tls: Optional[tuple] = None,
+    keepalive_seconds: float = KEEPALIVE_SECONDS,
+    keepalive_timeout_seconds: float = KEEPALIVE_TIMEOUT_SECONDS,
 ):
     """Starts serving in background threads; returns (grpc server, port, EnvService).
 
@@ -675,6 +761,8 @@ def start_server(
       threads: calls served at once (default: max_sessions + RESERVED_THREADS, so every
         session can hold a step stream).
       tls: (private key PEM bytes, certificate chain PEM bytes), or None for plaintext.
+      keepalive_seconds: a connection silent this long is pinged.
+      keepalive_timeout_seconds: a ping unanswered this long closes its connection.
     """
     # Threads: one per open stream, plus RESERVED_THREADS for unary calls and health checks.
     threads = threads or limits.max_sessions + RESERVED_THREADS
@@ -683,8 +771,12 @@ def start_server(
         ("grpc.max_receive_message_length", limits.max_message_bytes),
         ("grpc.max_send_message_length", limits.max_message_bytes),
         ("grpc.so_reuseport", 0),  # a second server on a taken port fails instead of sharing
-        # Clients ping every minute to notice a vanished server; tolerate that.
-        ("grpc.http2.min_recv_ping_interval_without_data_ms", 30_000),
+        ("grpc.keepalive_time_ms", int(keepalive_seconds * 1000)),
+        ("grpc.keepalive_timeout_ms", int(keepalive_timeout_seconds * 1000)),
+        # grpcio 1.85 times a keepalive ping out by this one, not the one above (tested).
+        ("grpc.http2.ping_timeout_ms", int(keepalive_timeout_seconds * 1000)),
+        # Clients ping to notice a vanished server; tolerate that.
+        ("grpc.http2.min_recv_ping_interval_without_data_ms", int(MIN_CLIENT_PING_SECONDS * 1000)),
         ("grpc.http2.max_ping_strikes", 0),
     ]
     interceptors = [TokenCheck(token)] if token else []
