@@ -935,8 +935,11 @@ def test_a_make_whose_answer_the_client_gave_up_on_leaves_no_session():
     gate, _ = slow_makes(server, "late")
     try:
         request = env_pb2.MakeRequest(env_id="Probe", num_envs=1, make_id="late")
-        assert_refused(server.stub.Make, request, Code.DEADLINE_EXCEEDED, timeout=0.3)
+        # A deadline long enough for the server to start making the env on a loaded
+        # machine; it passes while the env waits at the gate.
+        late = server.stub.Make.future(request, timeout=3)
         assert gate.entered.wait(TIMEOUT)
+        assert late.exception(TIMEOUT).code() == Code.DEADLINE_EXCEEDED
         gate.released.set()
         wait_for(lambda: server.made and server.made[0].closed, "the env made for nobody closed")
         assert len(server.service.sessions) == 0
