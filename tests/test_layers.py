@@ -1,10 +1,12 @@
-"""rl's import layers (declared once, in .importlinter) and the absence of import circles.
+"""rl's import layers and scripts/bench's (declared once, in .importlinter) and the
+absence of import circles in rl.
 
 The layers are checked by import-linter, in process, as ``lint-imports`` does from the
 repository root; the circles by grimp, the graph library under it (import-linter's own
 acyclic contract works on packages, and rl.algos and rl.models import each other's
-modules without a circle among the modules). Each check is also run on a copy of rl with
-one planted upward import, and must fail naming that import.
+modules without a circle among the modules). Each check is also run on copies of rl and
+scripts with planted imports (upward, between siblings, a circle through a package's
+``__init__.py``), and must fail naming each.
 """
 
 import os
@@ -22,7 +24,8 @@ pytestmark = pytest.mark.unit
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CONFIG = os.path.join(ROOT, ".importlinter")
-PLANTED = "rl_planted"
+SUFFIX = "_planted"
+PLANTED = f"rl{SUFFIX}"
 
 
 def lint_layers(config: str) -> bool:
@@ -45,7 +48,9 @@ def package_edges(graph, package: str) -> Dict[str, Set[str]]:
     package is left out: rl/__init__.py is the public face, whose one late import
     (rl.experiment) runs only when a user reads ``rl.Experiment``, never from rl's modules.
     """
-    edges = {module: set(graph.find_modules_directly_imported_by(module)) for module in graph.modules}
+    edges = {
+        module: set(graph.find_modules_directly_imported_by(module)) for module in graph.modules
+    }
     for importer, imported_modules in edges.items():
         for imported in list(imported_modules):
             for above in packages_above(imported, package):
@@ -127,7 +132,7 @@ def test_rl_keeps_its_layers(capsys):
     report = capsys.readouterr().out
     print(report)  # shown by pytest when the test fails: the import chains, with lines
     assert kept, report
-    assert "1 kept, 0 broken" in report
+    assert "2 kept, 0 broken" in report
 
 
 def test_rl_has_no_import_circle():
@@ -137,37 +142,38 @@ def test_rl_has_no_import_circle():
 
 @pytest.fixture
 def rl_copy(tmp_path, monkeypatch):
-    """A copy of rl named rl_planted (importable) and its import-linter config."""
-    shutil.copytree(
-        os.path.join(ROOT, "rl"),
-        tmp_path / PLANTED,
-        ignore=shutil.ignore_patterns("__pycache__", "*.so"),
-    )
-    for path in (tmp_path / PLANTED).rglob("*.py"):
+    """Copies of rl and scripts named rl_planted and scripts_planted (importable), and
+    their import-linter config."""
+    for package in ("rl", "scripts"):
+        shutil.copytree(
+            os.path.join(ROOT, package),
+            tmp_path / f"{package}{SUFFIX}",
+            ignore=shutil.ignore_patterns("__pycache__", "*.so"),
+        )
+    for path in tmp_path.rglob("*.py"):
         text = path.read_text()
-        path.write_text(re.sub(r"\b(from|import) rl\b", rf"\1 {PLANTED}", text))
+        path.write_text(re.sub(r"\b(from|import) (rl|scripts)\b", rf"\1 \2{SUFFIX}", text))
     config = open(CONFIG).read()
-    config = re.sub(r"(root_package = )rl\n", rf"\1{PLANTED}\n", config)
-    config = re.sub(r"(containers =\n\s+)rl\n", rf"\1{PLANTED}\n", config)
+    config = re.sub(r"^(\s+)(rl|scripts)(\.bench)?$", rf"\1\2{SUFFIX}\3", config, flags=re.M)
     (tmp_path / "importlinter.ini").write_text(config)
     monkeypatch.syspath_prepend(str(tmp_path))
     return tmp_path
 
 
 def plant(copy, module_file: str, statement: str) -> int:
-    """Appends ``statement`` to ``module_file`` of the copy; returns its line number."""
-    path = copy / PLANTED / module_file
-    line = len(path.read_text().splitlines()) + 1
+    """Appends ``statement`` to ``module_file`` (a path in the copy, "rl_planted/files.py");
+    returns the line number of its last line."""
+    path = copy / module_file
     with open(path, "a") as f:
         f.write(f"{statement}  # noqa: E402\n")
-    return line
+    return len(path.read_text().splitlines())
 
 
 @pytest.fixture
 def planted_copy(rl_copy):
     """The copy whose rl/files.py imports rl.experiment at its end (an upward import, and
     a circle: the experiment imports files), and its config."""
-    line = plant(rl_copy, "files.py", f"import {PLANTED}.experiment")
+    line = plant(rl_copy, f"{PLANTED}/files.py", f"import {PLANTED}.experiment")
     return rl_copy / "importlinter.ini", line
 
 
@@ -177,7 +183,7 @@ def test_an_upward_import_breaks_the_layers_naming_the_import(planted_copy, caps
     report = capsys.readouterr().out
     print(report)
     assert not kept
-    assert "0 kept, 1 broken" in report
+    assert "1 kept, 1 broken" in report
     assert f"{PLANTED}.files is not allowed to import {PLANTED}.experiment:" in report
     assert f"{PLANTED}.files -> {PLANTED}.experiment (l.{line})" in report
 
@@ -199,8 +205,10 @@ def test_a_planted_circle_is_found_naming_the_import(planted_copy):
         ("envs/make.py", "envs.make", f"from {PLANTED}.envs import mujoco_log"),
     ],
 )
-def test_a_planted_circle_through_a_package_init_is_found(rl_copy, module_file, importer, statement):
-    line = plant(rl_copy, module_file, statement)
+def test_a_planted_circle_through_a_package_init_is_found(
+    rl_copy, module_file, importer, statement
+):
+    line = plant(rl_copy, f"{PLANTED}/{module_file}", statement)
     importer, package = f"{PLANTED}.{importer}", f"{PLANTED}.envs"
     plain = grimp.build_graph(PLANTED, cache_dir=None)
     assert package not in plain.find_modules_directly_imported_by(importer)  # grimp alone misses it
@@ -209,3 +217,26 @@ def test_a_planted_circle_through_a_package_init_is_found(rl_copy, module_file, 
     lines = circle.splitlines()
     assert f"  {importer} -> {package} (l.{line}, runs {package}'s __init__)" in lines
     assert any(text.startswith(f"  {package} -> {PLANTED}.envs.registered (l.") for text in lines)
+
+
+def test_a_late_upward_import_a_sibling_import_and_an_unplaced_module_break_the_bench_layers(
+    rl_copy, capsys
+):
+    bench = f"scripts{SUFFIX}.bench"
+    late = plant(
+        rl_copy,
+        f"scripts{SUFFIX}/bench/children.py",
+        f"\n\ndef late():\n    from {bench} import cli",
+    )
+    sibling = plant(
+        rl_copy, f"scripts{SUFFIX}/bench/suite.py", f"from {bench}.tables import run_table"
+    )
+    (rl_copy / f"scripts{SUFFIX}" / "bench" / "extra.py").write_text("")
+    kept = lint_layers(str(rl_copy / "importlinter.ini"))
+    report = capsys.readouterr().out
+    print(report)
+    assert not kept
+    assert "1 kept, 1 broken" in report
+    assert f"{bench}.children -> {bench}.cli (l.{late})" in report
+    assert f"{bench}.suite -> {bench}.tables (l.{sibling})" in report
+    assert f"- {bench}.extra" in report
