@@ -26,7 +26,9 @@ import os
 import re
 import secrets
 import signal
+import subprocess
 import sys
+import tempfile
 import threading
 import time
 from concurrent import futures
@@ -753,9 +755,6 @@ def launch(
     Raises:
       RuntimeError: with the server's output if it exited or said nothing in time.
     """
-    import subprocess
-    import tempfile
-
     command = [python, "-m", "rl.envs.remote.serve", "--env", env_ids, "--port", str(port), *args]
     # The log goes to a file: an unread pipe would fill up and block the server.
     stderr = open(log, "a+") if log else tempfile.TemporaryFile(mode="w+")
