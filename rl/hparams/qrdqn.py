@@ -9,7 +9,7 @@ import dataclasses
 
 from rl import registry
 from rl.fields import bounded, one_of
-from rl.hparams.dqn import DQNHParams
+from rl.hparams.dqn import CARTPOLE_DQN_SETTINGS, DQNHParams
 
 
 @dataclasses.dataclass(frozen=True)
@@ -38,28 +38,7 @@ def qrdqn_cartpole() -> QRDQNHParams:
     # env steps, on 100k steps), its double-Q target included, with RL-Zoo's 10 quantiles
     # for its CartPole QR-DQN. With the paper's target (double_q off) one seed reached 500
     # at 80k and 90k steps and ended on 439.
-    return qrdqn_base().replace(
-        env="CartPole-v1",
-        num_quantiles=10,
-        double_q=True,
-        num_envs=4,
-        hidden_sizes=(256, 256),
-        learning_rate=2.3e-3,
-        anneal_learning_rate=True,
-        gamma=0.99,
-        buffer_size=100_000,
-        batch_size=64,
-        learning_starts=1_000,
-        train_interval=256,
-        gradient_steps=128,
-        target_update_interval=512,
-        epsilon_start=1.0,
-        epsilon_end=0.04,
-        epsilon_decay_steps=16_000,
-        train_steps=100_000,
-        eval_interval=10_000,
-        checkpoint_interval=10_000,
-    )
+    return qrdqn_base().replace(**CARTPOLE_DQN_SETTINGS, num_quantiles=10, double_q=True)
 
 
 @registry.hparams.register
