@@ -154,7 +154,8 @@ def rl_copy(tmp_path, monkeypatch):
         text = path.read_text()
         path.write_text(re.sub(r"\b(from|import) (rl|scripts)\b", rf"\1 \2{SUFFIX}", text))
     config = open(CONFIG).read()
-    config = re.sub(r"^(\s+)(rl|scripts)(\.bench)?$", rf"\1\2{SUFFIX}\3", config, flags=re.M)
+    # The packages' names where the config names modules: "    rl", "    rl.envs.check -> ..."
+    config = re.sub(r"(?<![\w.])(rl|scripts)(?=\.\w|$)", rf"\1{SUFFIX}", config, flags=re.M)
     (tmp_path / "importlinter.ini").write_text(config)
     monkeypatch.syspath_prepend(str(tmp_path))
     return tmp_path
