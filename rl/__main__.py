@@ -2,12 +2,13 @@
 
 import sys
 
+from rl import catalog
+
 
 def main(argv: list) -> int:
     if argv[1:] != ["list"]:
         print("usage: python -m rl list", file=sys.stderr)
         return 2
-    from rl import catalog
 
     print(catalog.list_all(gymnasium=True))
     return 0

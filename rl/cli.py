@@ -6,12 +6,14 @@ exit code 2, raised before anything is written.
 """
 
 import dataclasses
+import difflib
 import json
 import math
 import os
 import re
 import signal
 import sys
+import warnings
 from typing import Any, Callable, Dict, List, NoReturn, Optional
 
 from absl import flags
@@ -378,8 +380,6 @@ def parse_flags_or_exit(argv: List[str]) -> List[str]:
 
 def unknown_flag_message(error: flags.UnrecognizedFlagError) -> str:
     """absl's "Unknown command line flag 'x'", with the nearest flags and where all are."""
-    import difflib
-
     ours = [flag.name for flag in FLAGS.get_flags_for_module(__name__)]
     near = difflib.get_close_matches(error.flagname, ours, n=3)
     hint = f"did you mean {', '.join('--' + name for name in near)}? " if near else ""
@@ -606,8 +606,6 @@ def train_or_test(argv: List[str]) -> int:
 def say_gymnasium_warnings_once() -> None:
     """Gymnasium's warnings (an outdated env id, a Box cast to float32) as ``rl: warning:``
     lines, each once: it warns in colour, with its own source line, at every env made."""
-    import warnings
-
     shown = set()
     default = warnings.showwarning
 

@@ -7,8 +7,11 @@ without importing anything else of rl.
 """
 
 import contextlib
+import ctypes
 import os
+import signal
 import sys
+import tempfile
 import threading
 from typing import Callable, Dict, Optional, Type
 
@@ -76,9 +79,6 @@ def die_with_parent_hook() -> Optional[Callable[[], None]]:
     """
     if not sys.platform.startswith("linux"):
         return None
-    import ctypes
-    import signal
-
     try:
         prctl = ctypes.CDLL(None, use_errno=True).prctl  # looked up before the fork
     except (OSError, AttributeError):
@@ -124,8 +124,6 @@ def captured_stderr():
     flushed first, and descriptor 2 is restored before an exception leaves the block.
     A native crash inside the block takes what it wrote with it.
     """
-    import tempfile
-
     captured = CapturedStderr()
     sys.stderr.flush()
     with tempfile.TemporaryFile() as sink:

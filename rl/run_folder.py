@@ -21,6 +21,7 @@ and the logbook, and restores and saves them together.
 from __future__ import annotations
 
 import collections
+import gc
 import glob
 import json
 import os
@@ -240,8 +241,6 @@ def _lock_path(output_dir: str) -> str:
 def check_not_in_use(output_dir: str) -> None:
     """Refuses a run folder that another process, or a live Experiment of this one, is
     training (it holds train.lock)."""
-    import gc
-
     try:
         holder = lock_holder(_lock_path(output_dir))
         if holder == str(os.getpid()):
@@ -264,8 +263,6 @@ def lock_run_folder(output_dir: str) -> BinaryIO:
     Raises:
         RunConflictError: another process (or an Experiment of this one) holds it.
     """
-    import gc
-
     path = _lock_path(output_dir)
     try:
         os.makedirs(output_dir, exist_ok=True)

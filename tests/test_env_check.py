@@ -226,6 +226,28 @@ def test_an_env_served_over_grpc_is_checked_through_its_url():
 
 
 @pytest.mark.process
+def test_rl_game_envs_are_checked_through_the_command_line():
+    # The game envs sit above rl.envs; the command knows them through rl/catalog.py.
+    proc = run_module("tictactoe_lookahead", "--episodes", "2")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.splitlines()[-1] == f"{len(CHECK_NAMES)} PASS, 0 WARN, 0 FAIL", proc.stdout
+
+
+@pytest.mark.process
+@pytest.mark.skipif(importlib.util.find_spec("grpc") is None, reason="needs the remote extra")
+def test_the_env_server_serves_rl_game_envs():
+    from rl.envs.remote.serve import launch
+
+    server, port = launch("tictactoe")  # refused as an unknown env without the catalog
+    try:
+        results = check.run_checks(f"grpc://127.0.0.1:{port}/tictactoe", episodes=2)
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+    assert check.exit_code(results) == 0, check.format_report("served tictactoe", results)
+
+
+@pytest.mark.process
 def test_unknown_env_exits_2_with_one_line_naming_valid_choices():
     proc = run_module("CartPol-v1")
     assert proc.returncode == 2

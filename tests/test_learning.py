@@ -131,7 +131,7 @@ def test_rainbow_cartpole_reaches_475_within_50k_steps(tmp_path):
 
 
 def test_qrdqn_cartpole_reaches_475_within_100k_steps(tmp_path):
-    # QR-DQN (10 quantiles per action) on dqn_cartpole's settings.
+    # QR-DQN (10 quantiles per action) on dqn_cartpole's settings; seed 0 holds 500 from 40k.
     evals = train_evals("qrdqn_cartpole", tmp_path)
     assert evals[-1]["step"] == 100_000
     assert evals[-1]["return_mean"] >= 475, [e["return_mean"] for e in evals]

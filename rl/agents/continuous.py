@@ -33,13 +33,7 @@ class TD3Learner(Learner):
 
     def __init__(self, hp, observation_space, action_space):
         super().__init__(hp, observation_space, action_space)
-        self.check_divisible("batch_size", hp.batch_size)
-        self.memory = ReplayFeed(hp, observation_space, action_space)
-        self.losses = self.grad_comp
-        self.target_model = self.build_model()
-        soft_update(self.target_model.variables, self.model.variables, 1.0)
-        self.optimizer, self.actor_optimizer = critic_and_policy_optimizers(hp, self.model)
-        self._compiled_update = self.compile_update(self._update_step)
+        build_replay_targets_and_optimizers(self, observation_space, action_space)
 
     @classmethod
     def exploration_schedule(cls, hp):
@@ -135,13 +129,7 @@ class SACLearner(Learner):
         size = int(np.prod(action_space.shape))
         self.target_entropy = float(-size if hp.target_entropy is None else hp.target_entropy)
         super().__init__(hp, observation_space, action_space)
-        self.check_divisible("batch_size", hp.batch_size)
-        self.memory = ReplayFeed(hp, observation_space, action_space)
-        self.losses = self.grad_comp
-        self.target_model = self.build_model()
-        soft_update(self.target_model.variables, self.model.variables, 1.0)
-        self.optimizer, self.actor_optimizer = critic_and_policy_optimizers(hp, self.model)
-        self._compiled_update = self.compile_update(self._update_step)
+        build_replay_targets_and_optimizers(self, observation_space, action_space)
         self.alpha_optimizer = build_optimizer(hp, hp.learning_rate)
         self.alpha_optimizer.build([self.log_alpha])
 
@@ -236,6 +224,20 @@ class SACLearner(Learner):
 
 
 # --- what TD3 and SAC do alike ------------------------------------------------------
+def build_replay_targets_and_optimizers(learner: Learner, observation_space, action_space):
+    """Sets up what TD3 and SAC build alike after the model: the replay feed, the target
+    networks (a copy of the model), the critics' and the policy's optimizers, and the
+    compiled update of the learner's ``_update_step``."""
+    hp = learner.hp
+    learner.check_divisible("batch_size", hp.batch_size)
+    learner.memory = ReplayFeed(hp, observation_space, action_space)
+    learner.losses = learner.grad_comp
+    learner.target_model = learner.build_model()
+    soft_update(learner.target_model.variables, learner.model.variables, 1.0)
+    learner.optimizer, learner.actor_optimizer = critic_and_policy_optimizers(hp, learner.model)
+    learner._compiled_update = learner.compile_update(learner._update_step)
+
+
 def critic_and_policy_optimizers(hp, model) -> tuple:
     """The critics' optimizer (the learner's ``optimizer``) and the policy's, built."""
     critic_optimizer = build_optimizer(hp, hp.learning_rate)

@@ -144,39 +144,37 @@ class DQNLearner(Learner):
         if distributional and next_online is None and model.masked_actions:
             # a* from the target's expected values: legal moves only (games).
             next_online = target_model(data["next_obs"], target_seed)
+        transition = {
+            "a_tm1": data["actions"],
+            "r_t": data["rewards"],
+            "discount_t": data["discounts"],
+        }
         if hp.num_quantiles > 1:
             loss, extras = self.grad_comp(
                 quantiles_tm1=model.logits(data["obs"], online_seed),
-                a_tm1=data["actions"],
-                r_t=data["rewards"],
-                discount_t=data["discounts"],
                 quantiles_t_target=target_model.logits(data["next_obs"], target_seed),
                 q_t_selector=next_online,
                 kappa=hp.huber_delta,
+                **transition,
             )
-            priority = loss  # the quantile loss, as C51's cross-entropy below
         elif hp.num_atoms > 1:
             loss, extras = self.grad_comp(
                 logits_tm1=model.logits(data["obs"], online_seed),
-                a_tm1=data["actions"],
-                r_t=data["rewards"],
-                discount_t=data["discounts"],
                 logits_t_target=target_model.logits(data["next_obs"], target_seed),
                 support=model.support,
                 q_t_selector=next_online,
+                **transition,
             )
-            priority = loss  # the cross-entropy, as in Rainbow
         else:
             loss, extras = self.grad_comp(
                 q_tm1=model(data["obs"], online_seed),
-                a_tm1=data["actions"],
-                r_t=data["rewards"],
-                discount_t=data["discounts"],
                 q_t_target=target_model(data["next_obs"], target_seed),
                 q_t_online=next_online,
                 huber_delta=hp.huber_delta,
+                **transition,
             )
-            priority = tf.abs(extras["td_error"])
+        # The quantile loss or C51's cross-entropy (as in Rainbow); else the TD error.
+        priority = loss if distributional else tf.abs(extras["td_error"])
         if "weights" in data:
             loss = loss * data["weights"]
         return loss, {

@@ -18,10 +18,13 @@ import shlex
 import sys
 from typing import List, NoReturn, Optional, Sequence
 
-from rl import command_line
+from rl import command_line, plugins
 from rl.command_line import int_in_range
 from rl.errors import PluginError, RunConflictError, SystemUnavailableError, UnknownNameError
 from rl.fields import MAX_STEPS
+from rl.hparams.base import HParamsError, int_field_range, split_overrides
+from rl.search.space import NAMED_SPACES, SpaceError, check_space, read_space
+from rl.search.trials import ROOT
 from rl.slots import MAX_COPIES, check_copies
 
 # The other modules of rl are imported inside the functions: rl.search.study and the
@@ -44,8 +47,7 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     Args:
         argv: the arguments after the program name.
     """
-    from rl.hparams.base import int_field_range
-    from rl.search.space import NAMED_SPACES
+    # late: the study loads Gymnasium and TensorBoard, which --help does without
     from rl.search.study import DEFAULT_STUDY_NAME, PRUNERS, SAMPLERS, SYSTEMS
 
     parser = command_line.OneLineParser(
@@ -131,9 +133,6 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
 
 def user_errors() -> tuple:
     """Exception types that mean bad input (one line, exit 2)."""
-    from rl.hparams.base import HParamsError
-    from rl.search.space import SpaceError
-
     return (
         SpaceError,
         HParamsError,
@@ -150,12 +149,10 @@ def build_config(args: argparse.Namespace):
     Raises:
         The user_errors() types.
     """
-    from rl import catalog, plugins  # noqa: F401  (catalog fills the registries)
-    from rl.hparams.base import HParamsError, split_overrides
+    # late: the catalog, resolving and the study load Gymnasium (and TensorBoard)
+    from rl import catalog  # noqa: F401  (fills the registries)
     from rl.hparams.resolve import resolve_hparams
-    from rl.search.space import check_space, read_space
     from rl.search.study import DEFAULT_STARTUP_TRIALS, SearchConfig
-    from rl.search.trials import ROOT
 
     if args.pruner_startup_trials is not None and args.pruner != "median":
         raise HParamsError(f"--pruner_startup_trials is for --pruner median, not {args.pruner}")
@@ -203,7 +200,7 @@ def run(config, say) -> int:
     Raises:
         The user_errors() types, before any trial starts.
     """
-    from rl.search import report, study
+    from rl.search import report, study  # late: they load Gymnasium and TensorBoard
 
     check = study.load_existing_study(config)
     study.check_resume(config, check)
@@ -242,7 +239,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         argv: the arguments after the program name (default sys.argv[1:]).
     """
     args = parse_args(sys.argv[1:] if argv is None else argv)
-    from rl.search.study import say_line
+    from rl.search.study import say_line  # late: it loads Gymnasium and TensorBoard
 
     try:
         config = build_config(args)

@@ -37,6 +37,7 @@ from rl.run_folder import check_output_dir, foreign_names
 from rl.search.space import SearchSpace, overrides_text, space_to_json
 from rl.search.trials import ROOT, RayTrialProcess, TrialProcess, train_command
 from rl.slots import Slots
+from rl.workers import ray_actors
 
 STUDY_FILE = "study.db"
 LOCK_FILE = "search.lock"
@@ -549,16 +550,12 @@ class Search:
 def connect_ray(config: SearchConfig) -> None:
     """Attaches to Ray (RAY_ADDRESS) or starts a local Ray with a CPU per copy that trains
     at once."""
-    from rl.workers.ray_actors import connect
-
     cpus = config.parallel * config.copies_parallel
-    connect(os.environ.get("RAY_ADDRESS"), max(os.cpu_count() or 1, cpus))
+    ray_actors.connect(os.environ.get("RAY_ADDRESS"), max(os.cpu_count() or 1, cpus))
 
 
 def disconnect_ray() -> None:
-    from rl.workers.ray_actors import disconnect
-
-    disconnect()
+    ray_actors.disconnect()
 
 
 def say_line(text: str) -> None:

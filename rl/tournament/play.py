@@ -10,6 +10,7 @@ A player returning an illegal move forfeits the game (``illegal`` names it).
 """
 
 import dataclasses
+import signal
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -180,8 +181,6 @@ def serve_chunks(conn) -> None:
     Args:
       conn: this worker's end of a pipe to the parent.
     """
-    import signal
-
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the group; the parent stops us
     while True:
         try:

@@ -16,6 +16,7 @@ import os
 import secrets
 import socket
 import struct
+import subprocess
 import sys
 import threading
 import time
@@ -194,8 +195,6 @@ class RayWorker:
         return self.returncode
 
     def wait(self, timeout: Optional[float] = None) -> int:
-        import subprocess
-
         import ray
 
         ready, _ = ray.wait([self.ref], timeout=timeout)

@@ -1,6 +1,6 @@
 """The benchmark behind scripts/benchmark.py, one module a job.
 
-Imports flow one way, top to bottom (tests/test_bench_layers.py holds the order):
+Imports flow one way, top to bottom (declared in .importlinter, held by tests/test_layers.py):
 
 - ``cli``: the command line, its modes and the report.
 - ``checks``: the input checks that end in one line and exit code 2 before slow work.

@@ -26,7 +26,9 @@ import os
 import re
 import secrets
 import signal
+import subprocess
 import sys
+import tempfile
 import threading
 import time
 from concurrent import futures
@@ -37,7 +39,9 @@ import gymnasium as gym
 import numpy as np
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
-from rl import command_line, plugins
+# The catalog: rl's game envs (tictactoe...) sit above rl.envs; this command is an entry
+# point, declared in .importlinter as one that may import it.
+from rl import catalog, command_line, plugins  # noqa: F401  (catalog fills the registries)
 from rl.command_line import float_in_range, int_in_range
 from rl.envs.make import bound_episodes, check_env_name, make_raw_env
 from rl.envs.remote import codec, env_pb2, env_pb2_grpc
@@ -842,9 +846,6 @@ def launch(
     Raises:
       RuntimeError: with the server's output if it exited or said nothing in time.
     """
-    import subprocess
-    import tempfile
-
     command = [python, "-m", "rl.envs.remote.serve", "--env", env_ids, "--port", str(port), *args]
     # The log goes to a file: an unread pipe would fill up and block the server.
     stderr = open(log, "a+") if log else tempfile.TemporaryFile(mode="w+")
