@@ -104,3 +104,20 @@ def pytest_make_collect_report(collector):
                 "pytest.mark.unit at a module's top, or @pytest.mark.unit on a test):\n  "
                 + "\n  ".join(problems)
             )
+
+
+# The order tests start in: the longest tier first. pytest-xdist hands tests out in
+# collection order, so a learning run collected last would otherwise run alone at the end
+# while the other worker idles; short unit tests last fill the gaps instead.
+TIER_ORDER = {"slow": 0, "process": 1, "unit": 2, "docker": 3}
+
+
+def tier_rank(item) -> int:
+    """Where ``item``'s tier starts (a test without exactly one tier fails to collect)."""
+    tiers = [mark.name for mark in item.iter_markers() if mark.name in TIER_ORDER]
+    return TIER_ORDER[tiers[0]] if len(tiers) == 1 else len(TIER_ORDER)
+
+
+def pytest_collection_modifyitems(items):
+    """Longest tier first; within a tier, the order of collection (a stable sort)."""
+    items.sort(key=tier_rank)
