@@ -23,7 +23,7 @@ from rl import _tf, plugins, registry, seeding, slots
 from rl.errors import USER_ERRORS, EnvError, EnvServerError, PluginError, one_line
 from rl.files import read_json_object, set_aside, write_text_atomic
 from rl.hparams.base import int_field_range
-from rl.processes import WORKER_TIMEOUT_SECONDS, tf_thread_share
+from rl.processes import WORKER_TIMEOUT_SECONDS, interrupt_early, tf_thread_share
 from rl.snapshot import FLAGS_FILE, SNAPSHOT_DIR
 
 FLAGS = flags.FLAGS
@@ -554,6 +554,7 @@ def our_flags() -> Dict[str, Any]:
 
 def main(argv: List[str]) -> int:
     """Runs train.py after absl parsed the flags."""
+    signal.signal(signal.SIGINT, interrupt_early)
     try:
         return train_or_test(argv)
     except KeyboardInterrupt:

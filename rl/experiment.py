@@ -49,7 +49,7 @@ from rl.hparams.base import HParams, HParamsError
 from rl.hparams.resolve import HPARAMS_FILE, load_run_hparams
 from rl.logbook import EVAL_FILE, read_eval_records, recent_scalars
 from rl.policy import RUN_DIR_VARIABLE, tidy_policies, write_policy_artefact
-from rl.processes import STOP_ASKED, WORKER_TIMEOUT_SECONDS
+from rl.processes import EARLY_INTERRUPT, STOP_ASKED, WORKER_TIMEOUT_SECONDS
 from rl.run_folder import (  # noqa: F401  (re-exported: older callers import them from here)
     CHECKPOINT_DIR,
     CHECKPOINT_INDEX,
@@ -620,6 +620,8 @@ class Experiment:
 
     # --- signals --------------------------------------------------------------
     def _install_signal_handlers(self) -> None:
+        if EARLY_INTERRUPT.is_set():  # a Ctrl-C came earlier, and a library swallowed it
+            raise KeyboardInterrupt
         self._restore_signal_handlers()  # a train() after an interrupted one
         self._stop_signal = None
         STOP_ASKED.clear()

@@ -36,6 +36,20 @@ PR_SET_PDEATHSIG = 1  # linux/prctl.h
 # signal is.
 STOP_ASKED = threading.Event()
 
+# Set by train.py's Ctrl-C handler from its start until the run's own handlers take over
+# (rl/cli.py installs it, rl/experiment.py reads it): a KeyboardInterrupt that a library
+# swallowed while TensorFlow loaded (a bare ``except:`` around an optional import) still
+# stops the run once the run's handlers are in place, instead of letting it train on.
+EARLY_INTERRUPT = threading.Event()
+
+
+def interrupt_early(signum, frame) -> None:
+    """SIGINT before the run's own handler: remembered, then raised as Python's default does."""
+    del signum, frame
+    EARLY_INTERRUPT.set()
+    raise KeyboardInterrupt
+
+
 MAX_WAIT_SECONDS = 86400.0  # a day: the most a seconds variable may ask a run to wait
 
 

@@ -380,6 +380,28 @@ def test_a_ctrl_c_while_tensorflow_loads_is_one_line_and_exit_130(tmp_path):
 
 
 @pytest.mark.process
+def test_a_ctrl_c_that_a_library_swallows_as_the_run_starts_still_stops_it(tmp_path):
+    # A bare ``except:`` around an optional import can swallow the KeyboardInterrupt of a
+    # Ctrl-C while TensorFlow loads (seen once in ~1400 such runs); the run then trained on
+    # to its end. Here a plugin swallows it, deterministically, as the run starts.
+    (tmp_path / "swallows_ctrl_c.py").write_text(
+        "import os\nimport signal\n\ntry:\n    os.kill(os.getpid(), signal.SIGINT)\n"
+        "    sum(range(1000))  # the handler runs here, inside the try\n"
+        "except BaseException:\n    pass\n"
+    )
+    out = tmp_path / "run"
+    proc = subprocess.run(
+        train("--plugins", "swallows_ctrl_c", "--output_dir", str(out)),
+        cwd=tmp_path, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 128 + signal.SIGINT, proc.stderr
+    assert proc.stderr.splitlines()[-1].startswith(
+        "train.py: stopped by signal 2 (Ctrl-C) outside training"
+    ), proc.stderr
+    assert not (out / "eval.jsonl").exists()  # it did not train
+
+
+@pytest.mark.process
 def test_an_evaluation_a_checkpoint_lacks_is_made_first_when_the_run_resumes(tmp_path):
     # The state a signal during an evaluation leaves (checkpoint 128, no record of 128),
     # made here by a first part that did not evaluate.
