@@ -171,7 +171,10 @@ class Actor:
             actions = self.act_select.host(policy, self.rng, epsilon)
             extras = {"log_prob": policy.log_prob(actions)} if self.extras else {}
         else:
-            seed = self.rng.integers(0, 2**31 - 1, size=2, dtype=np.int32)
+            # One seed pair drawn per row (a per-row draw, rl/seeding.py RowDraws: each
+            # actor process gets its own and all advance the run's stream alike); the
+            # first row's seeds the batch.
+            seed = self.rng.integers(0, 2**31 - 1, size=(len(obs), 2), dtype=np.int32)[0]
             actions, log_prob = self._act_in_graph(
                 tf.constant(obs), tf.constant(seed), tf.constant(epsilon, tf.float32)
             )

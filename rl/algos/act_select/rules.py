@@ -50,19 +50,37 @@ def greedy_graph(policy, head, seed: tf.Tensor, epsilon: tf.Tensor = 0.0) -> tf.
 ILLEGAL_BELOW = ILLEGAL_SCORE / 2
 
 
+def nth_legal(legal: np.ndarray, unit: np.ndarray) -> np.ndarray:
+    """A uniform pick among each row's legal moves.
+
+    Args:
+        legal: [R, A] bool, at least one True per row.
+        unit: [R] uniforms in [0, 1): row r picks its floor(unit * legal moves)-th legal move.
+
+    Returns:
+        [R] int32 action indices.
+    """
+    k = np.floor(unit * legal.sum(1)).astype(np.int64)
+    return np.argmax(np.cumsum(legal, 1) > k[:, None], axis=1).astype(np.int32)
+
+
 def epsilon_greedy_host(q_values: np.ndarray, rng: np.random.Generator, epsilon: float = 0.0):
     """With probability epsilon a uniform random legal action, else the argmax.
 
     Legal: every action, unless the model masks moves (games), whose Q-values then sit
-    at ILLEGAL_SCORE; a random draw that lands on one is redrawn among the legal.
+    at ILLEGAL_SCORE; a random action that lands on one is replaced by a uniform pick
+    among the legal ones. Every row draws three uniforms whatever the Q-values, so
+    actor processes acting for shares of the rows draw alike (rl/seeding.py RowDraws).
     """
     batch, num_actions = q_values.shape
     explore = rng.random(batch) < epsilon
     random_actions = rng.integers(0, num_actions, batch, dtype=np.int32)
+    legal_pick = rng.random(batch)
     legal = q_values > ILLEGAL_BELOW
-    for i in np.flatnonzero(explore & ~legal[np.arange(batch), random_actions]):
-        if legal[i].any():
-            random_actions[i] = rng.choice(np.flatnonzero(legal[i]))
+    redraw = explore & ~legal[np.arange(batch), random_actions]
+    if redraw.any():
+        redraw &= legal.any(1)  # a row with no legal move keeps its draw
+        random_actions[redraw] = nth_legal(legal[redraw], legal_pick[redraw])
     return np.where(explore, random_actions, greedy_host(q_values, rng))
 
 
