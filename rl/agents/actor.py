@@ -91,7 +91,8 @@ class Actor:
                 used, otherwise its acting variables receive the snapshots,
                 so give the actor a copy of its own.
             act_select: the rule choosing actions.
-            rng: where the act_select's randomness comes from.
+            rng: where the act_select's randomness comes from (an actor process's
+                is its rows of the run's stream, rl/seeding.py RowDraws).
             extras: what to record per action, from ACTOR_EXTRAS.
             exploration: epsilon as a function of the env step passed to
                 ``act`` (a number, or one per env copy of the run); None: 0.
