@@ -60,7 +60,8 @@ def nth_legal(legal: np.ndarray, unit: np.ndarray) -> np.ndarray:
     Returns:
         [R] int32 action indices.
     """
-    k = np.floor(unit * legal.sum(1)).astype(np.int64)
+    count = legal.sum(1)
+    k = np.minimum(np.floor(unit * count), count - 1)  # unit just below 1 may round up
     return np.argmax(np.cumsum(legal, 1) > k[:, None], axis=1).astype(np.int32)
 
 
@@ -69,18 +70,19 @@ def epsilon_greedy_host(q_values: np.ndarray, rng: np.random.Generator, epsilon:
 
     Legal: every action, unless the model masks moves (games), whose Q-values then sit
     at ILLEGAL_SCORE; a random action that lands on one is replaced by a uniform pick
-    among the legal ones. Every row draws three uniforms whatever the Q-values, so
+    among the legal ones. Every row draws the same numbers whatever the Q-values, so
     actor processes acting for shares of the rows draw alike (rl/seeding.py RowDraws).
     """
     batch, num_actions = q_values.shape
-    explore = rng.random(batch) < epsilon
+    unit = rng.random(batch)
+    explore = unit < epsilon
     random_actions = rng.integers(0, num_actions, batch, dtype=np.int32)
-    legal_pick = rng.random(batch)
     legal = q_values > ILLEGAL_BELOW
     redraw = explore & ~legal[np.arange(batch), random_actions]
     if redraw.any():
         redraw &= legal.any(1)  # a row with no legal move keeps its draw
-        random_actions[redraw] = nth_legal(legal[redraw], legal_pick[redraw])
+        # An exploring row's unit / epsilon is uniform in [0, 1) and unused: the pick.
+        random_actions[redraw] = nth_legal(legal[redraw], unit[redraw] / epsilon)
     return np.where(explore, random_actions, greedy_host(q_values, rng))
 
 
