@@ -559,6 +559,7 @@ class Experiment:
         return WorkerPool(
             hp,
             self.learner,
+            act_stream=self.actor.stream,
             host_network=model.host_network() if hp.host_acting else None,
             spaces=(self.envs.single_observation_space, self.envs.single_action_space),
             num_workers=self.num_workers,

@@ -101,3 +101,15 @@ def test_uniform_or_sample_at_epsilon_1_covers_every_discrete_choice_evenly(spac
             counts = np.bincount(actions[:, dim], minlength=n)
             assert len(counts) == n  # never outside the choices
             np.testing.assert_allclose(counts / 4000, 1 / n, atol=0.04)
+
+
+@pytest.mark.parametrize("epsilon", [0.5, 1.0])
+def test_epsilon_greedy_explores_evenly_among_the_legal_moves_of_a_masked_row(epsilon):
+    # Moves 0, 2 and 3 of 5 legal: exploring rows pick each a third of the time (30,000
+    # rows, 4 standard deviations), and never an illegal move.
+    q = np.tile(np.where([True, False, True, True, False], [0.0, 0, 9, 0, 0], -1e9), (30_000, 1))
+    actions = epsilon_greedy.host(q, np.random.default_rng(0), epsilon)
+    assert set(np.unique(actions)) == {0, 2, 3}
+    explored = np.bincount(actions, minlength=5) / len(q)
+    explored[2] -= 1 - epsilon  # the greedy rows' move
+    np.testing.assert_allclose(explored[[0, 2, 3]] / epsilon, [1 / 3] * 3, atol=4 * 0.0039)

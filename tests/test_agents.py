@@ -341,6 +341,25 @@ def test_host_and_graph_acting_choose_alike(hparams):
 
 
 @pytest.mark.unit
+def test_host_forward_gives_a_row_the_same_bits_in_any_batch():
+    # Actor processes act for shares of the run's rows, which must come out as they do in
+    # one actor's whole batch: BLAS's x @ w rounds a row differently with the batch size.
+    from rl.models.host import QHeadLayout, mlp_forward
+
+    rng = np.random.default_rng(0)
+    shapes = [(4, 64), (64,), (64, 64), (64,), (64, 44), (44,)]
+    arrays = [rng.normal(size=shape).astype(np.float32) for shape in shapes]
+    x = rng.normal(size=(16, 4)).astype(np.float32)
+    whole = mlp_forward(x, arrays, "tanh")
+    c51 = QHeadLayout(3, dueling=True, support=tuple(np.linspace(-10, 10, 11)))
+    q = c51.q_values(whole)
+    for first, end in [(0, 8), (8, 16), (0, 1), (5, 6), (3, 12)]:
+        part = mlp_forward(x[first:end], arrays, "tanh")
+        np.testing.assert_array_equal(part, whole[first:end])
+        np.testing.assert_array_equal(c51.q_values(part), q[first:end])
+
+
+@pytest.mark.unit
 @pytest.mark.parametrize("eval_epsilon", [0.0, 0.25, 1.0])
 def test_evaluation_acts_uniformly_in_eval_epsilon_of_its_steps(eval_epsilon):
     # 4,000 observations whose greedy action is known: the evaluation actor departs from it

@@ -54,9 +54,12 @@ def test_dqn_cartpole_reaches_475_within_100k_steps(tmp_path):
     assert evals[-1]["return_mean"] >= 475, [e["return_mean"] for e in evals]
 
 
-@pytest.mark.parametrize("hparams", ["ppo_cartpole", "dqn_cartpole", "impala_cartpole"])
+# Not PPO: with two actor processes it is the run without them, to the bit
+# (tests/test_workers.py, test_an_on_policy_run_with_2_workers_is_the_run_with_none).
+@pytest.mark.parametrize("hparams", ["dqn_cartpole", "impala_cartpole"])
 def test_with_two_actor_processes_cartpole_reaches_475(tmp_path, hparams):
-    # The same sets with their env copies stepped by two actor processes. A run's numbers
+    # The same sets with their env copies stepped by two actor processes, which act up to
+    # three rounds ahead of the learner, on older weights. A run's numbers
     # depend on the host's floating point: one host's seed-0 DQN run ended above 475, another's
     # reaches 500 at 70k steps and ends on 457.2 (8 episodes of 10 at 500). So: solved at an
     # evaluation and nearly solved at the end (random play scores about 22).

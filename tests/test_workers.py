@@ -535,19 +535,67 @@ def test_workers_train_checkpoint_and_resume_with_another_worker_count(tmp_path,
     assert scalars["workers/restarts"][-1] == 0.0
 
 
+def trained(out, *args):
+    """What a finished train.py run learned: its evaluation returns, and every value of
+    its last checkpoint (weights, optimizer slots, the act stream's state) by name."""
+    import tensorflow as tf  # only to read checkpoints: the runs are subprocesses
+
+    with open(os.path.join(out, "eval.jsonl")) as f:
+        returns = [json.loads(line)["returns"] for line in f]
+    reader = tf.train.load_checkpoint(os.path.join(out, "checkpoints"))
+    names = [name for name in reader.get_variable_to_shape_map() if "save_counter" not in name]
+    return returns, {name: reader.get_tensor(name) for name in sorted(names)}
+
+
+def assert_same_run(a, b):
+    (returns_a, values_a), (returns_b, values_b) = a, b
+    assert returns_a == returns_b
+    assert values_a.keys() == values_b.keys() and any("act_stream" in n for n in values_a)
+    for name, value in values_a.items():
+        np.testing.assert_array_equal(value, values_b[name], err_msg=name)
+
+
+def run_to_end(out, *args):
+    done = run("--output_dir", out, "--seed", "3", *args)
+    assert done.returncode == 0, done.stderr
+    return trained(out)
+
+
 @pytest.mark.process
-def test_an_off_policy_run_with_workers_is_the_same_run_for_a_seed(tmp_path):
-    # IMPALA's actors play three rounds ahead; which weights each round used must not
-    # depend on how fast the processes happened to be.
-    finals = []
-    for name in ("a", "b"):
-        out = run(
-            "--hparams", "impala_tiny", "--output_dir", str(tmp_path / name), "--num_workers", "2"
-        )
-        assert out.returncode == 0, out.stderr
-        final = json.loads(out.stdout.splitlines()[-1])
-        finals.append({k: final[k] for k in ("loss", "grad_norm", "rho", "eval_return_mean")})
-    assert finals[0] == finals[1]
+@pytest.mark.parametrize("hparams", ["ppo_tiny", "a2c_tiny"])
+def test_an_on_policy_run_with_2_workers_is_the_run_with_none(tmp_path, hparams):
+    # Each worker draws its rows of the run's act stream and computes its rows as the
+    # learner's own actor would: the runs are the same to the bit.
+    args = ["--hparams", hparams, "--train_steps", "1024"]
+    alone = run_to_end(str(tmp_path / "alone"), *args)
+    assert len(alone[0]) == 8
+    assert_same_run(alone, run_to_end(str(tmp_path / "workers"), *args, "--num_workers", "2"))
+
+
+@pytest.mark.process
+def test_a_run_with_workers_resumes_its_act_stream_as_a_run_without(tmp_path):
+    # Stopped at half and resumed. A resumed run resets its envs, so it is not the
+    # uninterrupted run; with workers it is the run without them, stopped and resumed
+    # alike: the checkpoint holds the act stream as the workers left it.
+    args = ["--hparams", "ppo_tiny", "--hparam_override", "anneal_learning_rate=false"]
+    runs = []
+    for workers in ("0", "2"):
+        out = str(tmp_path / f"workers_{workers}")
+        run_to_end(out, *args, "--train_steps", "512", "--num_workers", workers)
+        runs.append(run_to_end(out, *args, "--train_steps", "1024", "--num_workers", workers))
+    assert len(runs[0][0]) == 8
+    assert_same_run(*runs)
+
+
+@pytest.mark.process
+@pytest.mark.parametrize("hparams", ["impala_tiny", "dqn_tiny"])
+def test_an_off_policy_run_with_workers_is_the_same_run_for_a_seed(tmp_path, hparams):
+    # Off-policy actors play rounds ahead with older weights than one actor would, so the
+    # run differs from the run without workers; which weights each round used must still
+    # not depend on how fast the processes happened to be.
+    args = ["--hparams", hparams, "--num_workers", "2"]
+    runs = [run_to_end(str(tmp_path / name), *args) for name in ("a", "b")]
+    assert_same_run(*runs)
 
 
 @pytest.mark.unit

@@ -91,7 +91,8 @@ class Actor:
                 used, otherwise its acting variables receive the snapshots,
                 so give the actor a copy of its own.
             act_select: the rule choosing actions.
-            rng: where the act_select's randomness comes from.
+            rng: where the act_select's randomness comes from (an actor process's
+                is its rows of the run's stream, rl/seeding.py RowDraws).
             extras: what to record per action, from ACTOR_EXTRAS.
             exploration: epsilon as a function of the env step passed to
                 ``act`` (a number, or one per env copy of the run); None: 0.
@@ -171,7 +172,10 @@ class Actor:
             actions = self.act_select.host(policy, self.rng, epsilon)
             extras = {"log_prob": policy.log_prob(actions)} if self.extras else {}
         else:
-            seed = self.rng.integers(0, 2**31 - 1, size=2, dtype=np.int32)
+            # One seed pair drawn per row (a per-row draw, rl/seeding.py RowDraws: each
+            # actor process gets its own and all advance the run's stream alike); the
+            # first row's seeds the batch.
+            seed = self.rng.integers(0, 2**31 - 1, size=(len(obs), 2), dtype=np.int32)[0]
             actions, log_prob = self._act_in_graph(
                 tf.constant(obs), tf.constant(seed), tf.constant(epsilon, tf.float32)
             )

@@ -10,8 +10,22 @@ stepping them in rounds. The training loop (rl/experiment.py) sees only the inte
         source.policy_updated()       # act with the new weights from now on
     source.stop()                     # end what start began
 
-Both feed the learner the same [num_envs] transitions in the same order, so a seed
-gives the same run with 0 or N workers.
+Both feed the learner the [num_envs] transitions of each step in the same order. With an
+on-policy learner (``Learner.on_policy``: PPO, A2C, VPG) acting on the host, a seed gives
+the same run to the bit with 0 or N workers: a worker draws its rows of every per-row draw
+from the run's act stream as this process's actor would (rl/seeding.py RowDraws), its
+policy's rows come out of the NumPy forward as in the whole batch (rl/models/host.py), and
+each round brings the stream's state back into the agent's training-actor stream, which
+checkpoints hold, so a resumed run continues it with any worker count. What still differs
+(each run remains the same for a seed and N):
+
+- off-policy learners (the DQN family, SAC, TD3, DDPG, IMPALA): their workers play up to
+  OFF_POLICY_ROUNDS_AHEAD rounds ahead (rl/workers/experience.py), with older weights
+  than one actor would have; equal runs would take that lead away;
+- acting in TensorFlow (``host_acting`` false, CNN torsos): a row's results and stateless
+  draws depend on the batch it is in;
+- a restarted worker draws from a stream of its own and replays its rounds on fresh envs;
+- an act_select that draws per row through other Generator methods than RowDraws handles.
 """
 
 from __future__ import annotations

@@ -13,6 +13,7 @@ from typing import Callable, List, Optional
 
 import numpy as np
 
+from rl.agents.actor import RandomStream
 from rl.agents.experience import EndedEpisodes
 from rl.hparams.base import HParams
 from rl.workers.messages import Chunk, WorkerSpec
@@ -64,6 +65,7 @@ class WorkerPool:
         self,
         hp: HParams,
         learner,
+        act_stream: RandomStream,
         host_network,
         spaces,
         num_workers: int,
@@ -81,6 +83,9 @@ class WorkerPool:
         Args:
             hp: the run's hparams.
             learner: what observes the rounds (rl/agents/learner.py).
+            act_stream: the agent's training-actor stream: the workers start from its
+                state and it follows theirs round by round, so checkpoints hold it and
+                a resumed run continues it.
             host_network: the HostPolicy the workers act with in NumPy; None: each
                 builds a TensorFlow model.
             spaces: (observation space, action space) of one env copy.
@@ -98,6 +103,7 @@ class WorkerPool:
         """
         self.hp = hp
         self.learner = learner
+        self.act_stream = act_stream
         self.host_network = host_network
         self.spaces = spaces
         self.num_workers = num_workers
@@ -146,6 +152,7 @@ class WorkerPool:
         round_steps = self.learner.round_steps()
         start_step = self.learner.env_steps
         extras = tuple(self.learner.actor_extras)
+        act_stream = self.act_stream.generator.bit_generator.state
 
         def make_spec(index: int, first_round: int, snapshot, restart: int) -> WorkerSpec:
             return WorkerSpec(
@@ -166,6 +173,8 @@ class WorkerPool:
                 snapshot=snapshot,
                 restart=restart,
                 parent_pid=os.getpid(),
+                # A restarted worker's rows of the stream are not the ones it replays.
+                act_stream=act_stream if restart == 0 else None,
             )
 
         return make_spec
@@ -180,6 +189,7 @@ class WorkerPool:
         if self.round is None or self.round.exhausted:
             chunks = self.pool.take_round(self.learner.publish())
             self.round = MergedRound(chunks)
+            self._follow_act_stream(chunks)
             self._log(chunks)
             # Envs that were just (re)started do not continue their episodes.
             if self.round.fresh_envs:
@@ -187,6 +197,13 @@ class WorkerPool:
         step, (returns, lengths) = self.round.next_step()
         self.learner.observe(**step)
         return (returns, lengths) if len(returns) else None
+
+    def _follow_act_stream(self, chunks: List[Chunk]) -> None:
+        """Moves the agent's act stream to where the round left the workers' (all alike)."""
+        for chunk in chunks:
+            if chunk.act_stream is not None:  # not a restarted worker's own stream
+                self.act_stream.generator.bit_generator.state = chunk.act_stream
+                return
 
     def policy_updated(self) -> None:
         """Nothing to do now: the next round's grants carry the learner's newest weights."""

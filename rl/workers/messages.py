@@ -67,6 +67,10 @@ class WorkerSpec:
         snapshot: the weights to act with until a grant brings newer ones.
         restart: how often this worker was restarted before (seeds its streams).
         parent_pid: the learner's pid: the worker exits when it is gone (0: do not check).
+        act_stream: the state of the run's act stream (rl/seeding.py ACT) where round
+            ``first_round`` begins: the worker draws its rows of every per-row draw
+            from it, as the learner's own actor would (rl/seeding.py RowDraws). None:
+            a stream of its own (a restarted worker, whose rounds are replayed anyway).
     """
 
     index: int
@@ -86,6 +90,7 @@ class WorkerSpec:
     snapshot: PolicySnapshot
     restart: int
     parent_pid: int
+    act_stream: Optional[Dict[str, Any]] = None
 
     def global_step(self, round_index: int, t: int) -> int:
         """The run's env steps before vectorised step ``t`` of round ``round_index``."""
@@ -115,6 +120,8 @@ class Chunk:
         episode_return: [round_steps, n] its return where one ended.
         episode_length: [round_steps, n] its length where one ended.
         seconds: wall time the worker took for the round.
+        act_stream: the run's act stream's state after the round, which the learner
+            keeps (checkpoints hold it); None: the worker draws from a stream of its own.
     """
 
     worker: int
@@ -126,6 +133,7 @@ class Chunk:
     episode_return: np.ndarray
     episode_length: np.ndarray
     seconds: float
+    act_stream: Optional[Dict[str, Any]] = None
 
 
 # An ErrorReport's kind when the worker's env server went away (an EnvServerError, after

@@ -105,12 +105,17 @@ def take_setup(setup: ProcessSetup) -> None:
 
 def spec_actor(spec: WorkerSpec) -> Actor:
     """The worker's actor: NumPy acting on the HostPolicy sent, or a TensorFlow model of
-    the run's kind, with the stream of this worker and restart."""
+    the run's kind, drawing its rows from the run's act stream (a restarted worker:
+    from a stream of its own, per restart)."""
+    if spec.act_stream is not None:
+        rng = seeding.RowDraws(seeding.generator_at(spec.act_stream), spec.env_ids, spec.total_envs)
+    else:
+        rng = seeding.stream(spec.seed, seeding.ACTOR_PROCESS, spec.index, spec.restart)
     return build_actor(
         spec.hparams,
         spec.spaces,
         spec.snapshot,
-        seeding.stream(spec.seed, seeding.ACTOR_PROCESS, spec.index, spec.restart),
+        rng,
         explore=True,
         host_network=spec.policy,
         extras=spec.extras,
@@ -173,8 +178,18 @@ def play_round(spec, actor, envs, obs, round_index: int, fresh: bool):
             done[t] = info["_episode"]
             returns[t] = np.where(info["_episode"], info["episode"]["r"], 0.0)
             lengths[t] = np.where(info["_episode"], info["episode"]["l"], 0)
+    shared = spec.act_stream is not None
     chunk = Chunk(
-        spec.index, round_index, version, fresh, recorder.arrays, done, returns, lengths, 0.0
+        spec.index,
+        round_index,
+        version,
+        fresh,
+        recorder.arrays,
+        done,
+        returns,
+        lengths,
+        seconds=0.0,
+        act_stream=actor.rng.bit_generator.state if shared else None,
     )
     return chunk, obs
 
