@@ -23,7 +23,14 @@ from rl import _tf, plugins, registry, seeding, slots
 from rl.errors import USER_ERRORS, EnvError, EnvServerError, PluginError, one_line
 from rl.files import read_json_object, set_aside, write_text_atomic
 from rl.hparams.base import int_field_range
-from rl.processes import WORKER_TIMEOUT_SECONDS, interrupt_early, tf_thread_share
+from rl.processes import (
+    MAX_ROUNDS_AHEAD,
+    OFF_POLICY_ROUNDS_AHEAD,
+    ON_POLICY_ROUNDS_AHEAD,
+    WORKER_TIMEOUT_SECONDS,
+    interrupt_early,
+    tf_thread_share,
+)
 from rl.snapshot import FLAGS_FILE, SNAPSHOT_DIR
 
 FLAGS = flags.FLAGS
@@ -100,6 +107,7 @@ class Flag:
         mode: TRAINING or TEST when only that mode reads it (the other refuses it), else BOTH.
         system: the --sys target that alone reads it, if one (others refuse it).
         tracking: only --tracking mlflow reads it (without it the flag is refused).
+        workers: only actor processes read it (refused with --num_workers 0).
         to_copies: --copies N passes it on to each copy's train.py (the ones that are
             each copy's own, or this process's, are not).
         options: more arguments for ``define`` (``lower_bound``, ``enum_values``).
@@ -112,6 +120,7 @@ class Flag:
     mode: str = BOTH
     system: Optional[str] = None
     tracking: bool = False
+    workers: bool = False
     to_copies: bool = True
     options: Dict[str, Any] = dataclasses.field(default_factory=dict)
 
@@ -278,6 +287,7 @@ FLAG_TABLE = (
         "seconds before training stops (keeping its last checkpoint).",
         mode=TRAINING,
         options={"lower_bound": 0, "upper_bound": MAX_WORKER_RESTARTS},
+        workers=True,
     ),
     Flag(
         "worker_restart_window",
@@ -286,6 +296,7 @@ FLAG_TABLE = (
         "Seconds over which --worker_restarts counts failures.",
         mode=TRAINING,
         options={"lower_bound": 1.0, "upper_bound": MAX_RESTART_WINDOW},
+        workers=True,
     ),
     Flag(
         "worker_timeout",
@@ -295,6 +306,21 @@ FLAG_TABLE = (
         "owes a round (hung, or stopped by SIGSTOP) is killed and restarted.",
         mode=TRAINING,
         options={"lower_bound": 1.0, "upper_bound": 86400.0},
+        workers=True,
+    ),
+    Flag(
+        "worker_rounds_ahead",
+        flags.DEFINE_integer,
+        None,
+        "With --num_workers: rounds each worker may play beyond the one the learner "
+        "learns from. Default: the learner's own choice, "
+        f"{ON_POLICY_ROUNDS_AHEAD} on-policy (PPO, A2C, VPG), {OFF_POLICY_ROUNDS_AHEAD} "
+        "off-policy (the DQN family, SAC, TD3, DDPG, IMPALA: actors act on older weights "
+        f"and wait less). With {ON_POLICY_ROUNDS_AHEAD} a seed gives the run without workers "
+        "where rl/agents/experience.py says so.",
+        mode=TRAINING,
+        options={"lower_bound": 1, "upper_bound": MAX_ROUNDS_AHEAD},
+        workers=True,
     ),
     Flag(
         "record_video",
@@ -347,6 +373,8 @@ TEST_ONLY = tuple(flag.name for flag in FLAG_TABLE if flag.mode == TEST)
 # Flags that only one --sys target reads, and only --tracking mlflow reads.
 SYSTEM_FLAGS = {flag.name: flag.system for flag in FLAG_TABLE if flag.system}
 TRACKING_FLAGS = tuple(flag.name for flag in FLAG_TABLE if flag.tracking)
+# Flags that only actor processes (--num_workers N) read.
+WORKER_FLAGS = tuple(flag.name for flag in FLAG_TABLE if flag.workers)
 
 
 def define_flags() -> None:
@@ -417,6 +445,17 @@ def check_mode_flags() -> None:
         )
 
 
+def check_worker_flags() -> None:
+    """Flags for actor processes given without them end the process (exit 2)."""
+    given = [f"--{name}" for name in WORKER_FLAGS if FLAGS[name].present]
+    if given and FLAGS.num_workers == 0:
+        fail(
+            f"{', '.join(given)} {'is' if len(given) == 1 else 'are'} for actor processes, "
+            "which --num_workers 0 has none of; add --num_workers N or remove "
+            f"{'it' if len(given) == 1 else 'them'}"
+        )
+
+
 def system_options() -> dict:
     """The --sys target's settings from its flags."""
     return {name: FLAGS[name].value for name in SYSTEM_FLAGS}
@@ -436,6 +475,7 @@ def check_early():
     from rl.early_checks import check_run
 
     check_mode_flags()
+    check_worker_flags()
     try:
         given_parallel = FLAGS.copies_parallel if FLAGS["copies_parallel"].present else None
         slots.check_copies(FLAGS.copies, given_parallel)
@@ -651,6 +691,7 @@ def build_experiment(checked, system):
             worker_restarts=FLAGS.worker_restarts,
             worker_restart_window=FLAGS.worker_restart_window,
             worker_timeout=FLAGS.worker_timeout,
+            worker_rounds_ahead=FLAGS.worker_rounds_ahead,
             tracker=make_tracker(FLAGS.tracking, FLAGS.tracking_uri, FLAGS.tracking_experiment),
         )
     except USER_ERRORS as e:

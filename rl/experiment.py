@@ -49,7 +49,12 @@ from rl.hparams.base import HParams, HParamsError
 from rl.hparams.resolve import HPARAMS_FILE, load_run_hparams
 from rl.logbook import EVAL_FILE, read_eval_records, recent_scalars
 from rl.policy import RUN_DIR_VARIABLE, tidy_policies, write_policy_artefact
-from rl.processes import EARLY_INTERRUPT, STOP_ASKED, WORKER_TIMEOUT_SECONDS
+from rl.processes import (
+    EARLY_INTERRUPT,
+    MAX_ROUNDS_AHEAD,
+    STOP_ASKED,
+    WORKER_TIMEOUT_SECONDS,
+)
 from rl.run_folder import (  # noqa: F401  (re-exported: older callers import them from here)
     CHECKPOINT_DIR,
     CHECKPOINT_INDEX,
@@ -134,6 +139,7 @@ class Experiment:
         worker_restarts: int = 5,
         worker_restart_window: float = 300.0,
         worker_timeout: float = WORKER_TIMEOUT_SECONDS,
+        worker_rounds_ahead: Optional[int] = None,
         tracker: Optional[Tracker] = None,
         checked: Optional[CheckedRun] = None,
         system: Optional[System] = None,
@@ -170,6 +176,9 @@ class Experiment:
             worker_restart_window: seconds.
             worker_timeout: a worker silent this long while it owes a round (hung,
                 or stopped) is restarted.
+            worker_rounds_ahead: rounds each worker may play beyond the one the learner
+                consumes, 1 to MAX_ROUNDS_AHEAD; None: the learner's own choice (1
+                on-policy, 3 off-policy). With 1 a seed gives the run without workers.
             tracker: where committed records are copied besides TensorBoard
                 (rl/tracking.py, e.g. ``MLflowTracking()``); None: nowhere.
             checked: the early checks' result (rl/early_checks.py, as train.py has
@@ -179,6 +188,10 @@ class Experiment:
                 actors early); None: made here from ``sys_name`` and ``sys_options``.
                 The experiment closes it.
         """
+        if worker_rounds_ahead is not None and not 1 <= worker_rounds_ahead <= MAX_ROUNDS_AHEAD:
+            raise ValueError(
+                f"worker_rounds_ahead must be 1 to {MAX_ROUNDS_AHEAD}, got {worker_rounds_ahead}"
+            )
         if checked is None:
             checked = check_run(
                 hparams,
@@ -208,6 +221,7 @@ class Experiment:
         self.worker_restarts = worker_restarts
         self.worker_restart_window = worker_restart_window
         self.worker_timeout = worker_timeout
+        self.worker_rounds_ahead = worker_rounds_ahead
         self.hp = hp
         self.verbose = verbose
         self.read_only = read_only
@@ -567,6 +581,7 @@ class Experiment:
             restart_window=self.worker_restart_window,
             worker_timeout=self.worker_timeout,
             system=self.system,
+            rounds_ahead=self.worker_rounds_ahead,
             log_dir=self.folder.file("workers"),
             say=self._say,
             log_scalar=self.folder.logbook.scalar,

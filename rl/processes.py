@@ -84,6 +84,16 @@ def answer_seconds_variable(name: str, default: float, error: Type[Exception]) -
 # (train.py's --worker_timeout; here so the flag reads it without loading the workers).
 WORKER_TIMEOUT_SECONDS = 300.0
 
+# Rounds an actor process may play beyond the one the learner is learning from (train.py's
+# --worker_rounds_ahead; here so the flag reads them without loading the workers). One
+# acts a whole round with the newest weights, as a single actor acts a burst: the run is
+# then the run without workers. An off-policy learner's actors get three by default, so
+# that a worker a little slower than the others does not hold the rest up; at most 16, as
+# more rounds would only queue in memory.
+ON_POLICY_ROUNDS_AHEAD = 1
+OFF_POLICY_ROUNDS_AHEAD = 3
+MAX_ROUNDS_AHEAD = 16
+
 
 def die_with_parent_hook() -> Optional[Callable[[], None]]:
     """A ``preexec_fn`` that has Linux send the child SIGTERM when this process dies.

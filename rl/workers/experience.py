@@ -16,12 +16,22 @@ import numpy as np
 from rl.agents.actor import RandomStream
 from rl.agents.experience import EndedEpisodes
 from rl.hparams.base import HParams
+from rl.processes import OFF_POLICY_ROUNDS_AHEAD, ON_POLICY_ROUNDS_AHEAD
 from rl.workers.messages import Chunk, WorkerSpec
 from rl.workers.pool import ActorPool
 
-# Rounds an off-policy learner's actors may play beyond the one it is learning from:
-# enough that a worker a little slower than the others does not hold the rest up.
-OFF_POLICY_ROUNDS_AHEAD = 3
+
+def rounds_ahead_for(on_policy: bool, asked: Optional[int]) -> int:
+    """Rounds each worker may play beyond the one the learner consumes.
+
+    Args:
+        on_policy: the learner's ``on_policy``: its rounds must act with its newest weights.
+        asked: --worker_rounds_ahead; None: the learner's own choice (1 on-policy,
+            OFF_POLICY_ROUNDS_AHEAD off-policy).
+    """
+    if asked is not None:
+        return asked
+    return ON_POLICY_ROUNDS_AHEAD if on_policy else OFF_POLICY_ROUNDS_AHEAD
 
 
 class MergedRound:
@@ -73,6 +83,7 @@ class WorkerPool:
         restart_window: float,
         worker_timeout: float,
         system,
+        rounds_ahead: Optional[int],
         log_dir: Optional[str],
         say: Callable[[str], None],
         log_scalar: Callable[[str, float, int], None],
@@ -95,6 +106,8 @@ class WorkerPool:
             restart_window: seconds.
             worker_timeout: a worker silent this long while it owes a round is restarted.
             system: the run's System: its ``actor_launcher`` starts the workers.
+            rounds_ahead: rounds each worker may play beyond the one the learner
+                consumes (--worker_rounds_ahead); None: the learner's own choice.
             log_dir: where each worker's output goes; None: this process's.
             say: prints one line for the user (restarts).
             log_scalar: records (tag, value, step) for TensorBoard (rl/logbook.py).
@@ -111,6 +124,7 @@ class WorkerPool:
         self.restart_window = restart_window
         self.worker_timeout = worker_timeout
         self.system = system
+        self.rounds_ahead = rounds_ahead
         self.log_dir = log_dir
         self.say = say
         self.log_scalar = log_scalar
@@ -133,7 +147,7 @@ class WorkerPool:
         self.pool = ActorPool(
             self._spec_maker(),
             self.num_workers,
-            ahead=1 if learner.on_policy else OFF_POLICY_ROUNDS_AHEAD,
+            ahead=rounds_ahead_for(learner.on_policy, self.rounds_ahead),
             max_restarts=self.max_restarts,
             restart_window=self.restart_window,
             say=self.say,
