@@ -118,6 +118,20 @@ def error_line(proc):
             ["--hparams", "ppo_tiny", "--num_workers", "2", "--worker_restart_window", "inf"],
             "flag --worker_restart_window=inf: inf is not a number in the range",
         ),
+        (  # ignored without a word: no worker read it
+            ["--hparams", "dqn_tiny", "--worker_rounds_ahead", "1"],
+            "--worker_rounds_ahead is for actor processes, which --num_workers 0 has none "
+            "of; add --num_workers N or remove it",
+        ),
+        (
+            ["--hparams", "dqn_tiny", "--worker_timeout", "5", "--worker_restarts", "1"],
+            "--worker_restarts, --worker_timeout are for actor processes, which "
+            "--num_workers 0 has none of; add --num_workers N or remove them",
+        ),
+        (  # 0 would grant no round: the learner would wait for ever
+            ["--hparams", "dqn_tiny", "--num_workers", "2", "--worker_rounds_ahead", "0"],
+            "flag --worker_rounds_ahead=0: 0 is not an integer in the range [1, 16]",
+        ),
         (
             ["--hparams", "ppo_tiny", "--seed", "-1"],
             "flag --seed=-1: -1 is not an integer in the range [0, 2147483647]",

@@ -573,6 +573,20 @@ def test_an_on_policy_run_with_2_workers_is_the_run_with_none(tmp_path, hparams)
 
 
 @pytest.mark.process
+@pytest.mark.parametrize("hparams", ["dqn_tiny", "sac_tiny", "td3_tiny", "impala_tiny"])
+def test_an_off_policy_run_with_2_workers_one_round_ahead_is_the_run_with_none(tmp_path, hparams):
+    # A round is one burst (train_interval // num_envs steps), and one actor acts a whole
+    # burst with one set of weights: workers granted one round at a time act each round
+    # with the weights the learner's own actor would have. IMPALA too: its learner waits
+    # for its rounds in order, as the run without workers does.
+    args = ["--hparams", hparams, "--hparam_override", "num_envs=2"]  # sac/td3_tiny have 1
+    alone = run_to_end(str(tmp_path / "alone"), *args)
+    assert len(alone[0]) >= 2
+    workers = ["--num_workers", "2", "--worker_rounds_ahead", "1"]
+    assert_same_run(alone, run_to_end(str(tmp_path / "workers"), *args, *workers))
+
+
+@pytest.mark.process
 def test_a_run_with_workers_resumes_its_act_stream_as_a_run_without(tmp_path):
     # Stopped at half and resumed. A resumed run resets its envs, so it is not the
     # uninterrupted run; with workers it is the run without them, stopped and resumed
