@@ -583,7 +583,10 @@ def test_an_off_policy_run_with_2_workers_one_round_ahead_is_the_run_with_none(t
     alone = run_to_end(str(tmp_path / "alone"), *args)
     assert len(alone[0]) >= 2
     workers = ["--num_workers", "2", "--worker_rounds_ahead", "1"]
-    assert_same_run(alone, run_to_end(str(tmp_path / "workers"), *args, *workers))
+    out = str(tmp_path / "workers")
+    assert_same_run(alone, run_to_end(out, *args, *workers))
+    with open(os.path.join(out, "snapshot", "flags.json")) as f:
+        assert json.load(f)["worker_rounds_ahead"] == 1  # recorded as the other flags
 
 
 @pytest.mark.process

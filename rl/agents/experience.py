@@ -20,8 +20,10 @@ checkpoints hold, so a resumed run continues it with any worker count. What stil
 (each run remains the same for a seed and N):
 
 - off-policy learners (the DQN family, SAC, TD3, DDPG, IMPALA): their workers play up to
-  OFF_POLICY_ROUNDS_AHEAD rounds ahead (rl/workers/experience.py), with older weights
-  than one actor would have; equal runs would take that lead away;
+  OFF_POLICY_ROUNDS_AHEAD rounds ahead (rl/processes.py), with older weights than one
+  actor would have. With --worker_rounds_ahead 1 they play none ahead: a round is one
+  burst of the learner (``Learner.round_steps``), which the single actor also acts with
+  one set of weights, and the run is the run without workers to the bit;
 - acting in TensorFlow (``host_acting`` false, CNN torsos): a row's results and stateless
   draws depend on the batch it is in;
 - a restarted worker draws from a stream of its own and replays its rounds on fresh envs;
