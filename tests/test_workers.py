@@ -572,6 +572,14 @@ def test_an_on_policy_run_with_2_workers_is_the_run_with_none(tmp_path, hparams)
     assert_same_run(alone, run_to_end(str(tmp_path / "workers"), *args, "--num_workers", "2"))
 
 
+@pytest.mark.unit
+def test_workers_play_the_rounds_ahead_asked_else_the_learners_own():
+    from rl.workers.experience import rounds_ahead_for
+
+    assert [rounds_ahead_for(True, None), rounds_ahead_for(False, None)] == [1, 3]
+    assert [rounds_ahead_for(False, 1), rounds_ahead_for(True, 4)] == [1, 4]
+
+
 @pytest.mark.process
 @pytest.mark.parametrize("hparams", ["dqn_tiny", "sac_tiny", "td3_tiny", "impala_tiny"])
 def test_an_off_policy_run_with_2_workers_one_round_ahead_is_the_run_with_none(tmp_path, hparams):
