@@ -581,16 +581,29 @@ def test_workers_play_the_rounds_ahead_asked_else_the_learners_own():
 
 
 @pytest.mark.process
-@pytest.mark.parametrize("hparams", ["dqn_tiny", "sac_tiny", "td3_tiny", "impala_tiny"])
-def test_an_off_policy_run_with_2_workers_one_round_ahead_is_the_run_with_none(tmp_path, hparams):
+@pytest.mark.parametrize(
+    "hparams, sys_name",
+    [
+        ("dqn_tiny", "local"),
+        ("sac_tiny", "local"),
+        ("td3_tiny", "local"),
+        ("impala_tiny", "local"),
+        ("dqn_tiny", "ray"),  # Ray actors are granted their rounds by the same pool
+    ],
+)
+def test_an_off_policy_run_with_2_workers_one_round_ahead_is_the_run_with_none(
+    tmp_path, hparams, sys_name
+):
     # A round is one burst (train_interval // num_envs steps), and one actor acts a whole
     # burst with one set of weights: workers granted one round at a time act each round
     # with the weights the learner's own actor would have. IMPALA too: its learner waits
     # for its rounds in order, as the run without workers does.
+    if sys_name == "ray":
+        pytest.importorskip("ray")
     args = ["--hparams", hparams, "--hparam_override", "num_envs=2"]  # sac/td3_tiny have 1
     alone = run_to_end(str(tmp_path / "alone"), *args)
     assert len(alone[0]) >= 2
-    workers = ["--num_workers", "2", "--worker_rounds_ahead", "1"]
+    workers = ["--sys", sys_name, "--num_workers", "2", "--worker_rounds_ahead", "1"]
     out = str(tmp_path / "workers")
     assert_same_run(alone, run_to_end(out, *args, *workers))
     with open(os.path.join(out, "snapshot", "flags.json")) as f:
