@@ -23,7 +23,11 @@ checkpoints hold, so a resumed run continues it with any worker count. What stil
   OFF_POLICY_ROUNDS_AHEAD rounds ahead (rl/processes.py), with older weights than one
   actor would have. With --worker_rounds_ahead 1 they play none ahead: a round is one
   burst of the learner (``Learner.round_steps``), which the single actor also acts with
-  one set of weights, and the run is the run without workers to the bit;
+  one set of weights, and the run is the run without workers to the bit when
+  ``train_interval`` is a multiple of ``num_envs`` (else updates fall inside rounds, where
+  the single actor already acts with the new weights) and ``train_steps`` a multiple of
+  ``train_interval`` (else the last round, cut short, still moved the act stream, which the
+  last checkpoint holds, by the whole round);
 - acting in TensorFlow (``host_acting`` false, CNN torsos): a row's results and stateless
   draws depend on the batch it is in;
 - a restarted worker draws from a stream of its own and replays its rounds on fresh envs;
