@@ -22,6 +22,7 @@ from scripts.bench import children, peer_settings
 TRAIN_FLAGS_PASSED = (
     "sys", "ray_address", "tpu", "cpu_replicas", "hparam_override", "env", "plugins",
     "eval_episodes", "num_workers", "worker_restarts", "worker_restart_window",
+    "worker_timeout", "worker_rounds_ahead",
     "record_video", "tracking", "tracking_uri", "tracking_experiment",
 )  # fmt: skip
 
