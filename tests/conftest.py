@@ -106,9 +106,10 @@ def pytest_make_collect_report(collector):
             )
 
 
-# The order tests start in: the longest tier first. pytest-xdist hands tests out in
-# collection order, so a learning run collected last would otherwise run alone at the end
-# while the other worker idles; short unit tests last fill the gaps instead.
+# The order tests start in: the longest tier first. pytest-xdist's workers take their tests
+# in collection order (and steal from each other's queues, pytest.ini), so a learning run
+# collected last would otherwise run alone at the end while the other worker idles; short
+# unit tests last fill the gaps instead.
 TIER_ORDER = {"slow": 0, "process": 1, "unit": 2, "docker": 3}
 
 
