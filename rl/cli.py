@@ -939,6 +939,8 @@ def run_copies_in_processes(run_dirs: List[str], seeds: List[int]) -> int:
         value = FLAGS[flag.name].value
         if not flag.to_copies or value is None:
             continue
+        if flag.workers and not FLAGS[flag.name].present:
+            continue  # a copy without workers refuses worker flags (check_worker_flags)
         if flag.define is flags.DEFINE_multi_string:
             passed += [f"--{flag.name}={item}" for item in value]
         else:
