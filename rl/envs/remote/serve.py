@@ -256,6 +256,14 @@ def env_maker(env_ids: Sequence[str]):
     return make
 
 
+def client_gave_up(context) -> bool:
+    """Whether the client no longer awaits this call's answer: it cancelled, or its
+    deadline passed. The deadline is read from the clock as well, since gRPC marks the
+    call inactive only once its own thread has handled the expiry, which can come later."""
+    remaining = context.time_remaining()
+    return not context.is_active() or (remaining is not None and remaining <= 0)
+
+
 class EnvService(env_pb2_grpc.EnvServiceServicer):
     """The EnvService of env.proto over a SessionTable."""
 
@@ -361,7 +369,7 @@ class EnvService(env_pb2_grpc.EnvServiceServicer):
                     f"env {request.env_id!r} could not be made: {error_line(e, typed=True)}"
                 ) from None
             raise
-        if not context.is_active():  # the client gave up on the answer: nobody holds this
+        if client_gave_up(context):  # nobody would ever hold or close this session
             _close_all(envs)
             self.sessions.release(request.num_envs)
             raise Refusal(grpc.StatusCode.CANCELLED, "the client gave up on this Make")
