@@ -936,11 +936,11 @@ def run_copies_in_processes(run_dirs: List[str], seeds: List[int]) -> int:
     """Runs copies as train.py subprocesses, ``copies_parallel`` at a time."""
     passed = []
     for flag in FLAG_TABLE:
-        value = FLAGS[flag.name].value
-        if not flag.to_copies or value is None:
+        # Only what the user gave: a copy has the same defaults, and refuses some flags
+        # given without others (the worker flags without --num_workers).
+        if not flag.to_copies or not FLAGS[flag.name].present:
             continue
-        if flag.workers and not FLAGS[flag.name].present:
-            continue  # a copy without workers refuses worker flags (check_worker_flags)
+        value = FLAGS[flag.name].value
         if flag.define is flags.DEFINE_multi_string:
             passed += [f"--{flag.name}={item}" for item in value]
         else:
