@@ -53,8 +53,8 @@ RETRIED_CODES = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
 FIRST_BACKOFF_SECONDS = 0.05
 MAX_BACKOFF_SECONDS = 2.0
 MAX_MESSAGE_BYTES = 256 * 1024 * 1024
-KEEPALIVE_SECONDS = 60.0  # a connection silent this long is pinged
-KEEPALIVE_TIMEOUT_SECONDS = 10.0  # a ping unanswered this long: the server is gone
+KEEPALIVE_SECONDS = codec.KEEPALIVE_SECONDS
+KEEPALIVE_TIMEOUT_SECONDS = codec.KEEPALIVE_TIMEOUT_SECONDS
 
 
 def channel_options(
@@ -68,9 +68,7 @@ def channel_options(
     return [
         ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
         ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
-        ("grpc.keepalive_time_ms", int(keepalive_seconds * 1000)),
-        ("grpc.keepalive_timeout_ms", int(keepalive_timeout_seconds * 1000)),
-        ("grpc.http2.ping_timeout_ms", int(keepalive_timeout_seconds * 1000)),  # as serve's
+        *codec.keepalive_options(keepalive_seconds, keepalive_timeout_seconds),
         ("grpc.http2.max_pings_without_data", 0),
     ]
 

@@ -30,6 +30,23 @@ MAX_DEPTH = 16  # nesting of Tuple/Dict spaces and values
 MAX_RANK = 32
 
 
+# Keepalive, the same at both ends: a connection silent this long is pinged, and one whose
+# ping is unanswered this long is closed (a peer gone without closing it: half-open TCP).
+KEEPALIVE_SECONDS = 60.0
+KEEPALIVE_TIMEOUT_SECONDS = 10.0
+
+
+def keepalive_options(seconds: float, timeout_seconds: float) -> list:
+    """gRPC channel or server options for keepalive pings every ``seconds``, answered
+    within ``timeout_seconds``."""
+    return [
+        ("grpc.keepalive_time_ms", int(seconds * 1000)),
+        ("grpc.keepalive_timeout_ms", int(timeout_seconds * 1000)),
+        # grpcio 1.85 times a keepalive ping out by this one, not the one above (tested).
+        ("grpc.http2.ping_timeout_ms", int(timeout_seconds * 1000)),
+    ]
+
+
 # The trailing metadata of a call refused because its session is busy with another (a
 # call the client gave up on, still running): the client retries it; an ABORTED status
 # without it is an error like any other.

@@ -65,8 +65,8 @@ STOP_POLL_SECONDS = 0.2  # how late a stop signal may be noticed (see main)
 # TCP connection) is noticed by pinging it, and the server thread its step stream holds
 # is freed: a connection silent this long is pinged, and closed if the ping is not
 # answered within the timeout.
-KEEPALIVE_SECONDS = 60.0
-KEEPALIVE_TIMEOUT_SECONDS = 10.0
+KEEPALIVE_SECONDS = codec.KEEPALIVE_SECONDS
+KEEPALIVE_TIMEOUT_SECONDS = codec.KEEPALIVE_TIMEOUT_SECONDS
 # How often a client may ping (rl's client pings every client.KEEPALIVE_SECONDS).
 MIN_CLIENT_PING_SECONDS = 30.0
 
@@ -783,10 +783,7 @@ def start_server(
         ("grpc.max_receive_message_length", limits.max_message_bytes),
         ("grpc.max_send_message_length", limits.max_message_bytes),
         ("grpc.so_reuseport", 0),  # a second server on a taken port fails instead of sharing
-        ("grpc.keepalive_time_ms", int(keepalive_seconds * 1000)),
-        ("grpc.keepalive_timeout_ms", int(keepalive_timeout_seconds * 1000)),
-        # grpcio 1.85 times a keepalive ping out by this one, not the one above (tested).
-        ("grpc.http2.ping_timeout_ms", int(keepalive_timeout_seconds * 1000)),
+        *codec.keepalive_options(keepalive_seconds, keepalive_timeout_seconds),
         # Clients ping to notice a vanished server; tolerate that.
         ("grpc.http2.min_recv_ping_interval_without_data_ms", int(MIN_CLIENT_PING_SECONDS * 1000)),
         ("grpc.http2.max_ping_strikes", 0),
