@@ -695,7 +695,7 @@ def test_real_parallel_copies_folder_is_retrained_copy_by_copy(
     assert len(lines) == 4
     for i, line in enumerate(lines[1:3]):
         seed = json.loads((par / f"run_{i}" / "snapshot" / "seeds.json").read_text())["seed"]
-        assert line.startswith("python train.py --sys=local --hparams=ppo_tiny ")
+        assert line.startswith("python train.py --hparams=ppo_tiny ")
         assert line.endswith(f" --output_dir={again}/run_{i} --seed={seed}")
         assert "--copies" not in line
     # The retrained copies are what test_real_copy_is_retrained_alone_with_its_seed checks;
