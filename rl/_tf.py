@@ -11,12 +11,13 @@ actor process that acts in NumPy never pays TensorFlow's ~2 s and ~400 MB.
 """
 
 import contextlib
+import errno
 import os
 import sys
 import types
 from typing import Callable, Iterator
 
-from rl.errors import error_line
+from rl.errors import error_line, first_line
 from rl.processes import captured_stderr
 
 # Set RL_TF_LOGS=1 (or pass train.py --verbosity=0) to see TensorFlow's own log lines.
@@ -128,8 +129,9 @@ def writes_as_oserror(what: str) -> Iterator[None]:
     """TensorFlow's file writers fail with a ``tf.errors.OpError`` (a full disk, a file too
     large) where Python's raise OSError: inside, such a failure of the file system is an
     OSError saying "cannot save WHAT: <TensorFlow's first line>", which training reports
-    as a file that cannot be written (exit code 7). Any other OpError (a bug, a tensor
-    of the wrong shape) is raised as it is, to end as itself.
+    as a file that cannot be written (exit code 7); so is an UnknownError whose message
+    gives the OS's words for the error (EIO: "; Input/output error"). Any other OpError
+    (a bug, a tensor of the wrong shape) is raised as it is, to end as itself.
 
     Args:
         what: what was being written ("step 384 in runs/x").
@@ -138,3 +140,20 @@ def writes_as_oserror(what: str) -> Iterator[None]:
         yield
     except file_system_errors() as e:
         raise OSError(f"cannot save {what}: {error_line(e)}") from e
+    except tf.errors.UnknownError as e:
+        if not names_an_os_error(e.message):
+            raise
+        raise OSError(f"cannot save {what}: {error_line(e)}") from e
+
+
+# The OS's descriptions of its errors ("Input/output error"), as strerror gives them.
+_OS_ERROR_TEXTS = frozenset(os.strerror(code) for code in errno.errorcode)
+
+
+def names_an_os_error(message: str) -> bool:
+    """Whether a TensorFlow error message is one its file writers give when the OS refused
+    ("<file>; Input/output error [Op:SaveV2]"). TensorFlow maps the errno values it has
+    no code for, EIO among them, to UnknownError: this tells such a failure of the disk
+    from a bug that raised UnknownError."""
+    first = first_line(message)
+    return any(f"; {text}" in first for text in _OS_ERROR_TEXTS)

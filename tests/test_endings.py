@@ -10,6 +10,7 @@ import os
 import re
 import resource
 import shutil
+import subprocess
 import textwrap
 
 import pytest
@@ -241,6 +242,79 @@ def test_a_full_disk_stops_with_exit_7_and_the_run_resumes_once_there_is_room(tr
     assert steps == [128, 256, 384]
 
 
+# A disk that fails a write with EIO: closing or flushing a file whose path contains
+# $EIO_PATHS fails as a failing disk fails it. LD_PRELOAD puts these before the C
+# library's, so TensorFlow's file writers (fopen, fwrite, fflush, fclose) meet them.
+FAILING_DISK_C = r"""
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static int on_failing_disk(FILE *f) {
+    const char *part = getenv("EIO_PATHS");
+    char link[64], path[4096];
+    ssize_t n;
+    if (!part || !f) return 0;
+    snprintf(link, sizeof link, "/proc/self/fd/%d", fileno(f));
+    n = readlink(link, path, sizeof path - 1);
+    if (n <= 0) return 0;
+    path[n] = 0;
+    return strstr(path, part) != NULL;
+}
+
+int fflush(FILE *f) {
+    static int (*real)(FILE *);
+    if (!real) real = dlsym(RTLD_NEXT, "fflush");
+    if (on_failing_disk(f)) { errno = EIO; return EOF; }
+    return real(f);
+}
+
+int fclose(FILE *f) {
+    static int (*real)(FILE *);
+    int failing = on_failing_disk(f);
+    if (!real) real = dlsym(RTLD_NEXT, "fclose");
+    real(f);
+    if (failing) { errno = EIO; return EOF; }
+    return 0;
+}
+"""
+
+
+@pytest.mark.process
+def test_a_disk_failing_with_eio_stops_with_exit_7_and_the_run_resumes(trained, tmp_path):
+    # TensorFlow has no status code for EIO: it raises UnknownError, which is a file that
+    # cannot be written only because its message gives the OS's words for the error.
+    source, shim = tmp_path / "failing_disk.c", tmp_path / "failing_disk.so"
+    source.write_text(FAILING_DISK_C)
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        pytest.skip("no C compiler here to build the failing-disk shim")
+    subprocess.run([cc, "-shared", "-fPIC", "-o", str(shim), str(source), "-ldl"], check=True)
+    out = tmp_path / "run"
+    shutil.copytree(trained, out)
+    checkpoints = contents(out / "checkpoints")
+    args = ["--hparams", "ppo_tiny", "--train_steps", "384", "--output_dir", str(out)]
+    failing = dict(os.environ, LD_PRELOAD=str(shim), EIO_PATHS="ckpt-384")
+    proc = run_train_py(*args, env=failing)
+    assert proc.returncode == 7, proc.stderr
+    [line] = own_lines(proc)
+    kept = out / "checkpoints" / "ckpt-256"
+    assert line.startswith(f"train.py: stopped: cannot save step 384 in {out}: "), line
+    assert "Input/output error" in line
+    assert line.endswith(f"the last checkpoint, {kept}, is kept; make room or mend {out}, "
+                         "then rerun the same command to resume")  # fmt: skip
+    assert result(proc)["failure_kind"] == "files"
+    assert contents(out / "checkpoints") == checkpoints
+    again = run_train_py(*args)
+    assert again.returncode == 0, again.stderr
+    assert f"rl: resuming from {kept}" in again.stderr
+    assert checkpoint_steps(str(out / "checkpoints")) == [128, 256, 384]
+
+
 @pytest.mark.unit
 def test_each_failure_kind_has_its_exit_code():
     from rl.errors import EnvError, EnvServerError
@@ -286,6 +360,10 @@ def test_only_a_tensorflow_file_system_error_is_a_file_that_cannot_be_written(tm
             checkpoint.write(str(tmp_path / "a_file" / "ckpt"))
     assert isinstance(caught.value.__cause__, tf.errors.FailedPreconditionError)
     assert str(caught.value) == f"cannot save step 3 in x: {tmp_path / 'a_file'} is not a directory"
+    # EIO has no code of its own: an UnknownError giving the OS's words is the disk's.
+    with pytest.raises(OSError, match=r"^cannot save step 3 in x: x/ckpt; Input/output error"):
+        with writes_as_oserror("step 3 in x"):
+            raise tf.errors.UnknownError(None, None, "x/ckpt; Input/output error [Op:SaveV2]")
     # Not the file system's fault: it ends as itself, not as exit 7.
     for error in (tf.errors.InvalidArgumentError, tf.errors.InternalError, tf.errors.UnknownError):
         with pytest.raises(error):
