@@ -211,37 +211,6 @@ def test_a_run_file_that_cannot_be_written_stops_with_exit_7(trained, tmp_path):
     assert contents(out) == before
 
 
-@pytest.mark.process
-def test_a_full_disk_stops_with_exit_7_and_the_run_resumes_once_there_is_room(trained, tmp_path):
-    out = tmp_path / "run"
-    shutil.copytree(trained, out)
-    checkpoints = contents(out / "checkpoints")
-
-    def small_files():  # as a full disk: a write past 4 KB fails (Python ignores SIGXFSZ)
-        resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))
-
-    args = ["--hparams", "ppo_tiny", "--train_steps", "384", "--output_dir", str(out)]
-    proc = run_train_py(*args, preexec_fn=small_files)
-    assert proc.returncode == 7, proc.stderr
-    [line] = own_lines(proc)
-    kept = out / "checkpoints" / "ckpt-256"
-    assert line.startswith(f"train.py: stopped: cannot save step 384 in {out}: ")
-    assert "File too large" in line
-    assert line.endswith(
-        f"the last checkpoint, {kept}, is kept; make room or mend {out}, then rerun the same "
-        "command to resume"
-    )
-    assert result(proc)["failure_kind"] == "files"
-    assert contents(out / "checkpoints") == checkpoints
-    # With room again, the same command resumes from it and finishes.
-    again = run_train_py(*args)
-    assert again.returncode == 0, again.stderr
-    assert f"rl: resuming from {kept}" in again.stderr
-    assert checkpoint_steps(str(out / "checkpoints")) == [128, 256, 384]
-    steps = [json.loads(l)["step"] for l in (out / "eval.jsonl").read_text().splitlines()]
-    assert steps == [128, 256, 384]
-
-
 # A disk that fails a write with EIO: closing or flushing a file whose path contains
 # $EIO_PATHS fails as a failing disk fails it. LD_PRELOAD puts these before the C
 # library's, so TensorFlow's file writers (fopen, fwrite, fflush, fclose) meet them.
@@ -284,35 +253,57 @@ int fclose(FILE *f) {
 """
 
 
-@pytest.mark.process
-def test_a_disk_failing_with_eio_stops_with_exit_7_and_the_run_resumes(trained, tmp_path):
-    # TensorFlow has no status code for EIO: it raises UnknownError, which is a file that
-    # cannot be written only because its message gives the OS's words for the error.
-    source, shim = tmp_path / "failing_disk.c", tmp_path / "failing_disk.so"
-    source.write_text(FAILING_DISK_C)
+def failing_disk(kind, tmp_path):
+    """``subprocess.run`` options under which a disk refuses run files as ``kind`` says, and
+    the words of the error: "full" (a write past 4 KB fails, as on a full disk; Python
+    ignores SIGXFSZ) or "eio" (the files of checkpoint 384 fail to close with EIO, for
+    which TensorFlow raises UnknownError)."""
+    if kind == "full":
+
+        def small_files():
+            resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))
+
+        return {"preexec_fn": small_files}, "File too large"
     cc = shutil.which("cc") or shutil.which("gcc")
     if cc is None:
         pytest.skip("no C compiler here to build the failing-disk shim")
+    source, shim = tmp_path / "failing_disk.c", tmp_path / "failing_disk.so"
+    source.write_text(FAILING_DISK_C)
     subprocess.run([cc, "-shared", "-fPIC", "-o", str(shim), str(source), "-ldl"], check=True)
+    return {"env": dict(os.environ, LD_PRELOAD=str(shim), EIO_PATHS="ckpt-384")}, (
+        "Input/output error"
+    )
+
+
+@pytest.mark.process
+@pytest.mark.parametrize("kind", ["full", "eio"])
+def test_a_disk_refusing_a_write_stops_with_exit_7_and_the_run_resumes_once_mended(
+    trained, tmp_path, kind
+):
     out = tmp_path / "run"
     shutil.copytree(trained, out)
     checkpoints = contents(out / "checkpoints")
+    failing, words = failing_disk(kind, tmp_path)
     args = ["--hparams", "ppo_tiny", "--train_steps", "384", "--output_dir", str(out)]
-    failing = dict(os.environ, LD_PRELOAD=str(shim), EIO_PATHS="ckpt-384")
-    proc = run_train_py(*args, env=failing)
+    proc = run_train_py(*args, **failing)
     assert proc.returncode == 7, proc.stderr
     [line] = own_lines(proc)
     kept = out / "checkpoints" / "ckpt-256"
     assert line.startswith(f"train.py: stopped: cannot save step 384 in {out}: "), line
-    assert "Input/output error" in line
-    assert line.endswith(f"the last checkpoint, {kept}, is kept; make room or mend {out}, "
-                         "then rerun the same command to resume")  # fmt: skip
+    assert words in line
+    assert line.endswith(
+        f"the last checkpoint, {kept}, is kept; make room or mend {out}, then rerun the same "
+        "command to resume"
+    )
     assert result(proc)["failure_kind"] == "files"
     assert contents(out / "checkpoints") == checkpoints
+    # Mended, the same command resumes from it and finishes.
     again = run_train_py(*args)
     assert again.returncode == 0, again.stderr
     assert f"rl: resuming from {kept}" in again.stderr
     assert checkpoint_steps(str(out / "checkpoints")) == [128, 256, 384]
+    steps = [json.loads(l)["step"] for l in (out / "eval.jsonl").read_text().splitlines()]
+    assert steps == [128, 256, 384]
 
 
 @pytest.mark.unit
