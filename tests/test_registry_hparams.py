@@ -1,6 +1,8 @@
 """Registries and typed hparams: lookups, duplicates, overrides, errors."""
 
 import dataclasses
+import json
+import os
 import re
 
 import pytest
@@ -400,6 +402,40 @@ def test_a_run_saved_before_rmsprop_epsilon_resumes_with_the_epsilon_it_trained_
     del values["rmsprop_epsilon"]
     (tmp_path / "hparams.json").write_text(json.dumps(values))
     assert load_run_hparams(str(tmp_path)).rmsprop_epsilon == expected
+
+
+SAVED_FIELDS = os.path.join(os.path.dirname(__file__), "data", "saved_hparams_fields.json")
+
+
+def test_a_field_added_since_runs_were_saved_says_what_those_runs_trained_with():
+    # The fields each agent's first saved runs hold. A field added since must say what
+    # those runs trained with (FIELDS_ADDED_LATER), or none of them would resume.
+    from rl.hparams.resolve import FIELDS_ADDED_LATER, hparams_class, saved_hparams
+
+    with open(SAVED_FIELDS) as f:
+        saved_fields = json.load(f)
+    for agent in registry.agents.names():
+        cls = hparams_class(agent)
+        fields = {f.name for f in dataclasses.fields(cls) if f.init}
+        first = set(saved_fields.get(agent, ()))
+        new = sorted(fields - first - set(FIELDS_ADDED_LATER))
+        assert not new, (
+            f"{cls.__name__} has fields that runs saved before them lack: {new}; add each to "
+            "FIELDS_ADDED_LATER in rl/hparams/resolve.py with what those runs trained with"
+            + ("" if first else f" (or add agent '{agent}' to {SAVED_FIELDS})")
+        )
+        gone = sorted(first - fields)
+        assert not gone, (
+            f"{cls.__name__} lost fields that saved runs hold: {gone}; saved runs would be "
+            "refused (unknown field): keep them, or read them in from_dict"
+        )
+        # A run saved with only the first fields is read back as the set it trained.
+        name = next(n for n in registry.hparams.names() if registry.hparams.get(n)().agent == agent)
+        hp = registry.hparams.get(name)()
+        values = {k: v for k, v in hp.to_dict().items() if k in first}
+        back = saved_hparams(values, "hparams.json")
+        later = {k: back.to_dict()[k] for k in FIELDS_ADDED_LATER if k in fields}
+        assert back == hp.replace(**later)
 
 
 def test_every_field_declares_its_limits_and_every_set_meets_them():

@@ -7,7 +7,7 @@ name or a bad value is reported in well under a second.
 import dataclasses
 import json
 import os
-from typing import Any, Dict, List, Optional, Union
+from typing import Any, Callable, Dict, List, Optional, Union
 
 from rl import registry, snapshot
 from rl.envs import atari
@@ -177,25 +177,42 @@ def format_json(value: Any) -> str:
     return json.dumps(list(value) if isinstance(value, tuple) else value)
 
 
+def _default(cls: type, name: str) -> Any:
+    return cls.__dataclass_fields__[name].default
+
+
+def _cap_before_the_field(values: Dict[str, Any], cls: type) -> Any:
+    # Runs before the cap had unbounded episodes; the cap is what keeps a resumed run from
+    # looping for ever, and it acts only on envs without a time limit of their own.
+    return _default(cls, "max_episode_steps")
+
+
+def _rmsprop_epsilon_before_the_field(values: Dict[str, Any], cls: type) -> Any:
+    # Before the field, rl's RMSprop always ran at Baselines' 1e-5; on Adam it does not act,
+    # so today's default is as good.
+    optimizer = values.get("optimizer", _default(cls, "optimizer"))
+    return BASELINES_RMSPROP_EPSILON if optimizer == "rmsprop" else _default(cls, "rmsprop_epsilon")
+
+
+# Every field added to an hparams class after runs were first saved, with what a run saved
+# before it trained with. A new field needs its entry here, or no run folder of an earlier
+# rl resumes (a missing field is refused): tests/test_registry_hparams.py compares the
+# classes with tests/data/saved_hparams_fields.json, the fields the first saved runs hold.
+FIELDS_ADDED_LATER: Dict[str, Callable[[Dict[str, Any], type], Any]] = {
+    "max_episode_steps": _cap_before_the_field,
+    "rmsprop_epsilon": _rmsprop_epsilon_before_the_field,
+}
+
+
 def as_trained_before_new_fields(values: Dict[str, Any], cls: type) -> Dict[str, Any]:
-    """A saved hparams.json's values, with fields added since it was written set to what
-    its run trained with where that differs from today's default.
+    """A saved hparams.json's values, with the ``FIELDS_ADDED_LATER`` it lacks set to what
+    its run trained with, which need not be today's default.
 
     Without this, resuming an older RMSprop run would silently change its optimizer
     (or, for a set that keeps 1e-5, refuse it as a change of hparams).
     """
     values = dict(values)
-    if "max_episode_steps" not in values:
-        # Runs before the cap had unbounded episodes; the cap is what keeps a resumed run
-        # from looping for ever, and it acts only on envs without a time limit of their own.
-        values["max_episode_steps"] = cls.__dataclass_fields__["max_episode_steps"].default
-    if "rmsprop_epsilon" in values:
-        return values
-    optimizer = values.get("optimizer", cls.__dataclass_fields__["optimizer"].default)
-    if optimizer != "rmsprop":
-        # The field does not act on Adam: today's default is as good.
-        values["rmsprop_epsilon"] = cls.__dataclass_fields__["rmsprop_epsilon"].default
-    else:
-        # Before the field, rl's RMSprop always ran at Baselines' 1e-5.
-        values["rmsprop_epsilon"] = BASELINES_RMSPROP_EPSILON
+    for name, trained_with in FIELDS_ADDED_LATER.items():
+        if name not in values and name in cls.__dataclass_fields__:
+            values[name] = trained_with(values, cls)
     return values
