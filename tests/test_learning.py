@@ -165,9 +165,9 @@ def test_vpg_cartpole_reaches_475_within_300k_steps(tmp_path):
 
 
 def test_ppo_pendulum_reaches_minus_250_within_rl_zoos_100k_steps(tmp_path):
-    # A Gaussian policy, clipped to the bounds; seed 0 ends at -147 over 20 episodes
-    # (-1,107, -640, -197, -131 before), the suite's copies at -151, -118, -155
-    # (docs/benchmarks.md).
+    # A Gaussian policy, clipped to the bounds; seed 0 reaches it at 61,440 steps (-1,103,
+    # -543, -230 over 20 episodes; -131 and -147 after), the suite's copies end at -151,
+    # -118, -155 (docs/benchmarks.md).
     evals = train_until_reached("ppo_pendulum", tmp_path, budget=102_400, threshold=-250)
     assert evals[-1]["episodes"] == 20
 
