@@ -137,11 +137,14 @@ def final(proc):
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-def test_plugin_loss_agent_env_and_set_train_and_resume(project):
+def test_plugin_loss_agent_env_and_set_train_with_workers_and_resume(project):
+    # Two worker processes must import the plugin too (its env); with them a PPO run is
+    # the run without (tests/test_workers.py), so the run learns as one alone does.
     out = project / "runs" / "halved"
     proc = train(project, "--plugins", "my_rl.corridor", "--hparams", "halved_ppo_corridor",
-                 "--output_dir", str(out))  # fmt: skip
+                 "--num_workers", "2", "--output_dir", str(out))  # fmt: skip
     assert proc.returncode == 0, proc.stderr
+    assert final(proc)["step"] == 2048
     evals = [json.loads(l) for l in (out / "eval.jsonl").read_text().splitlines()]
     assert evals[-1]["return_mean"] == pytest.approx(0.96)  # five steps right: 1 - 4 * 0.01
     # Resumed without the flag: the run's snapshot names its plugins.
@@ -163,14 +166,6 @@ def test_the_plugin_loss_is_the_one_that_trains(project):
     halved, plain = results["halved_ppo_corridor"], results["plain_ppo_corridor"]
     # (within 1%: Adam's epsilon is the only term that sees the gradient's scale)
     assert halved["loss"] == pytest.approx(0.5 * plain["loss"], rel=1e-2)
-
-
-def test_plugins_reach_worker_processes(project):
-    out = project / "runs" / "workers"
-    proc = train(project, "--plugins", "my_rl.corridor", "--hparams", "halved_ppo_corridor",
-                 "--num_workers", "2", "--train_steps", "1024", "--output_dir", str(out))  # fmt: skip
-    assert proc.returncode == 0, proc.stderr
-    assert final(proc)["step"] == 1024
 
 
 def test_plugins_reach_copies_side_by_side(project):

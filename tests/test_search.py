@@ -28,6 +28,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LR_SPACE = "learning_rate: {categorical: [1e-9, 3e-3]}\n"
 GOOD_LR, USELESS_LR = 3e-3, 1e-9
 EVALS = "eval_interval=2000,checkpoint_interval=2000,eval_episodes=5"
+# Steps of a search whose trials are stopped at their first evaluation (step 2000, ~3 s of
+# ppo_cartpole): they have several seconds more to run, whatever the machine's load.
+LONG_TRIAL = 8000
 
 
 def needs_optuna():
@@ -546,7 +549,7 @@ def test_a_search_killed_mid_trial_resumes_with_a_new_trial_and_no_reused_folder
 ):
     optuna = needs_optuna()
     output_dir = str(tmp_path / "search")
-    command = search_command(output_dir, lr_space, 1, train_steps=12000)
+    command = search_command(output_dir, lr_space, 1, train_steps=LONG_TRIAL)
     search = subprocess.Popen(command, cwd=ROOT, stderr=subprocess.DEVNULL)
     first_eval = os.path.join(output_dir, "trial_0", "eval.jsonl")
     wait_for(
@@ -575,7 +578,7 @@ def test_a_search_killed_mid_trial_resumes_with_a_new_trial_and_no_reused_folder
     ]
     assert rows[0]["note"] == "stopped with the search; retried as trial 1"
     assert rows[1]["note"] == "retry of trial 0" and rows[1]["params"] == rows[0]["params"]
-    assert rows[1]["last_step"] == "12000"
+    assert rows[1]["last_step"] == str(LONG_TRIAL)
     assert trial_folders(output_dir) == ["trial_0", "trial_1"]
     with open(os.path.join(output_dir, "best.json")) as f:
         assert json.load(f)["run_folder"] == "trial_1"
@@ -586,7 +589,7 @@ def test_a_trial_whose_train_py_is_killed_is_retried_once(tmp_path, lr_space):
     needs_optuna()
     output_dir = str(tmp_path / "search")
     search = subprocess.Popen(
-        search_command(output_dir, lr_space, 1, "--pruner=none", train_steps=12000),
+        search_command(output_dir, lr_space, 1, "--pruner=none", train_steps=LONG_TRIAL),
         cwd=ROOT,
         stderr=subprocess.PIPE,
         text=True,
@@ -615,7 +618,12 @@ def test_the_median_pruner_stops_the_trial_that_does_not_learn(tmp_path, lr_spac
     needs_optuna()
     output_dir = str(tmp_path / "search")
     proc = run_search(
-        output_dir, lr_space, 2, "--pruner=median", "--pruner_startup_trials=1", train_steps=16000
+        output_dir,
+        lr_space,
+        2,
+        "--pruner=median",
+        "--pruner_startup_trials=1",
+        train_steps=LONG_TRIAL,
     )
     assert proc.returncode == 0, proc.stderr
     rows = read_trials(output_dir)
@@ -624,10 +632,10 @@ def test_the_median_pruner_stops_the_trial_that_does_not_learn(tmp_path, lr_spac
         (f"learning_rate={USELESS_LR}", "PRUNED"),
     ]
     assert rows[1]["last_step"] == "2000" and rows[1]["note"] == "pruned at step 2000"
-    # Its train.py got SIGTERM (saved a checkpoint and stopped) long before 16000 steps.
+    # Its train.py got SIGTERM (saved a checkpoint and stopped) long before its last step.
     with open(os.path.join(output_dir, "logs", "trial_1.log")) as f:
         final = json.loads(f.read().strip().splitlines()[-1])
-    assert final["interrupted"] == signal.SIGTERM and final["step"] < 16000
+    assert final["interrupted"] == signal.SIGTERM and final["step"] < LONG_TRIAL
 
 
 @pytest.mark.process
@@ -655,7 +663,7 @@ def test_a_search_of_copies_scores_trials_as_the_benchmark_scores_sets(tmp_path,
     output_dir = str(tmp_path / "search")
     copies = ("--copies=2", "--copies_parallel=2")
     proc = run_search(
-        output_dir, lr_space, 2, "--pruner_startup_trials=1", *copies, train_steps=16000
+        output_dir, lr_space, 2, "--pruner_startup_trials=1", *copies, train_steps=LONG_TRIAL
     )
     assert proc.returncode == 0, proc.stderr
     rows = read_trials(output_dir)
@@ -671,7 +679,7 @@ def test_a_search_of_copies_scores_trials_as_the_benchmark_scores_sets(tmp_path,
     for i in range(2):  # both copies of the pruned trial stopped, long before the end,
         run_dir = os.path.join(output_dir, "trial_1", f"run_{i}")  # and before train.py
         with open(os.path.join(run_dir, "eval.jsonl")) as f:
-            assert json.loads(f.readlines()[-1])["step"] < 16000
+            assert json.loads(f.readlines()[-1])["step"] < LONG_TRIAL
         assert not pids_naming(run_dir)
     with open(os.path.join(output_dir, "logs", "trial_1.log")) as f:
         finals = [json.loads(line) for line in f if line.startswith('{"step"')]
@@ -684,7 +692,7 @@ def test_a_search_of_copies_scores_trials_as_the_benchmark_scores_sets(tmp_path,
     )
     assert f"best: trial 0, {objective} " in proc.stdout
     # The number of copies is part of what the study measures.
-    proc = run_search(output_dir, lr_space, 3, "--copies=3", train_steps=16000)
+    proc = run_search(output_dir, lr_space, 3, "--copies=3", train_steps=LONG_TRIAL)
     assert proc.returncode == 2 and "started with other settings (the objective: " in proc.stderr
 
 
@@ -692,7 +700,7 @@ def test_a_search_of_copies_scores_trials_as_the_benchmark_scores_sets(tmp_path,
 def test_sigterm_stops_the_trials_and_the_same_command_finishes_them(tmp_path, lr_space):
     needs_optuna()
     output_dir = str(tmp_path / "search")
-    command = search_command(output_dir, lr_space, 1, train_steps=12000)
+    command = search_command(output_dir, lr_space, 1, train_steps=LONG_TRIAL)
     search = subprocess.Popen(
         command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )

@@ -167,7 +167,7 @@ def test_a_tracked_run_is_one_mlflow_run_holding_its_hparams_metrics_and_files(t
 @needs_mlflow
 def test_kill_9_and_resume_continue_the_same_mlflow_run_without_doubles_or_gaps(tmp_path):
     out, uri = tmp_path / "run", f"sqlite:///{tmp_path / 'mlruns.db'}"
-    args = ["--hparams", "ppo_tiny", "--train_steps", 4096, "--output_dir", out]
+    args = ["--hparams", "ppo_tiny", "--train_steps", 2048, "--output_dir", out]
     args += ["--tracking", "mlflow", "--tracking_uri", uri]
     proc = start_training(*args)
     wait_for_sent_step(proc, out, 512)
@@ -183,7 +183,7 @@ def test_kill_9_and_resume_continue_the_same_mlflow_run_without_doubles_or_gaps(
     run = mlflow.get_run(run_id)
     assert run.info.status == "FINISHED"
     assert [r.info.run_id for r in mlflow.search_runs([run.info.experiment_id])] == [run_id]
-    assert eval_records(out)[-1]["step"] == 4096
+    assert eval_records(out)[-1]["step"] == 2048
     assert_metrics_match_the_run_folder(mlflow, run_id, out)
 
 
@@ -227,7 +227,7 @@ def test_an_unreachable_server_warns_once_and_a_later_run_sends_what_was_missed(
 @needs_mlflow
 def test_a_store_that_breaks_mid_run_warns_once_and_training_finishes(tmp_path):
     out, store = tmp_path / "run", tmp_path / "mlruns.db"
-    args = ["--hparams", "ppo_tiny", "--train_steps", 4096, "--output_dir", out]
+    args = ["--hparams", "ppo_tiny", "--train_steps", 2048, "--output_dir", out]
     proc = subprocess.Popen(
         [sys.executable, TRAIN, *map(str, args), "--tracking", "mlflow"],
         cwd=ROOT,
@@ -242,7 +242,7 @@ def test_a_store_that_breaks_mid_run_warns_once_and_training_finishes(tmp_path):
     _, stderr = proc.communicate(timeout=240)
     assert proc.returncode == 0, stderr
     assert stderr.count(WARNING) == 1, stderr
-    assert eval_records(out)[-1]["step"] == 4096
+    assert eval_records(out)[-1]["step"] == 2048
 
 
 @pytest.mark.parametrize(

@@ -2,17 +2,21 @@
 
 import contextlib
 import dataclasses
+import hashlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import types
 
 import numpy as np
 import pytest
+from conftest import shared_folder
 from polling import idle_for_a_second, start_logged, wait_for
 
 import rl
@@ -511,20 +515,42 @@ def test_a_first_start_that_fails_is_one_failure_and_is_replaced():
     pool.close()
 
 
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory):
+    """``finished(*args)``: (the output_dir, the stdout) of ``train.py --seed 3 *args`` run
+    to its end once for every test that asks for it, under -n 2 too; ``copy=1``: a second
+    run of the same command. Read-only: a test that changes a run copies its folder."""
+
+    def finished_run(*args, copy=0):
+        key = hashlib.sha1(repr((args, copy)).encode()).hexdigest()[:12]
+        with shared_folder(tmp_path_factory, f"workers_run_{key}") as (folder, fill):
+            if fill:
+                proc = run("--output_dir", str(folder / "run"), "--seed", "3", *args)
+                assert proc.returncode == 0, proc.stderr
+                (folder / "stdout").write_text(proc.stdout)
+        return str(folder / "run"), (folder / "stdout").read_text()
+
+    return finished_run
+
+
 @pytest.mark.process
-@pytest.mark.parametrize("hparams", ["ppo_tiny", "dqn_tiny"])
-def test_workers_train_checkpoint_and_resume_with_another_worker_count(tmp_path, hparams):
+@pytest.mark.parametrize("hparams, steps", [("ppo_tiny", "1024"), ("dqn_tiny", "256")])
+def test_workers_train_checkpoint_and_resume_with_another_worker_count(
+    tmp_path, finished, hparams, steps
+):
+    # The first run is the one the tests below compare (a copy of it is resumed).
+    first, stdout = finished("--hparams", hparams, "--train_steps", steps, "--num_workers", "2")
+    assert json.loads(stdout.splitlines()[-1])["step"] == int(steps)
     out = str(tmp_path / "run")
-    first = run("--hparams", hparams, "--output_dir", out, "--num_workers", "2")
-    assert first.returncode == 0, first.stderr
-    assert json.loads(first.stdout.splitlines()[-1])["step"] == 256
-    second = run("--output_dir", out, "--train_steps", "512", "--num_workers", "1")
+    shutil.copytree(first, out)
+    more = int(steps) + 256
+    second = run("--output_dir", out, "--train_steps", str(more), "--num_workers", "1")
     assert second.returncode == 0, second.stderr
     assert "resuming from" in second.stderr
-    assert json.loads(second.stdout.splitlines()[-1])["step"] == 512
+    assert json.loads(second.stdout.splitlines()[-1])["step"] == more
     with open(os.path.join(out, "eval.jsonl")) as f:
-        steps = [json.loads(line)["step"] for line in f]
-    assert steps == [128, 256, 384, 512]  # nothing logged twice or lost
+        logged = [json.loads(line)["step"] for line in f]
+    assert logged == list(range(128, more + 1, 128))  # nothing logged twice or lost
     from rl.logbook import recent_scalars
 
     scalars = recent_scalars(os.path.join(out, "tb"))
@@ -563,13 +589,13 @@ def run_to_end(out, *args):
 
 @pytest.mark.process
 @pytest.mark.parametrize("hparams", ["ppo_tiny", "a2c_tiny"])
-def test_an_on_policy_run_with_2_workers_is_the_run_with_none(tmp_path, hparams):
+def test_an_on_policy_run_with_2_workers_is_the_run_with_none(finished, hparams):
     # Each worker draws its rows of the run's act stream and computes its rows as the
     # learner's own actor would: the runs are the same to the bit.
     args = ["--hparams", hparams, "--train_steps", "1024"]
-    alone = run_to_end(str(tmp_path / "alone"), *args)
+    alone = trained(finished(*args)[0])
     assert len(alone[0]) == 8
-    assert_same_run(alone, run_to_end(str(tmp_path / "workers"), *args, "--num_workers", "2"))
+    assert_same_run(alone, trained(finished(*args, "--num_workers", "2")[0]))
 
 
 @pytest.mark.unit
@@ -592,20 +618,20 @@ def test_workers_play_the_rounds_ahead_asked_else_the_learners_own():
     ],
 )
 def test_an_off_policy_run_with_2_workers_one_round_ahead_is_the_run_with_none(
-    tmp_path, hparams, sys_name
+    request, finished, hparams, sys_name
 ):
     # A round is one burst (train_interval // num_envs steps), and one actor acts a whole
     # burst with one set of weights: workers granted one round at a time act each round
     # with the weights the learner's own actor would have. IMPALA too: its learner waits
     # for its rounds in order, as the run without workers does.
-    if sys_name == "ray":
-        pytest.importorskip("ray")
     args = ["--hparams", hparams, "--hparam_override", "num_envs=2"]  # sac/td3_tiny have 1
-    alone = run_to_end(str(tmp_path / "alone"), *args)
+    alone = trained(finished(*args)[0])
     assert len(alone[0]) >= 2
-    workers = ["--sys", sys_name, "--num_workers", "2", "--worker_rounds_ahead", "1"]
-    out = str(tmp_path / "workers")
-    assert_same_run(alone, run_to_end(out, *args, *workers))
+    if sys_name == "ray":
+        out = request.getfixturevalue("ray_run")["out"]  # RAY_RUN: these args on Ray
+    else:
+        out = finished(*args, "--num_workers", "2", "--worker_rounds_ahead", "1")[0]
+    assert_same_run(alone, trained(out))
     with open(os.path.join(out, "snapshot", "flags.json")) as f:
         assert json.load(f)["worker_rounds_ahead"] == 1  # recorded as the other flags
 
@@ -627,12 +653,13 @@ def test_a_run_with_workers_resumes_its_act_stream_as_a_run_without(tmp_path):
 
 @pytest.mark.process
 @pytest.mark.parametrize("hparams", ["impala_tiny", "dqn_tiny"])
-def test_an_off_policy_run_with_workers_is_the_same_run_for_a_seed(tmp_path, hparams):
+def test_an_off_policy_run_with_workers_is_the_same_run_for_a_seed(finished, hparams):
     # Off-policy actors play rounds ahead with older weights than one actor would, so the
     # run differs from the run without workers; which weights each round used must still
     # not depend on how fast the processes happened to be.
-    args = ["--hparams", hparams, "--num_workers", "2"]
-    runs = [run_to_end(str(tmp_path / name), *args) for name in ("a", "b")]
+    # (dqn_tiny's first is the run test_workers_train_checkpoint_and_resume... resumes)
+    args = ["--hparams", hparams, "--train_steps", "256", "--num_workers", "2"]
+    runs = [trained(finished(*args, copy=copy)[0]) for copy in (0, 1)]
     assert_same_run(*runs)
 
 
@@ -715,7 +742,8 @@ def test_sigterm_stops_a_run_waiting_for_a_stopped_worker_within_seconds(tmp_pat
 
 @pytest.mark.process
 def test_a_worker_stopped_by_sigstop_is_killed_and_replaced_and_training_finishes(tmp_path):
-    args = ["--hparams", "dqn_cartpole", "--train_steps", "20000", "--eval_episodes", "0"]
+    # 23 rounds of 256 steps: worker 1 cannot have played its share before it is stopped.
+    args = ["--hparams", "dqn_cartpole", "--train_steps", "6000", "--eval_episodes", "0"]
     # 10 s: short, yet more than a healthy worker takes to start on a busy machine.
     args += ["--worker_timeout", "10"]
     with a_run_with_worker_1_stopped(tmp_path, *args) as (proc, pids, log):
@@ -727,7 +755,7 @@ def test_a_worker_stopped_by_sigstop_is_killed_and_replaced_and_training_finishe
         ended = time.monotonic()
     stderr = log.read_text()
     assert proc.returncode == 0, stderr
-    assert json.loads(stdout.splitlines()[-1])["step"] == 20000
+    assert json.loads(stdout.splitlines()[-1])["step"] == 6000
     assert not alive(pids[1])  # killed although stopped, and reaped
     print(f"SIGSTOP to restart {restarted - stopped:.1f} s, to the end {ended - stopped:.1f} s")
 
@@ -735,7 +763,8 @@ def test_a_worker_stopped_by_sigstop_is_killed_and_replaced_and_training_finishe
 @pytest.mark.process
 def test_a_killed_worker_is_restarted_and_training_goes_on(tmp_path):
     out = str(tmp_path / "run")
-    proc = start(*LONG_RUN, "--output_dir", out, "--train_steps", "8000")
+    # 64 rounds of 32 steps (2 s at least): the kill comes as the first are played.
+    proc = start(*LONG_RUN, "--output_dir", out, "--train_steps", "2048")
     try:
         pids = wait_for(lambda: both_workers(proc, out), "two workers", process=proc)
         os.kill(pids[0], signal.SIGKILL)
@@ -744,7 +773,7 @@ def test_a_killed_worker_is_restarted_and_training_goes_on(tmp_path):
         proc.kill()
     assert proc.returncode == 0, stderr
     assert "failed (killed by signal 9); restarting it" in stderr
-    assert json.loads(stdout.splitlines()[-1])["step"] == 8000
+    assert json.loads(stdout.splitlines()[-1])["step"] == 2048
 
 
 @pytest.mark.process
@@ -763,12 +792,12 @@ def test_an_env_that_raises_restarts_its_worker_then_the_budget_stops_the_run(tm
         "--num_workers",
         "2",
         "--train_steps",
-        "6144",
+        "1024",
     ]
     allowed = run(*common, "--output_dir", str(tmp_path / "a"))
     assert allowed.returncode == 0, allowed.stderr
     assert "failed (SimulatorCrash: flaky_cartpole: the simulator crashed" in allowed.stderr
-    assert json.loads(allowed.stdout.splitlines()[-1])["step"] == 6144
+    assert json.loads(allowed.stdout.splitlines()[-1])["step"] == 1024
 
     out = str(tmp_path / "b")
     stopped = run(*common, "--output_dir", out, "--worker_restarts", "0")
@@ -785,7 +814,7 @@ def test_an_env_that_raises_restarts_its_worker_then_the_budget_stops_the_run(tm
         open(os.path.join(out, "workers", "worker_1.log")) as f1,
     ):
         assert "SimulatorCrash" in f0.read() + f1.read()
-    assert kept < 6144
+    assert kept < 1024
 
 
 @pytest.mark.process
@@ -843,27 +872,73 @@ def test_bad_worker_counts_are_one_line_and_write_nothing(tmp_path):
     assert not out.exists()
 
 
-@pytest.mark.process
-def test_ray_actors_run_the_same_actor_code_and_ray_stops_with_the_run(tmp_path):
+# dqn_tiny on two Ray actors granted one round at a time (as the off-policy comparison
+# above runs it without them: its --seed and num_envs too).
+RAY_RUN = ["--hparams", "dqn_tiny", "--hparam_override", "num_envs=2", "--sys", "ray",
+           "--num_workers", "2", "--worker_rounds_ahead", "1"]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def ray_run(tmp_path_factory):
+    """``train.py --seed 3 RAY_RUN`` run once, where `ray start --head` left a cluster's
+    address behind: {"out", "returncode", "stdout", "stderr", "daemons": the pids of the
+    local Ray daemons it started}."""
     pytest.importorskip("ray")
-    out = str(tmp_path / "run")
-    proc = start("--sys", "ray", "--hparams", "dqn_tiny", "--output_dir", out, "--num_workers", "2")
-    # This run's own Ray daemons (other tests may run a Ray of their own meanwhile).
-    daemons = set()
-    while proc.poll() is None:
-        daemons.update(child_pids(proc.pid, b"raylet", b"gcs_server"))
-        time.sleep(0.1)
-    stdout, stderr = proc.communicate()
-    assert proc.returncode == 0, stderr
-    assert json.loads(stdout.splitlines()[-1])["step"] == 256
+    with shared_folder(tmp_path_factory, "workers_ray_run") as (folder, fill):
+        if fill:
+            # `ray start --head` writes its address to $RAY_TMPDIR/ray/ray_current_cluster,
+            # and the file stays when that cluster dies unstopped.
+            ray_tmp = tempfile.mkdtemp(prefix="rl-ray-", dir="/tmp")  # short socket paths
+            os.makedirs(os.path.join(ray_tmp, "ray"))
+            with open(os.path.join(ray_tmp, "ray", "ray_current_cluster"), "w") as f:
+                f.write("127.0.0.1:1\n")
+            env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
+            env["RAY_TMPDIR"] = ray_tmp
+            command = [sys.executable, TRAIN, "--output_dir", str(folder / "run"), "--seed", "3",
+                       *RAY_RUN]  # fmt: skip
+            daemons = set()
+            try:
+                with open(folder / "stdout", "w") as out, open(folder / "stderr", "w") as err:
+                    proc = subprocess.Popen(command, stdout=out, stderr=err, cwd=ROOT, env=env)
+                # This run's own Ray daemons (other tests may run a Ray of their own meanwhile).
+                while proc.poll() is None:
+                    daemons.update(child_pids(proc.pid, b"raylet", b"gcs_server"))
+                    time.sleep(0.1)
+            finally:
+                shutil.rmtree(ray_tmp, ignore_errors=True)
+            ended = {"returncode": proc.returncode, "daemons": sorted(daemons)}
+            (folder / "ended.json").write_text(json.dumps(ended))
+    return {
+        **json.loads((folder / "ended.json").read_text()),
+        "out": str(folder / "run"),
+        "stdout": (folder / "stdout").read_text(),
+        "stderr": (folder / "stderr").read_text(),
+    }
+
+
+@pytest.mark.process
+def test_ray_actors_run_the_same_actor_code_and_ray_stops_with_the_run(ray_run):
+    # (that code gives the run without workers: the off-policy comparison above)
+    assert ray_run["returncode"] == 0, ray_run["stderr"]
+    assert json.loads(ray_run["stdout"].splitlines()[-1])["step"] == 256
     # None of the local Ray's start-up notes reach the user.
-    assert "Started a local Ray instance" not in stderr
-    assert "Token authentication is enabled" not in stderr
-    with open(os.path.join(out, "snapshot", "flags.json")) as f:
+    assert "Started a local Ray instance" not in ray_run["stderr"]
+    assert "Token authentication is enabled" not in ray_run["stderr"]
+    with open(os.path.join(ray_run["out"], "snapshot", "flags.json")) as f:
         recorded = json.load(f)
     assert recorded["device"]["sys"] == "ray" and recorded["num_workers"] == 2
+    daemons = ray_run["daemons"]
     assert daemons, "the run started no local Ray of its own"
     wait_for(lambda: not any(alive(pid) for pid in daemons), "its local Ray to stop", timeout=30)
+
+
+@pytest.mark.process
+def test_without_an_address_a_local_ray_starts_even_where_ray_start_left_one(ray_run):
+    # ray_run's RAY_TMPDIR holds a dead cluster's address. Joining it was refused
+    # ("num_cpus and num_gpus must not be provided"), exit 2.
+    assert ray_run["returncode"] == 0, ray_run["stderr"]
+    assert json.loads(ray_run["stdout"].splitlines()[-1])["step"] == 256
+    assert ray_run["daemons"], "the run joined a cluster instead of starting its own"
 
 
 @pytest.mark.process
@@ -970,32 +1045,6 @@ def test_a_refused_ray_client_is_told_where_the_token_goes(monkeypatch):
     monkeypatch.delenv("RAY_AUTH_MODE")
     assert _token_refusal(retries, failed).startswith("it uses token authentication; set")
     assert _token_refusal("[W] version mismatch", failed) is None  # Ray's own words then
-
-
-@pytest.mark.process
-def test_without_an_address_a_local_ray_starts_even_where_ray_start_left_one(tmp_path, monkeypatch):
-    # `ray start --head` writes its address to $RAY_TMPDIR/ray/ray_current_cluster,
-    # and the file stays when that cluster dies unstopped. Joining it was refused
-    # ("num_cpus and num_gpus must not be provided"), exit 2.
-    pytest.importorskip("ray")
-    import shutil
-    import tempfile
-
-    ray_tmp = tempfile.mkdtemp(prefix="rl-ray-", dir="/tmp")  # Ray's socket paths stay short
-    try:
-        os.makedirs(os.path.join(ray_tmp, "ray"))
-        with open(os.path.join(ray_tmp, "ray", "ray_current_cluster"), "w") as f:
-            f.write("127.0.0.1:1\n")
-        monkeypatch.setenv("RAY_TMPDIR", ray_tmp)
-        monkeypatch.delenv("RAY_ADDRESS", raising=False)
-        out = str(tmp_path / "run")
-        proc = run(
-            "--sys", "ray", "--hparams", "ppo_tiny", "--output_dir", out, "--num_workers", "1"
-        )
-        assert proc.returncode == 0, proc.stderr
-        assert json.loads(proc.stdout.splitlines()[-1])["step"] == 256
-    finally:
-        shutil.rmtree(ray_tmp, ignore_errors=True)
 
 
 @pytest.mark.unit
