@@ -42,6 +42,54 @@ def weights(module):
     return [v.numpy().copy() for v in module.variables]
 
 
+class TinyRun:
+    """A tiny set trained once by Experiment (256 steps), and what it held before it closed."""
+
+    def __init__(self, hparams: str, out):
+        self.out = out
+        first = Experiment(hparams, str(out), verbose=False)
+        self.result = first.train()
+        self.obs = np.random.default_rng(0).normal(size=(5, *first.agent.obs_shape))
+        self.obs = self.obs.astype(np.float32)
+        learner = first.agent.learner
+        # Loose variables (SAC's temperature) by key.
+        self.loose = {
+            k: v.numpy()
+            for k, v in learner.checkpoint_items().items()
+            if isinstance(v, tf.Variable)
+        }
+        self.weights = weights(learner.model)
+        self.optimizers = [k for k in learner.checkpoint_items() if k.endswith("optimizer")]
+        self.optimizer_values = [
+            v.numpy().copy()
+            for k in self.optimizers
+            for v in learner.checkpoint_items()[k].variables
+        ]
+        self.counters = (learner.counters.as_dict(), first.counters.as_dict())
+        replay = learner.memory.replay if isinstance(learner.memory, ReplayFeed) else None
+        self.replay_size = len(replay) if replay is not None else None
+        # Draws from a copy of the state, so the original's next draws stay untouched.
+        self.sample = replay.sample((2, 8)).batch if replay is not None else None
+        self.target_weights = weights(learner.target_model) if replay is not None else None
+        self.actions = [first.agent.actor.act(self.obs, first.step)[0] for _ in range(3)]
+        first.close()
+
+
+@pytest.fixture(scope="module")
+def tiny_runs(tmp_path_factory):
+    """``tiny_runs(hparams)``: that set's TinyRun, trained once for this module's tests
+    (the round trip reopens it read-only; the outputs test reads its files)."""
+    made = {}
+
+    def tiny_run(hparams: str) -> TinyRun:
+        if hparams not in made:
+            out = tmp_path_factory.mktemp(hparams) / "run"
+            made[hparams] = TinyRun(hparams, out)
+        return made[hparams]
+
+    return tiny_run
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize(
     "hparams",
@@ -57,49 +105,29 @@ def weights(module):
         "ddpg_tiny",
     ],
 )
-def test_checkpoint_round_trip_restores_everything(tmp_path, hparams):
-    out = str(tmp_path / "run")
-    first = Experiment(hparams, out, verbose=False)
-    first.train()
-    obs = np.random.default_rng(0).normal(size=(5, *first.agent.obs_shape)).astype(np.float32)
-    learner = first.agent.learner
-    # Loose variables (SAC's temperature) by key.
-    loose = {
-        k: v.numpy() for k, v in learner.checkpoint_items().items() if isinstance(v, tf.Variable)
-    }
-    saved_weights = weights(learner.model)
-    optimizers = [k for k in learner.checkpoint_items() if k.endswith("optimizer")]
-    saved_opt = [
-        v.numpy().copy() for k in optimizers for v in learner.checkpoint_items()[k].variables
-    ]
-    saved_counters = (learner.counters.as_dict(), first.counters.as_dict())
-    replay = learner.memory.replay if isinstance(learner.memory, ReplayFeed) else None
-    # Draws from a copy of the state, so the original's next draws stay untouched.
-    expected_sample = replay.sample((2, 8)).batch if replay is not None else None
-    expected_actions = [first.agent.actor.act(obs, first.step)[0] for _ in range(3)]
-    first.close()
-
-    second = Experiment(hparams, out, verbose=False)
+def test_checkpoint_round_trip_restores_everything(tiny_runs, hparams):
+    first = tiny_runs(hparams)
+    second = Experiment(hparams, str(first.out), verbose=False)
     assert second.restored_from.endswith("ckpt-256")
     restored = second.agent.learner
-    for a, b in zip(saved_weights, weights(restored.model)):
+    for a, b in zip(first.weights, weights(restored.model)):
         np.testing.assert_array_equal(a, b)
-    restored_opt = [v for k in optimizers for v in restored.checkpoint_items()[k].variables]
-    assert len(restored_opt) == len(saved_opt)
-    for a, b in zip(saved_opt, restored_opt):
+    restored_opt = [v for k in first.optimizers for v in restored.checkpoint_items()[k].variables]
+    assert len(restored_opt) == len(first.optimizer_values)
+    for a, b in zip(first.optimizer_values, restored_opt):
         np.testing.assert_array_equal(a, b.numpy())
-    assert (restored.counters.as_dict(), second.counters.as_dict()) == saved_counters
-    for key, value in loose.items():
+    assert (restored.counters.as_dict(), second.counters.as_dict()) == first.counters
+    for key, value in first.loose.items():
         np.testing.assert_array_equal(value, restored.checkpoint_items()[key].numpy())
-    assert second.agent.actor.version == restored.publish().version == saved_counters[0]["updates"]
+    assert second.agent.actor.version == restored.publish().version == first.counters[0]["updates"]
     # The acting stream was restored: the same sampled actions follow.
-    for expected in expected_actions:
-        np.testing.assert_array_equal(expected, second.agent.actor.act(obs, second.step)[0])
-    if replay is not None:
-        assert len(restored.memory.replay) == len(replay)
+    for expected in first.actions:
+        np.testing.assert_array_equal(expected, second.agent.actor.act(first.obs, second.step)[0])
+    if first.sample is not None:
+        assert len(restored.memory.replay) == first.replay_size
         for name, value in restored.memory.replay.sample((2, 8)).batch.items():
-            np.testing.assert_array_equal(value, expected_sample[name])
-        for a, b in zip(weights(learner.target_model), weights(restored.target_model)):
+            np.testing.assert_array_equal(value, first.sample[name])
+        for a, b in zip(first.target_weights, weights(restored.target_model)):
             np.testing.assert_array_equal(a, b)
     second.close()
 
@@ -109,11 +137,9 @@ def test_checkpoint_round_trip_restores_everything(tmp_path, hparams):
     "hparams",
     ["ppo_tiny", "dqn_tiny", "rainbow_tiny", "qrdqn_tiny", "vpg_tiny", "sac_tiny", "td3_tiny"],
 )
-def test_tiny_runs_write_every_output(tmp_path, hparams):
-    out = tmp_path / "run"
-    exp = Experiment(hparams, str(out), verbose=False)
-    result = exp.train()
-    exp.close()
+def test_tiny_runs_write_every_output(tiny_runs, hparams):
+    run = tiny_runs(hparams)
+    out, result = run.out, run.result
     assert result["step"] == 256
     for key in ("episode_return_mean", "eval_return_mean", "steps_per_second", "loss"):
         assert np.isfinite(result[key]), key
