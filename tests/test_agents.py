@@ -178,33 +178,52 @@ def test_policy_export_matches_agent(tmp_path):
     exp.close()
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("hparams", ["ppo_tiny", "dqn_tiny"])
-def test_same_seed_gives_identical_runs(tmp_path, hparams):
-    results = []
-    for name in ("a", "b"):
+class SeededRun:
+    """``hparams`` trained 1024 steps with seed 3, evaluating every 256: what it learnt."""
+
+    def __init__(self, hparams: str, out):
         exp = Experiment(
             hparams,
-            str(tmp_path / name),
+            str(out),
             seed=3,
             train_steps=1024,
             overrides="eval_interval=256",
             verbose=False,
         )
         exp.train()
-        evals = [
-            json.loads(l)["returns"]
-            for l in (tmp_path / name / "eval.jsonl").read_text().splitlines()
+        self.evals = [
+            json.loads(l)["returns"] for l in (out / "eval.jsonl").read_text().splitlines()
         ]
-        results.append((evals, weights(exp.agent.model)))
+        self.weights = weights(exp.agent.model)
+        self.iterations = exp.agent.learner.optimizer.iterations.numpy()
         exp.close()
-    (evals_a, weights_a), (evals_b, weights_b) = results
-    assert len(evals_a) == 4 and evals_a == evals_b
-    for a, b in zip(weights_a, weights_b):
+
+
+@pytest.fixture(scope="module")
+def seeded_runs(tmp_path_factory):
+    """``seeded_runs(hparams)``: that set's SeededRun, trained once for this module (the
+    reference of the same-seed test and of the evaluation-settings test)."""
+    made = {}
+
+    def seeded_run(hparams: str) -> SeededRun:
+        if hparams not in made:
+            made[hparams] = SeededRun(hparams, tmp_path_factory.mktemp(hparams) / "run")
+        return made[hparams]
+
+    return seeded_run
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("hparams", ["ppo_tiny", "dqn_tiny"])
+def test_same_seed_gives_identical_runs(seeded_runs, tmp_path, hparams):
+    first = seeded_runs(hparams)
+    again = SeededRun(hparams, tmp_path / "b")
+    assert len(first.evals) == 4 and first.evals == again.evals
+    for a, b in zip(first.weights, again.weights):
         np.testing.assert_array_equal(a, b)
     other = Experiment(hparams, str(tmp_path / "c"), seed=4, train_steps=1024, verbose=False)
     other.train()
-    assert any((a != b).any() for a, b in zip(weights_a, weights(other.agent.model)))
+    assert any((a != b).any() for a, b in zip(first.weights, weights(other.agent.model)))
     other.close()
 
 
@@ -304,21 +323,22 @@ def test_dqn_target_syncs_every_target_update_interval_gradient_steps(interval, 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("hparams", ["ppo_tiny", "dqn_tiny"])
-def test_evaluation_and_logging_settings_leave_training_bit_identical(tmp_path, hparams):
+def test_evaluation_and_logging_settings_leave_training_bit_identical(
+    seeded_runs, tmp_path, hparams
+):
     # Evaluation, acting and the update draw from separate streams (rl/seeding.py):
     # how often or how long a run evaluates, checkpoints or records must not change
-    # what it learns.
+    # what it learns. The reference evaluates every 256 steps and checkpoints every 128.
+    reference = seeded_runs(hparams)
     settings = {
-        "a": "eval_interval=256,eval_episodes=2,checkpoint_interval=1024",
         "b": "eval_interval=128,eval_episodes=5,checkpoint_interval=128,keep_checkpoints=5",
         "c": "eval_interval=1024,eval_episodes=0,checkpoint_interval=512,video_interval=256",
     }
-    trained = {}
     for name, overrides in settings.items():
         exp = Experiment(
             hparams,
             str(tmp_path / name),
-            seed=5,
+            seed=3,
             train_steps=1024,
             overrides=overrides,
             record_video=name == "c",
@@ -326,13 +346,10 @@ def test_evaluation_and_logging_settings_leave_training_bit_identical(tmp_path, 
         )
         exp.train()
         learner = exp.agent.learner
-        trained[name] = (weights(learner.model), learner.optimizer.iterations.numpy())
-        exp.close()
-    reference, iterations = trained["a"]
-    for name in ("b", "c"):
-        assert trained[name][1] == iterations
-        for a, b in zip(reference, trained[name][0]):
+        assert learner.optimizer.iterations.numpy() == reference.iterations
+        for a, b in zip(reference.weights, weights(learner.model)):
             np.testing.assert_array_equal(a, b)
+        exp.close()
 
 
 @pytest.mark.unit
