@@ -203,6 +203,18 @@ def test_a_run_file_that_cannot_be_written_stops_with_exit_7(trained, tmp_path):
     assert contents(out) == before
 
 
+def assert_it_kept_its_checkpoints_and_resumes(proc, args, out, checkpoints) -> None:
+    """``proc``, stopped saving step 512 of the run ``out`` (files failure), left its
+    ``checkpoints`` as they were; the same command, ``args``, then resumes from 384 and
+    finishes."""
+    assert result(proc)["failure_kind"] == "files"
+    assert contents(out / "checkpoints") == checkpoints
+    again = run_train_py(*args)
+    assert again.returncode == 0, again.stderr
+    assert f"rl: resuming from {out / 'checkpoints' / 'ckpt-384'}" in again.stderr
+    assert checkpoint_steps(str(out / "checkpoints")) == [256, 384, 512]  # keeps 3
+
+
 @pytest.mark.process
 def test_a_full_disk_stops_with_exit_7_and_the_run_resumes_once_there_is_room(trained, tmp_path):
     out = tmp_path / "run"
@@ -223,13 +235,8 @@ def test_a_full_disk_stops_with_exit_7_and_the_run_resumes_once_there_is_room(tr
         f"the last checkpoint, {kept}, is kept; make room or mend {out}, then rerun the same "
         "command to resume"
     )
-    assert result(proc)["failure_kind"] == "files"
-    assert contents(out / "checkpoints") == checkpoints
     # With room again, the same command resumes from it and finishes.
-    again = run_train_py(*args)
-    assert again.returncode == 0, again.stderr
-    assert f"rl: resuming from {kept}" in again.stderr
-    assert checkpoint_steps(str(out / "checkpoints")) == [256, 384, 512]  # keeps 3
+    assert_it_kept_its_checkpoints_and_resumes(proc, args, out, checkpoints)
     steps = [json.loads(l)["step"] for l in (out / "eval.jsonl").read_text().splitlines()]
     assert steps == [128, 256, 384, 512]
 
@@ -299,12 +306,7 @@ def test_a_disk_failing_with_eio_stops_with_exit_7_and_the_run_resumes(trained, 
     assert "Input/output error" in line
     assert line.endswith(f"the last checkpoint, {kept}, is kept; make room or mend {out}, "
                          "then rerun the same command to resume")  # fmt: skip
-    assert result(proc)["failure_kind"] == "files"
-    assert contents(out / "checkpoints") == checkpoints
-    again = run_train_py(*args)
-    assert again.returncode == 0, again.stderr
-    assert f"rl: resuming from {kept}" in again.stderr
-    assert checkpoint_steps(str(out / "checkpoints")) == [256, 384, 512]  # keeps 3
+    assert_it_kept_its_checkpoints_and_resumes(proc, args, out, checkpoints)
 
 
 @pytest.mark.unit
