@@ -63,6 +63,7 @@ def messages(proc):
             "env 'CartPole-v1' takes no keyword argument 'gravity': it takes sutton_barto_reward",
         ),
         (["--hparams", "ppo_tiny", "--sys", "tpu_pod", "--output_dir", "x"], "unknown sys"),
+        (["--hparams", "ppo_tiny", "--sys", "tpu", "--output_dir", "x"], "--sys tpu needs --tpu"),
         (["--hparams", "ppo_tiny", "--hparam_override", "lr=1", "--output_dir", "x"], "'lr'"),
         (
             ["--hparams", "ppo_tiny", "--hparam_override", "act_select=nope", "--output_dir", "x"],
