@@ -491,6 +491,8 @@ def check_early():
                     f"--{flag} is for --sys {target}, not --sys {FLAGS.sys}; "
                     f"remove it or add --sys {target}"
                 )
+        if FLAGS.training:
+            make_system().check_options()  # --sys tpu without --tpu, before TensorFlow
         if not FLAGS.output_dir:
             fail("--output_dir is required, e.g. --output_dir runs/ppo_cartpole")
         if FLAGS.training and FLAGS.copies <= 1:

@@ -39,6 +39,14 @@ class System:
         # ``actor_launcher`` hands it out (or ``close`` stops them).
         self.early_launcher = None
 
+    def check_options(self) -> None:
+        """Refuses options this target cannot run with, where seeing it needs no
+        TensorFlow: train.py calls it before TensorFlow loads. Nothing by default.
+
+        Raises:
+            SystemUnavailableError: an option the target needs is missing.
+        """
+
     def setup(self) -> Dict[str, str]:
         """Configures devices before anything is built; returns a description for logs."""
         raise NotImplementedError
@@ -250,12 +258,15 @@ class TPUSystem(MirroredSystem):
 
     name = "tpu"
 
-    def setup(self) -> Dict[str, str]:
-        tpu = self.options.get("tpu")
-        if not tpu:
+    def check_options(self) -> None:
+        if not self.options.get("tpu"):
             raise SystemUnavailableError(
                 "--sys tpu needs --tpu: the TPU's name, its grpc:// address, or local on a TPU VM"
             )
+
+    def setup(self) -> Dict[str, str]:
+        self.check_options()
+        tpu = self.options["tpu"]
         try:
             resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu=tpu)
             for job in resolver.cluster_spec().jobs:  # none on a TPU VM ("local")

@@ -42,6 +42,54 @@ def weights(module):
     return [v.numpy().copy() for v in module.variables]
 
 
+class TinyRun:
+    """A tiny set trained once by Experiment (256 steps), and what it held before it closed."""
+
+    def __init__(self, hparams: str, out):
+        self.out = out
+        first = Experiment(hparams, str(out), verbose=False)
+        self.result = first.train()
+        self.obs = np.random.default_rng(0).normal(size=(5, *first.agent.obs_shape))
+        self.obs = self.obs.astype(np.float32)
+        learner = first.agent.learner
+        # Loose variables (SAC's temperature) by key.
+        self.loose = {
+            k: v.numpy()
+            for k, v in learner.checkpoint_items().items()
+            if isinstance(v, tf.Variable)
+        }
+        self.weights = weights(learner.model)
+        self.optimizers = [k for k in learner.checkpoint_items() if k.endswith("optimizer")]
+        self.optimizer_values = [
+            v.numpy().copy()
+            for k in self.optimizers
+            for v in learner.checkpoint_items()[k].variables
+        ]
+        self.counters = (learner.counters.as_dict(), first.counters.as_dict())
+        replay = learner.memory.replay if isinstance(learner.memory, ReplayFeed) else None
+        self.replay_size = len(replay) if replay is not None else None
+        # Draws from a copy of the state, so the original's next draws stay untouched.
+        self.sample = replay.sample((2, 8)).batch if replay is not None else None
+        self.target_weights = weights(learner.target_model) if replay is not None else None
+        self.actions = [first.agent.actor.act(self.obs, first.step)[0] for _ in range(3)]
+        first.close()
+
+
+@pytest.fixture(scope="module")
+def tiny_runs(tmp_path_factory):
+    """``tiny_runs(hparams)``: that set's TinyRun, trained once for this module's tests
+    (the round trip reopens it read-only; the outputs test reads its files)."""
+    made = {}
+
+    def tiny_run(hparams: str) -> TinyRun:
+        if hparams not in made:
+            out = tmp_path_factory.mktemp(hparams) / "run"
+            made[hparams] = TinyRun(hparams, out)
+        return made[hparams]
+
+    return tiny_run
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize(
     "hparams",
@@ -57,49 +105,29 @@ def weights(module):
         "ddpg_tiny",
     ],
 )
-def test_checkpoint_round_trip_restores_everything(tmp_path, hparams):
-    out = str(tmp_path / "run")
-    first = Experiment(hparams, out, verbose=False)
-    first.train()
-    obs = np.random.default_rng(0).normal(size=(5, *first.agent.obs_shape)).astype(np.float32)
-    learner = first.agent.learner
-    # Loose variables (SAC's temperature) by key.
-    loose = {
-        k: v.numpy() for k, v in learner.checkpoint_items().items() if isinstance(v, tf.Variable)
-    }
-    saved_weights = weights(learner.model)
-    optimizers = [k for k in learner.checkpoint_items() if k.endswith("optimizer")]
-    saved_opt = [
-        v.numpy().copy() for k in optimizers for v in learner.checkpoint_items()[k].variables
-    ]
-    saved_counters = (learner.counters.as_dict(), first.counters.as_dict())
-    replay = learner.memory.replay if isinstance(learner.memory, ReplayFeed) else None
-    # Draws from a copy of the state, so the original's next draws stay untouched.
-    expected_sample = replay.sample((2, 8)).batch if replay is not None else None
-    expected_actions = [first.agent.actor.act(obs, first.step)[0] for _ in range(3)]
-    first.close()
-
-    second = Experiment(hparams, out, verbose=False)
+def test_checkpoint_round_trip_restores_everything(tiny_runs, hparams):
+    first = tiny_runs(hparams)
+    second = Experiment(hparams, str(first.out), verbose=False)
     assert second.restored_from.endswith("ckpt-256")
     restored = second.agent.learner
-    for a, b in zip(saved_weights, weights(restored.model)):
+    for a, b in zip(first.weights, weights(restored.model)):
         np.testing.assert_array_equal(a, b)
-    restored_opt = [v for k in optimizers for v in restored.checkpoint_items()[k].variables]
-    assert len(restored_opt) == len(saved_opt)
-    for a, b in zip(saved_opt, restored_opt):
+    restored_opt = [v for k in first.optimizers for v in restored.checkpoint_items()[k].variables]
+    assert len(restored_opt) == len(first.optimizer_values)
+    for a, b in zip(first.optimizer_values, restored_opt):
         np.testing.assert_array_equal(a, b.numpy())
-    assert (restored.counters.as_dict(), second.counters.as_dict()) == saved_counters
-    for key, value in loose.items():
+    assert (restored.counters.as_dict(), second.counters.as_dict()) == first.counters
+    for key, value in first.loose.items():
         np.testing.assert_array_equal(value, restored.checkpoint_items()[key].numpy())
-    assert second.agent.actor.version == restored.publish().version == saved_counters[0]["updates"]
+    assert second.agent.actor.version == restored.publish().version == first.counters[0]["updates"]
     # The acting stream was restored: the same sampled actions follow.
-    for expected in expected_actions:
-        np.testing.assert_array_equal(expected, second.agent.actor.act(obs, second.step)[0])
-    if replay is not None:
-        assert len(restored.memory.replay) == len(replay)
+    for expected in first.actions:
+        np.testing.assert_array_equal(expected, second.agent.actor.act(first.obs, second.step)[0])
+    if first.sample is not None:
+        assert len(restored.memory.replay) == first.replay_size
         for name, value in restored.memory.replay.sample((2, 8)).batch.items():
-            np.testing.assert_array_equal(value, expected_sample[name])
-        for a, b in zip(weights(learner.target_model), weights(restored.target_model)):
+            np.testing.assert_array_equal(value, first.sample[name])
+        for a, b in zip(first.target_weights, weights(restored.target_model)):
             np.testing.assert_array_equal(a, b)
     second.close()
 
@@ -109,11 +137,9 @@ def test_checkpoint_round_trip_restores_everything(tmp_path, hparams):
     "hparams",
     ["ppo_tiny", "dqn_tiny", "rainbow_tiny", "qrdqn_tiny", "vpg_tiny", "sac_tiny", "td3_tiny"],
 )
-def test_tiny_runs_write_every_output(tmp_path, hparams):
-    out = tmp_path / "run"
-    exp = Experiment(hparams, str(out), verbose=False)
-    result = exp.train()
-    exp.close()
+def test_tiny_runs_write_every_output(tiny_runs, hparams):
+    run = tiny_runs(hparams)
+    out, result = run.out, run.result
     assert result["step"] == 256
     for key in ("episode_return_mean", "eval_return_mean", "steps_per_second", "loss"):
         assert np.isfinite(result[key]), key
@@ -152,33 +178,52 @@ def test_policy_export_matches_agent(tmp_path):
     exp.close()
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("hparams", ["ppo_tiny", "dqn_tiny"])
-def test_same_seed_gives_identical_runs(tmp_path, hparams):
-    results = []
-    for name in ("a", "b"):
+class SeededRun:
+    """``hparams`` trained 1024 steps with seed 3, evaluating every 256: what it learnt."""
+
+    def __init__(self, hparams: str, out):
         exp = Experiment(
             hparams,
-            str(tmp_path / name),
+            str(out),
             seed=3,
             train_steps=1024,
             overrides="eval_interval=256",
             verbose=False,
         )
         exp.train()
-        evals = [
-            json.loads(l)["returns"]
-            for l in (tmp_path / name / "eval.jsonl").read_text().splitlines()
+        self.evals = [
+            json.loads(l)["returns"] for l in (out / "eval.jsonl").read_text().splitlines()
         ]
-        results.append((evals, weights(exp.agent.model)))
+        self.weights = weights(exp.agent.model)
+        self.iterations = exp.agent.learner.optimizer.iterations.numpy()
         exp.close()
-    (evals_a, weights_a), (evals_b, weights_b) = results
-    assert len(evals_a) == 4 and evals_a == evals_b
-    for a, b in zip(weights_a, weights_b):
+
+
+@pytest.fixture(scope="module")
+def seeded_runs(tmp_path_factory):
+    """``seeded_runs(hparams)``: that set's SeededRun, trained once for this module (the
+    reference of the same-seed test and of the evaluation-settings test)."""
+    made = {}
+
+    def seeded_run(hparams: str) -> SeededRun:
+        if hparams not in made:
+            made[hparams] = SeededRun(hparams, tmp_path_factory.mktemp(hparams) / "run")
+        return made[hparams]
+
+    return seeded_run
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("hparams", ["ppo_tiny", "dqn_tiny"])
+def test_same_seed_gives_identical_runs(seeded_runs, tmp_path, hparams):
+    first = seeded_runs(hparams)
+    again = SeededRun(hparams, tmp_path / "b")
+    assert len(first.evals) == 4 and first.evals == again.evals
+    for a, b in zip(first.weights, again.weights):
         np.testing.assert_array_equal(a, b)
     other = Experiment(hparams, str(tmp_path / "c"), seed=4, train_steps=1024, verbose=False)
     other.train()
-    assert any((a != b).any() for a, b in zip(weights_a, weights(other.agent.model)))
+    assert any((a != b).any() for a, b in zip(first.weights, weights(other.agent.model)))
     other.close()
 
 
@@ -278,21 +323,22 @@ def test_dqn_target_syncs_every_target_update_interval_gradient_steps(interval, 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("hparams", ["ppo_tiny", "dqn_tiny"])
-def test_evaluation_and_logging_settings_leave_training_bit_identical(tmp_path, hparams):
+def test_evaluation_and_logging_settings_leave_training_bit_identical(
+    seeded_runs, tmp_path, hparams
+):
     # Evaluation, acting and the update draw from separate streams (rl/seeding.py):
     # how often or how long a run evaluates, checkpoints or records must not change
-    # what it learns.
+    # what it learns. The reference evaluates every 256 steps and checkpoints every 128.
+    reference = seeded_runs(hparams)
     settings = {
-        "a": "eval_interval=256,eval_episodes=2,checkpoint_interval=1024",
         "b": "eval_interval=128,eval_episodes=5,checkpoint_interval=128,keep_checkpoints=5",
         "c": "eval_interval=1024,eval_episodes=0,checkpoint_interval=512,video_interval=256",
     }
-    trained = {}
     for name, overrides in settings.items():
         exp = Experiment(
             hparams,
             str(tmp_path / name),
-            seed=5,
+            seed=3,
             train_steps=1024,
             overrides=overrides,
             record_video=name == "c",
@@ -300,13 +346,10 @@ def test_evaluation_and_logging_settings_leave_training_bit_identical(tmp_path, 
         )
         exp.train()
         learner = exp.agent.learner
-        trained[name] = (weights(learner.model), learner.optimizer.iterations.numpy())
-        exp.close()
-    reference, iterations = trained["a"]
-    for name in ("b", "c"):
-        assert trained[name][1] == iterations
-        for a, b in zip(reference, trained[name][0]):
+        assert learner.optimizer.iterations.numpy() == reference.iterations
+        for a, b in zip(reference.weights, weights(learner.model)):
             np.testing.assert_array_equal(a, b)
+        exp.close()
 
 
 @pytest.mark.unit

@@ -3,6 +3,7 @@ and SIGINT/SIGTERM stop a run within seconds wherever it is (evaluation included
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -257,24 +258,52 @@ ENDLESS_EVALUATION = [
 ]  # fmt: skip
 
 
-@pytest.mark.process
-@pytest.mark.parametrize("workers", [0, 1])
-def test_sigterm_during_an_endless_evaluation_stops_within_seconds(tmp_path, workers):
-    out = tmp_path / "run"
+def stop_in_the_final_evaluation(out, workers: int = 0) -> None:
+    """Trains in ``out`` to checkpoint 128 and stops its endless final evaluation with
+    SIGTERM, which must end it within seconds."""
     with Run(train(*ENDLESS_EVALUATION, "--output_dir", str(out), workers=workers)) as run:
         wait_for_the_final_evaluation(run, out)
         run.stop_with(signal.SIGTERM)
+
+
+@pytest.fixture(scope="module")
+def stopped_in_final_evaluation(tmp_path_factory):
+    """A run SIGTERM stopped in its final evaluation: checkpoint 128 and no evaluation
+    record. Read-only: tests change a copy."""
+    out = tmp_path_factory.mktemp("stopped") / "run"
+    stop_in_the_final_evaluation(out)
+    evals = out / "eval.jsonl"
+    assert not evals.exists() or not evals.read_text()  # checkpoint 128, no evaluation
+    return out
+
+
+def copy_of(run, tmp_path):
+    """A copy of the run folder ``run`` in ``tmp_path``, for one test to change."""
+    out = tmp_path / "run"
+    shutil.copytree(run, out)
+    return out
+
+
+@pytest.mark.process
+def test_sigterm_during_an_endless_evaluation_stops_within_seconds(
+    stopped_in_final_evaluation, tmp_path
+):
+    assert_it_resumes_from_checkpoint_128(copy_of(stopped_in_final_evaluation, tmp_path))
+
+
+@pytest.mark.process
+def test_sigterm_during_an_endless_evaluation_with_a_worker_stops_within_seconds(tmp_path):
+    out = tmp_path / "run"
+    stop_in_the_final_evaluation(out, workers=1)
     assert_it_resumes_from_checkpoint_128(out)
 
 
 @pytest.mark.process
-def test_a_final_evaluation_a_signal_gave_up_is_made_when_the_finished_run_is_rerun(tmp_path):
-    out = tmp_path / "run"
-    with Run(train(*ENDLESS_EVALUATION, "--output_dir", str(out))) as run:
-        wait_for_the_final_evaluation(run, out)
-        run.stop_with(signal.SIGTERM)
+def test_a_final_evaluation_a_signal_gave_up_is_made_when_the_finished_run_is_rerun(
+    stopped_in_final_evaluation, tmp_path
+):
+    out = copy_of(stopped_in_final_evaluation, tmp_path)
     evals = out / "eval.jsonl"
-    assert not evals.exists() or not evals.read_text()  # checkpoint 128, no evaluation
     # The same command (train_steps 128: finished), with a cap the evaluation ends at.
     rerun_command = train("--train_steps", "128", "--output_dir", str(out), "--hparam_override",
                           "max_episode_steps=20,eval_interval=1000000,checkpoint_interval=128")  # fmt: skip
@@ -332,23 +361,13 @@ def test_a_second_sigint_stops_at_once_in_one_line_and_keeps_the_checkpoint(tmp_
     assert_it_resumes_from_checkpoint_128(out)
 
 
-@pytest.fixture(scope="module")
-def endless_run(tmp_path_factory):
-    """A trained run whose test episodes (capped at a billion steps) do not end."""
-    out = tmp_path_factory.mktemp("endless") / "run"
-    trained = subprocess.run(
-        train("--train_steps", "128", "--hparam_override",
-              "max_episode_steps=1000000000,eval_episodes=0,checkpoint_interval=128",
-              "--output_dir", str(out)),
-        cwd=ROOT, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
-    assert trained.returncode == 0, trained.stderr
-    return out
-
-
 @pytest.mark.process
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
-def test_a_signal_stops_a_test_of_an_endless_run_within_seconds_in_one_line(endless_run, signum):
+def test_a_signal_stops_a_test_of_an_endless_run_within_seconds_in_one_line(
+    stopped_in_final_evaluation, tmp_path, signum
+):
+    # Its test episodes (capped at a billion steps, as its training's) do not end.
+    endless_run = copy_of(stopped_in_final_evaluation, tmp_path)
     with Run([sys.executable, TRAIN, "--training=false", "--output_dir", str(endless_run)]) as run:
         # The test episodes are under way once the run's handlers are (SIGTERM's is the
         # second one installed; Python has its own for SIGINT from the start).
@@ -402,22 +421,16 @@ def test_a_ctrl_c_that_a_library_swallows_as_the_run_starts_still_stops_it(tmp_p
 
 
 @pytest.mark.process
-def test_an_evaluation_a_checkpoint_lacks_is_made_first_when_the_run_resumes(tmp_path):
-    # The state a signal during an evaluation leaves (checkpoint 128, no record of 128),
-    # made here by a first part that did not evaluate.
-    out = tmp_path / "run"
-
-    def part(train_steps, eval_episodes):
-        return subprocess.run(
-            [sys.executable, TRAIN, "--hparams", "ppo_tiny", "--train_steps", str(train_steps),
-             "--output_dir", str(out), "--hparam_override",
-             f"eval_interval=128,checkpoint_interval=128,eval_episodes={eval_episodes}"],
-            cwd=ROOT, capture_output=True, text=True, timeout=300,
-        )  # fmt: skip
-
-    assert part(128, 0).returncode == 0
-    assert not (out / "eval.jsonl").exists() or not (out / "eval.jsonl").read_text()
-    resumed = part(256, 2)
+def test_an_evaluation_a_checkpoint_lacks_is_made_first_when_the_run_resumes(
+    stopped_in_final_evaluation, tmp_path
+):
+    # The state a signal during an evaluation leaves: checkpoint 128, no record of 128.
+    out = copy_of(stopped_in_final_evaluation, tmp_path)
+    resumed = subprocess.run(
+        train("--train_steps", "256", "--output_dir", str(out), "--hparam_override",
+              "max_episode_steps=20,eval_interval=128,checkpoint_interval=128,eval_episodes=2"),
+        cwd=ROOT, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
     assert resumed.returncode == 0, resumed.stderr
     steps = [json.loads(line)["step"] for line in (out / "eval.jsonl").read_text().splitlines()]
     assert steps == [128, 256]

@@ -63,6 +63,7 @@ def messages(proc):
             "env 'CartPole-v1' takes no keyword argument 'gravity': it takes sutton_barto_reward",
         ),
         (["--hparams", "ppo_tiny", "--sys", "tpu_pod", "--output_dir", "x"], "unknown sys"),
+        (["--hparams", "ppo_tiny", "--sys", "tpu", "--output_dir", "x"], "--sys tpu needs --tpu"),
         (["--hparams", "ppo_tiny", "--hparam_override", "lr=1", "--output_dir", "x"], "'lr'"),
         (
             ["--hparams", "ppo_tiny", "--hparam_override", "act_select=nope", "--output_dir", "x"],
@@ -233,10 +234,8 @@ def test_mujoco_logs_in_the_run_folder_and_warns_once(tmp_path):
 
 
 @pytest.mark.process
-def test_mistakes_on_an_existing_run_are_reported_without_loading_tensorflow(tmp_path):
-    out = tmp_path / "run"
-    trained = train_tiny(out)
-    assert trained.returncode == 0, trained.stderr
+def test_mistakes_on_an_existing_run_are_reported_without_loading_tensorflow(run_dir):
+    out = run_dir  # a copy of the session's finished ppo_tiny run
     before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
     for args, expected in (
         (["--hparam_override", "lr=1"], "unknown hparam 'lr'"),

@@ -67,14 +67,6 @@ def project(tmp_path_factory):
     return folder
 
 
-@pytest.fixture(scope="module")
-def trained(tmp_path_factory):
-    out = tmp_path_factory.mktemp("base") / "run"
-    proc = run_train_py("--hparams", "ppo_tiny", "--output_dir", str(out))  # checkpoints 128, 256
-    assert proc.returncode == 0, proc.stderr
-    return out
-
-
 @pytest.mark.process
 def test_an_env_that_raises_in_training_stops_with_exit_6_and_resumes(tmp_path):
     out = tmp_path / "run"
@@ -186,19 +178,19 @@ def test_an_env_raising_in_its_own_process_is_one_line_too(tmp_path):
 
 @pytest.mark.process
 def test_a_run_file_that_cannot_be_written_stops_with_exit_7(trained, tmp_path):
-    out = tmp_path / "run"
+    out = tmp_path / "run"  # a copy of the session's finished run (checkpoints 128, 256, 384)
     shutil.copytree(trained, out)
     (out / "videos").write_text("a file where the videos folder belongs\n")
-    proc = run_train_py("--hparams", "ppo_tiny", "--train_steps", "384", "--record_video",
+    proc = run_train_py("--hparams", "ppo_tiny", "--train_steps", "512", "--record_video",
                         "--output_dir", str(out))  # fmt: skip
     assert proc.returncode == cli.EXIT_FILES == 7, proc.stderr
-    kept = out / "checkpoints" / "ckpt-256"
+    kept = out / "checkpoints" / "ckpt-384"
     assert own_lines(proc) == [
         f"train.py: stopped: cannot write {out / 'videos'}: File exists; the last checkpoint, "
         f"{kept}, is kept; make room or mend {out}, then rerun the same command to resume"
     ]
-    assert result(proc)["failure_kind"] == "files" and result(proc)["step"] == 384
-    assert checkpoint_steps(str(out / "checkpoints")) == [128, 256]
+    assert result(proc)["failure_kind"] == "files" and result(proc)["step"] == 512
+    assert checkpoint_steps(str(out / "checkpoints")) == [128, 256, 384]
     # A test of the run: the same, and test.json is not written.
     before = contents(out)
     test = run_train_py("--training=false", "--record_video", "--test_episodes", "1",
@@ -256,7 +248,7 @@ int fclose(FILE *f) {
 def failing_disk(kind, tmp_path):
     """``subprocess.run`` options under which a disk refuses run files as ``kind`` says, and
     the words of the error: "full" (a write past 4 KB fails, as on a full disk; Python
-    ignores SIGXFSZ) or "eio" (the files of checkpoint 384 fail to close with EIO, for
+    ignores SIGXFSZ) or "eio" (the files of checkpoint 512 fail to close with EIO, for
     which TensorFlow raises UnknownError)."""
     if kind == "full":
 
@@ -270,7 +262,7 @@ def failing_disk(kind, tmp_path):
     source, shim = tmp_path / "failing_disk.c", tmp_path / "failing_disk.so"
     source.write_text(FAILING_DISK_C)
     subprocess.run([cc, "-shared", "-fPIC", "-o", str(shim), str(source), "-ldl"], check=True)
-    return {"env": dict(os.environ, LD_PRELOAD=str(shim), EIO_PATHS="ckpt-384")}, (
+    return {"env": dict(os.environ, LD_PRELOAD=str(shim), EIO_PATHS="ckpt-512")}, (
         "Input/output error"
     )
 
@@ -284,12 +276,12 @@ def test_a_disk_refusing_a_write_stops_with_exit_7_and_the_run_resumes_once_mend
     shutil.copytree(trained, out)
     checkpoints = contents(out / "checkpoints")
     failing, words = failing_disk(kind, tmp_path)
-    args = ["--hparams", "ppo_tiny", "--train_steps", "384", "--output_dir", str(out)]
+    args = ["--hparams", "ppo_tiny", "--train_steps", "512", "--output_dir", str(out)]
     proc = run_train_py(*args, **failing)
     assert proc.returncode == 7, proc.stderr
     [line] = own_lines(proc)
-    kept = out / "checkpoints" / "ckpt-256"
-    assert line.startswith(f"train.py: stopped: cannot save step 384 in {out}: "), line
+    kept = out / "checkpoints" / "ckpt-384"
+    assert line.startswith(f"train.py: stopped: cannot save step 512 in {out}: "), line
     assert words in line
     assert line.endswith(
         f"the last checkpoint, {kept}, is kept; make room or mend {out}, then rerun the same "
@@ -301,9 +293,9 @@ def test_a_disk_refusing_a_write_stops_with_exit_7_and_the_run_resumes_once_mend
     again = run_train_py(*args)
     assert again.returncode == 0, again.stderr
     assert f"rl: resuming from {kept}" in again.stderr
-    assert checkpoint_steps(str(out / "checkpoints")) == [128, 256, 384]
+    assert checkpoint_steps(str(out / "checkpoints")) == [256, 384, 512]  # keeps 3
     steps = [json.loads(l)["step"] for l in (out / "eval.jsonl").read_text().splitlines()]
-    assert steps == [128, 256, 384]
+    assert steps == [128, 256, 384, 512]
 
 
 @pytest.mark.unit

@@ -175,7 +175,10 @@ def test_the_json_object_reader_returns_the_object_and_reports_a_missing_file(tm
 @pytest.mark.process
 def test_every_run_file_has_the_umask_mode(tmp_path):
     out = tmp_path / "run"
-    proc = run("--hparams", "ppo_tiny", "--output_dir", str(out), umask=0o022)
+    # One evaluation and checkpoint: every kind of file a run writes, at half the steps.
+    proc = run(
+        "--hparams", "ppo_tiny", "--train_steps", "128", "--output_dir", str(out), umask=0o022
+    )
     assert proc.returncode == 0, proc.stderr
     modes = {p.relative_to(out).as_posix(): p.stat().st_mode & 0o777 for p in out.rglob("*")}
     assert modes["hparams.json"] == 0o644
@@ -190,16 +193,16 @@ def test_tensorboard_wall_times_are_when_records_were_logged(tmp_path):
         "--hparams",
         "dqn_tiny",
         "--train_steps",
-        "2048",
+        "1024",
         "--hparam_override",
-        "eval_interval=256,checkpoint_interval=4096",  # one checkpoint, at the end
+        "eval_interval=128,checkpoint_interval=2048",  # one checkpoint, at the end
         "--output_dir",
         str(out),
     )
     assert proc.returncode == 0, proc.stderr
     evals = [json.loads(l) for l in (out / "eval.jsonl").read_text().splitlines()]
     events = tensorboard(out).Tensors("eval/return_mean")
-    assert [e.step for e in events] == [r["step"] for r in evals] == list(range(256, 2049, 256))
+    assert [e.step for e in events] == [r["step"] for r in evals] == list(range(128, 1025, 128))
     # eval.jsonl's wall_time (seconds since the start) is taken just before the
     # scalar is logged: the spacing of the two must agree.
     logged = [r["wall_time"] - evals[0]["wall_time"] for r in evals]

@@ -275,14 +275,22 @@ def test_a_torn_weights_file_is_a_policy_artefact_error(tmp_path, keep):
         read_artefact(str(tmp_path))  # was zipfile.BadZipFile: a traceback in rl.tournament
 
 
-@pytest.mark.slow
-def test_an_exploring_artefact_acts_at_its_own_steps_epsilon(tmp_path):
-    out = tmp_path / "run"
-    # epsilon 1 -> 0 over 512 steps: 0.75 at the step-128 artefact, 0.5 at step 256.
+@pytest.fixture(scope="module")
+def dqn_run(tmp_path_factory):
+    """A finished dqn_tiny run (checkpoints 128 and 256, replay kept with them) whose
+    epsilon goes 1 -> 0 over 512 steps: 0.75 at the step-128 artefact, 0.5 at step 256.
+    Read-only."""
+    out = tmp_path_factory.mktemp("dqn") / "run"
     overrides = "epsilon_start=1.0,epsilon_end=0.0,epsilon_decay_steps=512"
     exp = Experiment("dqn_tiny", str(out), overrides=overrides, verbose=False)
     exp.train()
     exp.close()
+    return out
+
+
+@pytest.mark.slow
+def test_an_exploring_artefact_acts_at_its_own_steps_epsilon(dqn_run):
+    out = dqn_run
     early = load_policy(str(out / "policies" / "ckpt-128"), explore=True)
     late = load_policy(str(out / "policies" / "ckpt-256"), explore=True)
     evaluating = load_policy(str(out / "policies" / "ckpt-256"))
@@ -362,12 +370,8 @@ def test_without_checkpoint_replay_a_run_resumes_and_refills_its_replay(tmp_path
 
 
 @pytest.mark.slow
-def test_with_checkpoint_replay_the_replay_file_sits_beside_each_checkpoint(tmp_path):
-    out = tmp_path / "run"
-    exp = Experiment("dqn_tiny", str(out), verbose=False)
-    exp.train()
-    exp.close()
-    names = sorted(p.name for p in (out / "checkpoints").glob("replay-*"))
+def test_with_checkpoint_replay_the_replay_file_sits_beside_each_checkpoint(dqn_run):
+    names = sorted(p.name for p in (dqn_run / "checkpoints").glob("replay-*"))
     assert names == ["replay-128.npz", "replay-256.npz"]
 
 

@@ -7,6 +7,7 @@ import sys
 import textwrap
 
 import pytest
+from conftest import shared_folder
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TRAIN = os.path.join(ROOT, "train.py")
@@ -16,7 +17,7 @@ TRAIN = os.path.join(ROOT, "train.py")
 # MirroredStrategy over 2 logical CPUs, observe the same steps and update once.
 ONE_UPDATE = textwrap.dedent(
     """
-    import json, sys
+    import json, sys, traceback
     import numpy as np
     import tensorflow as tf
 
@@ -27,33 +28,40 @@ ONE_UPDATE = textwrap.dedent(
     from rl.agents.base import build_agent
     from rl.envs import make_vec_env
 
-    # Several replicas turn XLA off (Learner.compile_update); so does the local side here,
-    # since XLA draws other stateless random numbers (SAC's noise) than TensorFlow's kernels.
-    hp = registry.hparams.get(sys.argv[1])().replace(jit_compile=False)
-    envs = make_vec_env(hp.env, hp.num_envs)
-    spaces = (envs.single_observation_space, envs.single_action_space)
-    local = build_agent(hp, *spaces)
-    with tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"]).scope():
-        mirrored = registry.agents.get(hp.agent)(hp, *spaces)
-    assert mirrored.strategy.num_replicas_in_sync == 2
+    def one_update(name):
+        # Several replicas turn XLA off (Learner.compile_update); so does the local side here,
+        # since XLA draws other stateless random numbers (SAC's noise) than TensorFlow's kernels.
+        hp = registry.hparams.get(name)().replace(jit_compile=False)
+        envs = make_vec_env(hp.env, hp.num_envs)
+        spaces = (envs.single_observation_space, envs.single_action_space)
+        local = build_agent(hp, *spaces)
+        with tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"]).scope():
+            mirrored = registry.agents.get(hp.agent)(hp, *spaces)
+        assert mirrored.strategy.num_replicas_in_sync == 2
 
-    class Both:
-        def observe(self, **step):
-            local.learner.observe(**step)
-            mirrored.observe(**step)
+        class Both:
+            def observe(self, **step):
+                local.learner.observe(**step)
+                mirrored.observe(**step)
 
-    obs, _ = envs.reset(seed=0)
-    for t in range(100_000):
-        obs, _ = act_and_observe(local.actor, Both(), envs, obs, t * hp.num_envs)
-        a, b = local.learner.update(), mirrored.update()
-        assert (a is None) == (b is None)
-        if a is not None:
-            break
-    before = [v.numpy() for v in registry.agents.get(hp.agent)(hp, *spaces).model.trainable_variables]
-    diffs = [float(np.max(np.abs(x.numpy() - y.numpy())))
-             for x, y in zip(local.learner.model.trainable_variables, mirrored.model.trainable_variables)]
-    moved = [float(np.max(np.abs(x.numpy() - w))) for x, w in zip(local.learner.model.trainable_variables, before)]
-    print(json.dumps({"local": a, "mirrored": b, "max_diff": max(diffs), "max_move": max(moved)}))
+        obs, _ = envs.reset(seed=0)
+        for t in range(100_000):
+            obs, _ = act_and_observe(local.actor, Both(), envs, obs, t * hp.num_envs)
+            a, b = local.learner.update(), mirrored.update()
+            assert (a is None) == (b is None)
+            if a is not None:
+                break
+        before = [v.numpy() for v in registry.agents.get(hp.agent)(hp, *spaces).model.trainable_variables]
+        diffs = [float(np.max(np.abs(x.numpy() - y.numpy())))
+                 for x, y in zip(local.learner.model.trainable_variables, mirrored.model.trainable_variables)]
+        moved = [float(np.max(np.abs(x.numpy() - w))) for x, w in zip(local.learner.model.trainable_variables, before)]
+        return {"local": a, "mirrored": b, "max_diff": max(diffs), "max_move": max(moved)}
+
+    for name in sys.argv[1:]:
+        try:
+            print(json.dumps({"hparams": name, **one_update(name)}), flush=True)
+        except Exception:
+            print(json.dumps({"hparams": name, "error": traceback.format_exc()}), flush=True)
     """
 )
 
@@ -70,24 +78,54 @@ UPDATE_SETS = [
 ]
 
 
-def run_update_snippet(code: str, hparams: str) -> dict:
-    """Runs ``code`` (one of the snippets above) for ``hparams`` in a fresh Python; the
-    JSON it prints last."""
-    proc = subprocess.run(
-        [sys.executable, "-c", code, hparams],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=ROOT,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return json.loads(proc.stdout.splitlines()[-1])
+def run_update_snippet(code: str, folder) -> dict:
+    """Runs ``code`` (one of the snippets above) for every set of UPDATE_SETS in one fresh
+    Python (TensorFlow loads once, not once per set); what it printed for each set, by set.
+    Kept in ``folder/results.json`` so that each test worker reads one run."""
+    results = folder / "results.json"
+    if not results.exists():
+        proc = subprocess.run(
+            [sys.executable, "-c", code, *UPDATE_SETS],
+            capture_output=True,
+            text=True,
+            timeout=600,
+            cwd=ROOT,
+        )
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        by_set = {}
+        for line in proc.stdout.splitlines():
+            if line.startswith('{"hparams": '):
+                printed = json.loads(line)
+                by_set[printed.pop("hparams")] = printed
+        results.write_text(json.dumps(by_set))
+    return json.loads(results.read_text())
+
+
+def result_for(results: dict, hparams: str) -> dict:
+    """What the snippet printed for ``hparams``; fails with its traceback if it raised."""
+    assert hparams in results, f"the snippet printed nothing for {hparams}"
+    assert "error" not in results[hparams], results[hparams]["error"][-3000:]
+    return results[hparams]
+
+
+@pytest.fixture(scope="module")
+def one_updates(tmp_path_factory):
+    """ONE_UPDATE's result for each set of UPDATE_SETS."""
+    with shared_folder(tmp_path_factory, "systems_one_update") as (folder, _):
+        return run_update_snippet(ONE_UPDATE, folder)
+
+
+@pytest.fixture(scope="module")
+def xla_updates(tmp_path_factory):
+    """XLA_UPDATE's result for each set of UPDATE_SETS."""
+    with shared_folder(tmp_path_factory, "systems_xla_update") as (folder, _):
+        return run_update_snippet(XLA_UPDATE, folder)
 
 
 @pytest.mark.process
 @pytest.mark.parametrize("hparams", UPDATE_SETS)
-def test_one_update_under_mirrored_matches_local(hparams):
-    result = run_update_snippet(ONE_UPDATE, hparams)
+def test_one_update_under_mirrored_matches_local(one_updates, hparams):
+    result = result_for(one_updates, hparams)
     assert result["max_move"] > 1e-4  # the update changed the weights
     assert result["max_diff"] < 1e-5, result  # ... the same way on two replicas
     for name, value in result["local"].items():
@@ -181,31 +219,37 @@ def test_a_tpu_address_where_nothing_listens_is_one_line_not_a_hang(tmp_path):
 # host callbacks. jit_compile=True on one device proves the same of every update here.
 XLA_UPDATE = textwrap.dedent(
     """
-    import json, sys
+    import json, sys, traceback
     from rl import catalog, registry
     from rl.agents.actor import act_and_observe
     from rl.agents.base import build_agent
     from rl.envs import make_vec_env
 
-    hp = registry.hparams.get(sys.argv[1])().replace(jit_compile=True)
-    envs = make_vec_env(hp.env, hp.num_envs)
-    agent = build_agent(hp, envs.single_observation_space, envs.single_action_space)
-    obs, _ = envs.reset(seed=0)
-    updates = []
-    for t in range(100_000):
-        obs, _ = act_and_observe(agent.actor, agent.learner, envs, obs, t * hp.num_envs)
-        metrics = agent.learner.update()
-        if metrics is not None:
-            updates.append(metrics)
-            if len(updates) == 2:
-                break
-    print(json.dumps(updates[-1]))
+    def second_update(name):
+        hp = registry.hparams.get(name)().replace(jit_compile=True)
+        envs = make_vec_env(hp.env, hp.num_envs)
+        agent = build_agent(hp, envs.single_observation_space, envs.single_action_space)
+        obs, _ = envs.reset(seed=0)
+        updates = []
+        for t in range(100_000):
+            obs, _ = act_and_observe(agent.actor, agent.learner, envs, obs, t * hp.num_envs)
+            metrics = agent.learner.update()
+            if metrics is not None:
+                updates.append(metrics)
+                if len(updates) == 2:
+                    return metrics
+
+    for name in sys.argv[1:]:
+        try:
+            print(json.dumps({"hparams": name, **second_update(name)}), flush=True)
+        except Exception:
+            print(json.dumps({"hparams": name, "error": traceback.format_exc()}), flush=True)
     """
 )
 
 
 @pytest.mark.process
 @pytest.mark.parametrize("hparams", UPDATE_SETS)
-def test_every_update_compiles_with_xla(hparams):
-    metrics = run_update_snippet(XLA_UPDATE, hparams)
+def test_every_update_compiles_with_xla(xla_updates, hparams):
+    metrics = result_for(xla_updates, hparams)
     assert all(value == value for value in metrics.values()), metrics  # finite, no NaN

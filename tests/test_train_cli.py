@@ -205,9 +205,8 @@ def test_list_prints_every_kind():
 
 
 @pytest.mark.process
-def test_other_runs_hparams_are_refused_unless_asked(tmp_path):
-    out = tmp_path / "run"
-    assert run("--hparams", "ppo_tiny", "--output_dir", str(out)).returncode == 0
+def test_other_runs_hparams_are_refused_unless_asked(run_dir):
+    out = run_dir  # a copy of the session's finished ppo_tiny run (384 steps)
     before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
     proc = run("--hparams", "dqn_tiny", "--output_dir", str(out))
     assert proc.returncode == 2
@@ -220,7 +219,7 @@ def test_other_runs_hparams_are_refused_unless_asked(tmp_path):
     assert before == after  # nothing written or lost
     # Longer training is not a different run.
     assert (
-        run("--hparams", "ppo_tiny", "--train_steps", "384", "--output_dir", str(out)).returncode
+        run("--hparams", "ppo_tiny", "--train_steps", "512", "--output_dir", str(out)).returncode
         == 0
     )
     proc = run(
