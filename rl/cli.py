@@ -492,7 +492,8 @@ def check_early():
                     f"remove it or add --sys {target}"
                 )
         if FLAGS.training:
-            make_system().check_options()  # --sys tpu without --tpu, before TensorFlow
+            # --sys tpu without --tpu, before TensorFlow loads
+            registry.systems.get(FLAGS.sys).check_options(system_options())
         if not FLAGS.output_dir:
             fail("--output_dir is required, e.g. --output_dir runs/ppo_cartpole")
         if FLAGS.training and FLAGS.copies <= 1:

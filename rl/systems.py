@@ -39,9 +39,11 @@ class System:
         # ``actor_launcher`` hands it out (or ``close`` stops them).
         self.early_launcher = None
 
-    def check_options(self) -> None:
-        """Refuses options this target cannot run with, where seeing it needs no
-        TensorFlow: train.py calls it before TensorFlow loads. Nothing by default.
+    @classmethod
+    def check_options(cls, options: Dict[str, Any]) -> None:
+        """Refuses ``options`` this target cannot run with, where seeing it needs no
+        TensorFlow: train.py calls it before TensorFlow loads (and before the run's one
+        System is made). Nothing by default.
 
         Raises:
             SystemUnavailableError: an option the target needs is missing.
@@ -258,14 +260,15 @@ class TPUSystem(MirroredSystem):
 
     name = "tpu"
 
-    def check_options(self) -> None:
-        if not self.options.get("tpu"):
+    @classmethod
+    def check_options(cls, options: Dict[str, Any]) -> None:
+        if not options.get("tpu"):
             raise SystemUnavailableError(
                 "--sys tpu needs --tpu: the TPU's name, its grpc:// address, or local on a TPU VM"
             )
 
     def setup(self) -> Dict[str, str]:
-        self.check_options()
+        self.check_options(self.options)
         tpu = self.options["tpu"]
         try:
             resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu=tpu)
