@@ -138,12 +138,18 @@ def writes_as_oserror(what: str) -> Iterator[None]:
     """
     try:
         yield
-    except file_system_errors() as e:
-        raise OSError(f"cannot save {what}: {error_line(e)}") from e
-    except tf.errors.UnknownError as e:
-        if not names_an_os_error(e.message):
+    except tf.errors.OpError as e:
+        if not refused_by_the_file_system(e):
             raise
         raise OSError(f"cannot save {what}: {error_line(e)}") from e
+
+
+def refused_by_the_file_system(error: Exception) -> bool:
+    """Whether a TensorFlow error is the file system's refusal: one of
+    ``file_system_errors``, or an UnknownError that gives the OS's words for the error."""
+    if isinstance(error, file_system_errors()):
+        return True
+    return isinstance(error, tf.errors.UnknownError) and names_an_os_error(error.message)
 
 
 # The OS's descriptions of its errors ("Input/output error"), as strerror gives them.

@@ -53,13 +53,11 @@ RETRIED_CODES = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
 FIRST_BACKOFF_SECONDS = 0.05
 MAX_BACKOFF_SECONDS = 2.0
 MAX_MESSAGE_BYTES = 256 * 1024 * 1024
-KEEPALIVE_SECONDS = codec.KEEPALIVE_SECONDS
-KEEPALIVE_TIMEOUT_SECONDS = codec.KEEPALIVE_TIMEOUT_SECONDS
 
 
 def channel_options(
-    keepalive_seconds: float = KEEPALIVE_SECONDS,
-    keepalive_timeout_seconds: float = KEEPALIVE_TIMEOUT_SECONDS,
+    keepalive_seconds: float = codec.KEEPALIVE_SECONDS,
+    keepalive_timeout_seconds: float = codec.KEEPALIVE_TIMEOUT_SECONDS,
 ) -> list:
     """The options of a channel to an env server: message sizes, and keepalive pings, so
     that a server machine that vanishes without closing the connection (half-open TCP)

@@ -31,7 +31,9 @@ MAX_RANK = 32
 
 
 # Keepalive, the same at both ends: a connection silent this long is pinged, and one whose
-# ping is unanswered this long is closed (a peer gone without closing it: half-open TCP).
+# ping is unanswered this long is closed. So a peer gone without closing it (its machine
+# lost, a half-open TCP connection) is noticed, and the server thread its step stream
+# holds is freed.
 KEEPALIVE_SECONDS = 60.0
 KEEPALIVE_TIMEOUT_SECONDS = 10.0
 

@@ -61,13 +61,7 @@ HEALTH_PREFIX = "/grpc.health.v1.Health/"
 BUSY_WAIT_SECONDS = 5.0  # a second call on a session waits this long for the first
 RESERVED_THREADS = 4  # server threads kept from step streams, for unary calls and health
 STOP_POLL_SECONDS = 0.2  # how late a stop signal may be noticed (see main)
-# A client that vanished without closing its connection (its machine lost, a half-open
-# TCP connection) is noticed by pinging it, and the server thread its step stream holds
-# is freed: a connection silent this long is pinged, and closed if the ping is not
-# answered within the timeout.
-KEEPALIVE_SECONDS = codec.KEEPALIVE_SECONDS
-KEEPALIVE_TIMEOUT_SECONDS = codec.KEEPALIVE_TIMEOUT_SECONDS
-# How often a client may ping (rl's client pings every client.KEEPALIVE_SECONDS).
+# How often a client may ping (rl's client pings every codec.KEEPALIVE_SECONDS).
 MIN_CLIENT_PING_SECONDS = 30.0
 
 
@@ -759,8 +753,8 @@ def start_server(
     limits: Limits = Limits(),
     threads: Optional[int] = None,
     tls: Optional[tuple] = None,
-    keepalive_seconds: float = KEEPALIVE_SECONDS,
-    keepalive_timeout_seconds: float = KEEPALIVE_TIMEOUT_SECONDS,
+    keepalive_seconds: float = codec.KEEPALIVE_SECONDS,
+    keepalive_timeout_seconds: float = codec.KEEPALIVE_TIMEOUT_SECONDS,
 ):
     """Starts serving in background threads; returns (grpc server, port, EnvService).
 
