@@ -75,19 +75,24 @@ class TinyRun:
         first.close()
 
 
+def once_per_set(tmp_path_factory, make):
+    """``get(hparams)``: ``make(hparams, folder)`` for that set, made at its first call in
+    a folder of its own and the same object at every later one."""
+    made = {}
+
+    def get(hparams: str):
+        if hparams not in made:
+            made[hparams] = make(hparams, tmp_path_factory.mktemp(hparams) / "run")
+        return made[hparams]
+
+    return get
+
+
 @pytest.fixture(scope="module")
 def tiny_runs(tmp_path_factory):
     """``tiny_runs(hparams)``: that set's TinyRun, trained once for this module's tests
     (the round trip reopens it read-only; the outputs test reads its files)."""
-    made = {}
-
-    def tiny_run(hparams: str) -> TinyRun:
-        if hparams not in made:
-            out = tmp_path_factory.mktemp(hparams) / "run"
-            made[hparams] = TinyRun(hparams, out)
-        return made[hparams]
-
-    return tiny_run
+    return once_per_set(tmp_path_factory, TinyRun)
 
 
 @pytest.mark.slow
@@ -203,14 +208,7 @@ class SeededRun:
 def seeded_runs(tmp_path_factory):
     """``seeded_runs(hparams)``: that set's SeededRun, trained once for this module (the
     reference of the same-seed test and of the evaluation-settings test)."""
-    made = {}
-
-    def seeded_run(hparams: str) -> SeededRun:
-        if hparams not in made:
-            made[hparams] = SeededRun(hparams, tmp_path_factory.mktemp(hparams) / "run")
-        return made[hparams]
-
-    return seeded_run
+    return once_per_set(tmp_path_factory, SeededRun)
 
 
 @pytest.mark.slow

@@ -12,6 +12,19 @@ from conftest import shared_folder
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TRAIN = os.path.join(ROOT, "train.py")
 
+# The end of each snippet below: ``result(name)`` of every set named on its command line,
+# a JSON line each; one that raises prints its traceback instead, so the others still run.
+EACH_SET = textwrap.dedent(
+    """
+    for name in sys.argv[1:]:
+        try:
+            print(json.dumps({{"hparams": name, **{result}(name)}}), flush=True)
+        except Exception:
+            print(json.dumps({{"hparams": name, "error": traceback.format_exc()}}), flush=True)
+    """
+)
+
+
 # Runs in a fresh process: logical devices must be made before TensorFlow starts.
 # Two learners with the same seed, one under the default strategy and one under
 # MirroredStrategy over 2 logical CPUs, observe the same steps and update once.
@@ -57,13 +70,8 @@ ONE_UPDATE = textwrap.dedent(
         moved = [float(np.max(np.abs(x.numpy() - w))) for x, w in zip(local.learner.model.trainable_variables, before)]
         return {"local": a, "mirrored": b, "max_diff": max(diffs), "max_move": max(moved)}
 
-    for name in sys.argv[1:]:
-        try:
-            print(json.dumps({"hparams": name, **one_update(name)}), flush=True)
-        except Exception:
-            print(json.dumps({"hparams": name, "error": traceback.format_exc()}), flush=True)
     """
-)
+) + EACH_SET.format(result="one_update")
 
 
 # One set per learner kind (prioritised replay included), for the update-level tests.
@@ -239,13 +247,8 @@ XLA_UPDATE = textwrap.dedent(
                 if len(updates) == 2:
                     return metrics
 
-    for name in sys.argv[1:]:
-        try:
-            print(json.dumps({"hparams": name, **second_update(name)}), flush=True)
-        except Exception:
-            print(json.dumps({"hparams": name, "error": traceback.format_exc()}), flush=True)
     """
-)
+) + EACH_SET.format(result="second_update")
 
 
 @pytest.mark.process
