@@ -252,8 +252,8 @@ FLAG_TABLE = (
         "copies",
         flags.DEFINE_integer,
         1,
-        "Train N independent copies with seeds "
-        "derived from --seed into --output_dir/run_<i>, then "
+        "Train N independent copies into --output_dir/run_<i>: run_0 with --seed (the run "
+        "without --copies), the others with seeds derived from it; then "
         "write summary.json and curves.png (N at most 1000: all are checked before the "
         "first trains).",
         mode=TRAINING,

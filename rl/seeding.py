@@ -98,5 +98,10 @@ class RowDraws:
 
 
 def copy_seeds(base_seed: int, copies: int) -> List[int]:
-    """Seeds of ``--copies`` runs: independent streams derived from the base seed."""
-    return [derived_seed(base_seed, COPIES, i) for i in range(copies)]
+    """Seeds of ``--copies`` runs: the base seed itself, then independent streams derived
+    from it.
+
+    Copy 0 is the run a user gets without ``--copies``, so the statistics of any number of
+    copies include it; adding copies never changes the seeds of the ones before.
+    """
+    return [base_seed] + [derived_seed(base_seed, COPIES, i) for i in range(1, copies)]

@@ -101,3 +101,13 @@ def test_nth_legal_picks_evenly_among_the_legal_moves():
     np.testing.assert_array_equal(nth_legal(legal, np.array([0.0, 0.0])), [0, 1])
     np.testing.assert_array_equal(nth_legal(legal, np.array([0.34, 0.99])), [2, 1])
     np.testing.assert_array_equal(nth_legal(legal, np.array([0.99, 0.5])), [3, 1])
+
+
+def test_copies_start_with_the_base_seed_and_more_copies_keep_the_seeds_before():
+    """Copy 0 is the run without --copies, so ten copies' statistics include the default
+    seed; growing 3 copies to 10 trains only the 7 new ones."""
+    ten = seeding.copy_seeds(1, 10)
+    assert ten[0] == 1
+    assert seeding.copy_seeds(1, 3) == ten[:3]
+    assert len(set(ten)) == 10
+    assert ten[1:] == [seeding.derived_seed(1, seeding.COPIES, i) for i in range(1, 10)]
