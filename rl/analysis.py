@@ -3,9 +3,9 @@
 Every run writes `<run_dir>/eval.jsonl`, one JSON object per evaluation with at least
 `step` and `return_mean`. `--copies N` puts N runs in `<output_dir>/run_0 .. run_{N-1}`.
 This module reads those logs, summarises the final returns across copies (mean, std,
-interquartile mean with a bootstrap confidence interval, following Agarwal et al. 2021,
-"Deep Reinforcement Learning at the Edge of the Statistical Precipice"), and draws
-learning curves.
+interquartile mean with a stratified bootstrap confidence interval, computed by rliable,
+the library of Agarwal et al. 2021, "Deep Reinforcement Learning at the Edge of the
+Statistical Precipice"), and draws learning curves.
 
 It imports neither TensorFlow nor pyplot: matplotlib is imported only when plotting, and
 drawn through the Agg canvas directly, so no display or global backend is needed.
@@ -17,7 +17,6 @@ import io
 import json
 import os
 import re
-from typing import Callable
 
 import numpy as np
 
@@ -78,15 +77,40 @@ def _check_record(record: object, path: str, line_number: int) -> None:
         raise ValueError(f"{path}, line {line_number}: missing field(s) {missing}")
 
 
-def interquartile_mean(values: np.ndarray) -> float:
-    """Mean of the middle 50% of `values` (IQM; Agarwal et al. 2021).
+# The bootstrap's seed and resamples: a page or summary regenerated from the same returns
+# shows the same intervals.
+BOOTSTRAP_SEED = 0
+BOOTSTRAP_REPS = 2000
 
-    Exact choice for sizes not divisible by 4: each sorted value carries probability
-    mass 1/n, and is weighted by how much of that mass falls inside the quantile range
-    [0.25, 0.75]; the result is the weighted mean. For n divisible by 4 this is the plain
-    25%-trimmed mean (scipy.stats.trim_mean(values, 0.25)); otherwise the boundary values
-    count fractionally, where trim_mean would drop floor(n/4) values from each side.
-    E.g. n=5: weights (0, 0.3, 0.4, 0.3, 0); n=3: (1/6, 2/3, 1/6); n<=2: the mean.
+
+class seeded_numpy:
+    """A block in which NumPy's global generator has ``seed``, its state before put back
+    after. rliable's StratifiedBootstrap draws its resamples from the global generator
+    whatever random_state it is given, so this is what makes its intervals reproducible."""
+
+    def __init__(self, seed: int = BOOTSTRAP_SEED):
+        self.seed = seed
+
+    def __enter__(self) -> None:
+        self.state = np.random.get_state()
+        np.random.seed(self.seed)
+
+    def __exit__(self, *exc: object) -> None:
+        np.random.set_state(self.state)
+
+
+def _runs_column(values: np.ndarray) -> np.ndarray:
+    """``values`` as rliable's [runs, tasks] matrix of one task; a clear error for none."""
+    values = np.asarray(values, dtype=np.float64)
+    if values.ndim != 1 or values.size == 0:
+        raise ValueError(f"expected a non-empty 1-D array, got shape {values.shape}")
+    return values.reshape(-1, 1)
+
+
+def interquartile_mean(values: np.ndarray) -> float:
+    """Mean of the middle 50% of `values` (IQM; Agarwal et al. 2021), as rliable computes
+    it: the 25% trimmed mean, which drops floor(n/4) values from each end (n=10: the mean
+    of the middle 6; n<4: the plain mean).
 
     Args:
       values: 1-D array of scores, at least one.
@@ -94,67 +118,45 @@ def interquartile_mean(values: np.ndarray) -> float:
     Returns:
       The interquartile mean.
     """
-    values = np.asarray(values, dtype=np.float64)
-    if values.ndim != 1 or values.size == 0:
-        raise ValueError(f"expected a non-empty 1-D array, got shape {values.shape}")
-    weights = _middle_half_weights(values.size)
-    return float(np.sort(values) @ weights / (2 * values.size))
+    from rliable import metrics  # late: rliable loads arch, pandas and scipy (~1 s)
+
+    return float(metrics.aggregate_iqm(_runs_column(values)))
 
 
-def _middle_half_weights(n: int) -> np.ndarray:
-    """Integer weights of n sorted values in the mean over the quantile range [0.25, 0.75].
-
-    In units of 1/(4n) both the values' mass edges (4i) and the quartiles (n, 3n) are
-    whole numbers, so the weights are exact integers summing to 2n; dividing only the
-    weighted sum keeps, e.g., the IQM of a constant array equal to that constant.
-
-    Args:
-      n: number of values, at least one.
-
-    Returns:
-      [n] non-negative integer weights summing to 2n.
-    """
-    lower_edges = 4 * np.arange(n)
-    overlap = np.minimum(lower_edges + 4, 3 * n) - np.maximum(lower_edges, n)
-    return np.clip(overlap, 0, None)
-
-
-def bootstrap_ci(
+def iqm_with_ci(
     values: np.ndarray,
-    statistic: Callable[[np.ndarray], float] = interquartile_mean,
     confidence: float = 0.95,
-    num_resamples: int = 2000,
-    seed: int = 0,
-) -> tuple[float, float]:
-    """Percentile bootstrap confidence interval of `statistic(values)`.
-
-    Resamples `values` with replacement `num_resamples` times, applies `statistic` to
-    each resample and returns the (1-confidence)/2 and (1+confidence)/2 quantiles.
-    Deterministic for a given seed.
+    reps: int = BOOTSTRAP_REPS,
+    seed: int = BOOTSTRAP_SEED,
+) -> tuple[float, tuple[float, float]]:
+    """The IQM of `values` and its stratified bootstrap confidence interval (rliable's
+    get_interval_estimates, percentile method). Deterministic for a given seed.
 
     Args:
       values: 1-D array of samples (e.g. one final return per run), at least one.
-      statistic: maps a 1-D array to a float; the IQM by default.
       confidence: coverage of the interval, in (0, 1).
-      num_resamples: number of bootstrap resamples, at least 1.
-      seed: seed of the numpy Generator used for resampling.
+      reps: number of bootstrap resamples, at least 1.
+      seed: seed of the resampling.
 
     Returns:
-      (low, high) bounds of the interval.
+      (iqm, (low, high)).
     """
-    values = np.asarray(values, dtype=np.float64)
-    if values.ndim != 1 or values.size == 0:
-        raise ValueError(f"expected a non-empty 1-D array, got shape {values.shape}")
+    from rliable import library, metrics  # late: rliable loads arch, pandas and scipy (~1 s)
+
+    runs = _runs_column(values)
     if not 0.0 < confidence < 1.0:
         raise ValueError(f"confidence must be in (0, 1), got {confidence}")
-    if num_resamples < 1:
-        raise ValueError(f"num_resamples must be >= 1, got {num_resamples}")
-    rng = np.random.default_rng(seed)
-    indices = rng.integers(0, values.size, size=(num_resamples, values.size))
-    stats = np.array([statistic(values[row]) for row in indices])
-    tail = (1.0 - confidence) / 2.0
-    low, high = np.quantile(stats, [tail, 1.0 - tail])
-    return float(low), float(high)
+    if reps < 1:
+        raise ValueError(f"reps must be >= 1, got {reps}")
+    with seeded_numpy(seed):
+        points, intervals = library.get_interval_estimates(
+            {"iqm": runs},
+            lambda scores: np.array([metrics.aggregate_iqm(scores)]),
+            reps=reps,
+            confidence_interval_size=confidence,
+        )
+    low, high = intervals["iqm"][:, 0]
+    return float(points["iqm"][0]), (float(low), float(high))
 
 
 def find_runs(path: str) -> list[str]:
@@ -200,54 +202,59 @@ def copy_dirs(path: str) -> list[str]:
     return [d for _, d in sorted(copies)]
 
 
-def _final_eval(run_dir: str) -> dict:
-    """The last evaluation record of one run.
+def _evals(run_dir: str) -> list[dict]:
+    """The evaluation records of one run, at least one.
 
     Args:
       run_dir: directory of one training run.
-
-    Returns:
-      The last record of its eval log.
     """
     records = read_eval_log(run_dir)
     if not records:
         raise ValueError(f"{os.path.join(run_dir, EVAL_LOG_NAME)} has no evaluations")
-    return records[-1]
+    return records
 
 
 def summarize_runs(run_dirs: list[str]) -> dict:
     """Final evaluation return of each run, and statistics across runs.
 
-    The final return of a run is `return_mean` on the last line of its eval log. The
-    std across runs is the population std (ddof=0), so one run gives 0 rather than NaN.
+    The final return of a run is `return_mean` on the last line of its eval log, its best
+    return the largest `return_mean` of any line (the best evaluation, reported beside
+    the final one, never in its place). The std across runs is the population std
+    (ddof=0), so one run gives 0 rather than NaN. The IQMs and their 95% stratified
+    bootstrap intervals are rliable's.
 
     Args:
       run_dirs: directories of independent runs of one configuration, at least one.
 
     Returns:
       A JSON-serialisable dict with `final_return_mean`, `final_return_std`,
-      `final_return_iqm`, `final_return_iqm_ci` ([low, high], 95% percentile bootstrap),
-      `num_runs`, and `runs` (a list of {run_dir, final_step, final_return}).
+      `final_return_iqm`, `final_return_iqm_ci` ([low, high]), `best_return_iqm`,
+      `best_return_iqm_ci`, `num_runs`, and `runs` (a list of {run_dir, final_step,
+      final_return, best_return}).
     """
     if not run_dirs:
         raise ValueError("summarize_runs needs at least one run directory")
     runs = []
     for run_dir in run_dirs:
-        last = _final_eval(run_dir)
+        records = _evals(run_dir)
         runs.append(
             {
                 "run_dir": run_dir,
-                "final_step": int(last["step"]),
-                "final_return": float(last["return_mean"]),
+                "final_step": int(records[-1]["step"]),
+                "final_return": float(records[-1]["return_mean"]),
+                "best_return": max(float(r["return_mean"]) for r in records),
             }
         )
     finals = np.array([r["final_return"] for r in runs])
-    low, high = bootstrap_ci(finals)
+    iqm, (low, high) = iqm_with_ci(finals)
+    best_iqm, (best_low, best_high) = iqm_with_ci(np.array([r["best_return"] for r in runs]))
     return {
         "final_return_mean": float(np.mean(finals)),
         "final_return_std": float(np.std(finals)),
-        "final_return_iqm": interquartile_mean(finals),
+        "final_return_iqm": iqm,
         "final_return_iqm_ci": [low, high],
+        "best_return_iqm": best_iqm,
+        "best_return_iqm_ci": [best_low, best_high],
         "num_runs": len(runs),
         "runs": runs,
     }

@@ -14,7 +14,7 @@ from rl import plugins
 from rl.command_line import int_in_range
 from rl.errors import USER_ERRORS, PluginError
 from rl.fields import MAX_SEED, MAX_STEPS
-from scripts.bench import children, peer_settings
+from scripts.bench import children, peer_settings, scores
 
 # The train.py flags the rl runs of the table and --peer pass on; the benchmark sets
 # --hparams, --seed, --output_dir and --train_steps itself, and the others (--copies,
@@ -120,6 +120,29 @@ def check_json_path(path: Optional[str]) -> None:
         children.fail(f"--json {path}: the folder {folder} does not exist; create it first")
     if not os.access(folder, os.W_OK):
         children.fail(f"--json {path}: the folder {folder} is not writable")
+
+
+def check_results_folder(folder: str, flag: str = "--profile") -> List[dict]:
+    """The result files (<set>.json) of ``folder``; ends the process (exit 2) for a folder
+    that does not exist, holds none with per-seed final returns, or one that cannot be
+    read."""
+    if not os.path.isdir(folder):
+        children.fail(
+            f"{flag} {folder}: not a folder; name a folder of result files (<set>.json), "
+            "e.g. docs/results or a suite's <output_dir>/results"
+        )
+    try:
+        results = scores.read_results(folder)
+    except (OSError, ValueError) as e:
+        children.fail(f"{flag} {folder}: a result file cannot be read ({e})")
+    scored = [r for r in results if r.get("final_returns")]
+    if not scored:
+        children.fail(
+            f"{flag} {folder}: holds no result file with per-seed final returns "
+            '(<set>.json with "final_returns"); name docs/results or a suite\'s '
+            "<output_dir>/results"
+        )
+    return scored
 
 
 def peer_run_args(values: List[str]) -> Tuple[str, int, int]:

@@ -57,6 +57,7 @@ from rl.slots import MAX_COPIES
 from scripts.bench import (
     checks,
     children,
+    compare,
     costs,
     peer_checkpoints,
     peer_runs,
@@ -122,17 +123,30 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--suite_seeds",
         type=int_in_range(2, MAX_COPIES),  # a row is over train.py --copies, which needs 2 or more
-        default=3,
-        help="with --suite: runs per set (copies, at least 2)",
-    )
-    parser.add_argument(
-        "--suite_parallel",
-        type=int_in_range(1, MAX_COPIES),
-        default=os.cpu_count() or 1,
-        help="with --suite: at once",
+        default=None,
+        help=f"with --suite: runs (copies) of every set (default: {suite.CORE_SEEDS}, and "
+        f"{suite.FEW_SEEDS} on MountainCar and in the long cells; scripts/bench/suite.py)",
     )
     parser.add_argument(
         "--output_dir", default="runs/suite", help="with --suite: where runs and plots go"
+    )
+    parser.add_argument(
+        "--results_dir",
+        help="with --suite: where each set's result file (<set>.json) and the performance "
+        "profile go (default: <output_dir>/results; docs/results for the docs' page)",
+    )
+    parser.add_argument(
+        "--compare",
+        nargs=2,
+        metavar=("A", "B"),
+        help="two folders of result files (docs/results, a suite's <output_dir>/results): "
+        "per set in both, the probability that B improves on A, and each one's IQM",
+    )
+    parser.add_argument(
+        "--profile",
+        metavar="RESULTS_DIR",
+        help="draw the performance profile of a folder of result files into "
+        "RESULTS_DIR/profile.png",
     )
     parser.add_argument(
         "--only",
@@ -174,7 +188,9 @@ def build_parser() -> argparse.ArgumentParser:
 MODE_FLAGS: Dict[str, Tuple[str, ...]] = {
     "table": ("hparams", "seeds", "train_steps", "target", "json", "baseline"),
     "peer": ("hparams", "pairs", "train_steps", "json", "baseline"),
-    "suite": ("only", "suite_seeds", "suite_parallel", "output_dir", "json"),
+    "suite": ("only", "suite_seeds", "suite_parallel", "output_dir", "results_dir", "json"),
+    "compare": ("json",),
+    "profile": (),
     "workers": ("ray", "train_steps", "json"),
     "remote": ("calls", "json"),
     "_peer_run": ("peer_checkpoints", "peer_checkpoint_steps"),
@@ -242,9 +258,21 @@ def prepare_mode(mode: str, args: argparse.Namespace, extra: List[str]) -> Calla
     checks.check_json_path(args.json)
     if mode == "suite":
         output_dir = os.path.abspath(args.output_dir)  # train.py runs from ROOT
+        results_dir = os.path.abspath(
+            args.results_dir or os.path.join(output_dir, suite.RESULTS_NAME)
+        )
         sets = suite.suite_selection(args.only)
-        suite.check_suite_folder(output_dir, [name for name, _, _, _ in sets])
-        return lambda: suite.run_suite(output_dir, args.suite_seeds, args.suite_parallel, sets)
+        suite.check_suite_folder(output_dir, results_dir, sets, args.suite_seeds)
+        return lambda: suite.run_suite(
+            output_dir, results_dir, args.suite_seeds, args.suite_parallel, sets,
+            costs.print_machine_costs(),
+        )  # fmt: skip
+    if mode == "compare":
+        before, after = (checks.check_results_folder(f, "--compare") for f in args.compare)
+        return lambda: compare.run_compare(args.compare, before, after)
+    if mode == "profile":
+        checks.check_results_folder(args.profile)
+        return lambda: {"profile": suite.write_profile(args.profile)}
     if mode == "remote":
         return lambda: remote.run_remote_table(args.calls)
     if mode == "workers":
@@ -302,7 +330,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         return 0
     run_mode = prepare_mode(mode, args, extra)
     try:
-        if mode in ("suite", "remote", "workers"):
+        if mode in ("remote", "workers"):
             costs.print_machine_costs()
         report = run_mode()
     except children.ChildFailed as e:
