@@ -30,6 +30,11 @@ setup(
         "imageio>=2.31",
         "imageio-ffmpeg>=0.5",
         "matplotlib>=3.8",
+        # The statistics over seeds (IQM, stratified bootstrap intervals, probability of
+        # improvement, performance profiles; Agarwal et al. 2021), from the field's library.
+        "rliable>=1.2,<1.3",
+        # rliable 1.2 allows at most arch 7.2, which fails to import with pandas 3.
+        "pandas<3",
     ],
     extras_require={
         # werkzeug: tests serve TensorBoard's image plugin through its WSGI test client.

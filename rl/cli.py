@@ -255,7 +255,8 @@ FLAG_TABLE = (
         "Train N independent copies into --output_dir/run_<i>: run_0 with --seed (the run "
         "without --copies), the others with seeds derived from it; then "
         "write summary.json and curves.png (N at most 1000: all are checked before the "
-        "first trains).",
+        "first trains). Rerun with a larger N to grow the folder: finished copies are kept, "
+        "the new ones train.",
         mode=TRAINING,
         to_copies=False,  # a copy is one run
         options={"lower_bound": 1, "upper_bound": slots.MAX_COPIES},
@@ -864,7 +865,7 @@ def checked_copies() -> list:
                 "--copies compares the copies' final evaluations (summary.json, "
                 "curves.png), which eval_episodes 0 turns off; give it at least 1"
             )
-        check_copies_folder(output_dir)
+        check_copies_folder(output_dir, FLAGS.copies)
         seeds = seeding.copy_seeds(hp.seed, FLAGS.copies)
         return [  # all checked before any is written
             check_run(

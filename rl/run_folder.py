@@ -199,13 +199,19 @@ def foreign_names(folder: str, ours: Tuple[str, ...]) -> str:
     return ", ".join(others[:3]) + (", ..." if len(others) > 3 else "")
 
 
-def check_copies_folder(output_dir: str) -> None:
+def check_copies_folder(output_dir: str, copies: int) -> None:
     """--copies writes run_<i>/ folders and summary.json: never into a single run's folder,
-    and new copies (no run_<i>/ yet) only into a new or empty folder.
+    new copies (no run_<i>/ yet) only into a new or empty folder, and into a folder of
+    copies only as many or more (more copies grow it: the ones there resume or are done,
+    the new ones train; fewer would leave some out of summary.json).
+
+    Args:
+        output_dir: the --copies folder.
+        copies: --copies N.
 
     Raises:
         RunConflictError: the folder is a file or cannot be written, or holds a single
-            run, or files that are not copies.
+            run, files that are not copies, or more copies than ``copies``.
     """
     check_output_dir(output_dir)
     if os.path.exists(os.path.join(output_dir, HPARAMS_FILE)):
@@ -213,8 +219,15 @@ def check_copies_folder(output_dir: str) -> None:
             f"{output_dir} holds a single run ({HPARAMS_FILE}), not --copies runs: resume it "
             "without --copies, or use another --output_dir"
         )
-    if not os.path.isdir(output_dir) or copy_dirs(output_dir):
-        return  # new, or copies to resume
+    held = copy_dirs(output_dir) if os.path.isdir(output_dir) else []
+    if len(held) > copies:
+        raise RunConflictError(
+            f"{output_dir} holds {len(held)} copies (run_<i>/) and --copies {copies} would "
+            f"leave some out of {SUMMARY_NAME}; give --copies {len(held)} or more to resume or "
+            "grow them, or use another --output_dir"
+        )
+    if held or not os.path.isdir(output_dir):
+        return  # new, or copies to resume or grow
     shown = foreign_names(output_dir, ours=())
     if shown:
         raise RunConflictError(

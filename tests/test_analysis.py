@@ -52,18 +52,15 @@ def test_iqm_ignores_outliers():
     assert analysis.interquartile_mean(np.array([-1000, 1, 2, 3, 4, 5, 6, 1000])) == 3.5
 
 
-def test_iqm_fractional_weights_for_five_values():
-    # Mass 0.2 each; overlap with [0.25, 0.75] gives weights 0, 0.3, 0.4, 0.3, 0.
-    expected = 0.3 * 2 + 0.4 * 3 + 0.3 * 7
-    assert analysis.interquartile_mean(np.array([10, 1, 7, 3, 2])) == pytest.approx(expected)
-    assert expected == pytest.approx(3.9)
+def test_iqm_of_ten_values_is_the_mean_of_the_middle_six():
+    # rliable's IQM is the 25% trimmed mean: floor(10 / 4) = 2 values off each end.
+    values = np.array([9, -50, 3, 7, 1, 400, 5, 2, 8, 4], dtype=float)
+    assert analysis.interquartile_mean(values) == pytest.approx((2 + 3 + 4 + 5 + 7 + 8) / 6)
 
 
-def test_iqm_small_sizes():
+def test_iqm_of_fewer_than_four_values_is_their_mean():
     assert analysis.interquartile_mean(np.array([5.0])) == 5.0
-    assert analysis.interquartile_mean(np.array([1.0, 3.0])) == 2.0
-    # n=3: weights 1/6, 2/3, 1/6.
-    assert analysis.interquartile_mean(np.array([60.0, 10.0, 20.0])) == pytest.approx(25.0)
+    assert analysis.interquartile_mean(np.array([60.0, 10.0, 20.0])) == pytest.approx(30.0)
 
 
 def test_iqm_rejects_empty_and_2d():
@@ -73,32 +70,41 @@ def test_iqm_rejects_empty_and_2d():
         analysis.interquartile_mean(np.ones((2, 2)))
 
 
-# --- bootstrap_ci ---------------------------------------------------------------------
+# --- iqm_with_ci ----------------------------------------------------------------------
 
 
-def test_bootstrap_ci_contains_estimate_and_is_deterministic():
+def test_the_interval_contains_the_iqm_and_is_reproducible():
     values = np.random.default_rng(1).normal(10.0, 2.0, size=20)
-    low, high = analysis.bootstrap_ci(values, seed=3)
-    assert low < analysis.interquartile_mean(values) < high
-    assert analysis.bootstrap_ci(values, seed=3) == (low, high)
-    assert analysis.bootstrap_ci(values, seed=4) != (low, high)
+    iqm, (low, high) = analysis.iqm_with_ci(values, seed=3)
+    assert iqm == analysis.interquartile_mean(values)
+    assert low < iqm < high
+    assert analysis.iqm_with_ci(values, seed=3) == (iqm, (low, high))
+    assert analysis.iqm_with_ci(values, seed=4) != (iqm, (low, high))
 
 
-def test_bootstrap_ci_other_statistic_and_confidence():
+def test_the_interval_leaves_numpys_global_generator_as_it_was():
+    np.random.seed(5)
+    expected = np.random.random()
+    np.random.seed(5)
+    analysis.iqm_with_ci(np.arange(10.0))
+    assert np.random.random() == expected
+
+
+def test_a_wider_confidence_gives_a_wider_interval():
     values = np.arange(30, dtype=float)
-    narrow = analysis.bootstrap_ci(values, statistic=np.mean, confidence=0.5)
-    wide = analysis.bootstrap_ci(values, statistic=np.mean, confidence=0.99)
-    assert wide[0] < narrow[0] < np.mean(values) < narrow[1] < wide[1]
+    _, narrow = analysis.iqm_with_ci(values, confidence=0.5)
+    _, wide = analysis.iqm_with_ci(values, confidence=0.99)
+    assert wide[0] < narrow[0] < analysis.interquartile_mean(values) < narrow[1] < wide[1]
 
 
-def test_bootstrap_ci_of_constant_is_a_point():
-    assert analysis.bootstrap_ci(np.full(5, 7.0)) == (7.0, 7.0)
+def test_the_interval_of_equal_values_is_a_point():
+    assert analysis.iqm_with_ci(np.full(10, 7.0)) == (7.0, (7.0, 7.0))
 
 
-@pytest.mark.parametrize("kwargs", [{"confidence": 1.0}, {"confidence": 0.0}, {"num_resamples": 0}])
-def test_bootstrap_ci_rejects_bad_arguments(kwargs):
+@pytest.mark.parametrize("kwargs", [{"confidence": 1.0}, {"confidence": 0.0}, {"reps": 0}])
+def test_iqm_with_ci_rejects_bad_arguments(kwargs):
     with pytest.raises(ValueError):
-        analysis.bootstrap_ci(np.arange(4.0), **kwargs)
+        analysis.iqm_with_ci(np.arange(4.0), **kwargs)
 
 
 # --- read_eval_log --------------------------------------------------------------------
@@ -148,19 +154,23 @@ def test_read_eval_log_missing_file_names_path(tmp_path):
 def test_summarize_runs_matches_files(tmp_path):
     run_dirs = _write_copies(tmp_path / "out", [10.0, 20.0, 60.0])
     # A truncated final line must not count as the final evaluation.
-    _write_run(run_dirs[0], [0, 100, 200], [0.0, 5.0, 10.0], tail='{"step": 300')
+    # The first copy's best evaluation came before its last.
+    _write_run(run_dirs[0], [0, 100, 200], [0.0, 15.0, 10.0], tail='{"step": 300')
     summary = analysis.summarize_runs(run_dirs)
     assert summary["num_runs"] == 3
     assert summary["runs"] == [
-        {"run_dir": run_dirs[0], "final_step": 200, "final_return": 10.0},
-        {"run_dir": run_dirs[1], "final_step": 200, "final_return": 20.0},
-        {"run_dir": run_dirs[2], "final_step": 200, "final_return": 60.0},
+        {"run_dir": run_dirs[0], "final_step": 200, "final_return": 10.0, "best_return": 15.0},
+        {"run_dir": run_dirs[1], "final_step": 200, "final_return": 20.0, "best_return": 20.0},
+        {"run_dir": run_dirs[2], "final_step": 200, "final_return": 60.0, "best_return": 60.0},
     ]
     assert summary["final_return_mean"] == 30.0
     assert summary["final_return_std"] == pytest.approx(math.sqrt((400 + 100 + 900) / 3))
-    assert summary["final_return_iqm"] == pytest.approx(10 / 6 + 20 * 2 / 3 + 60 / 6)
+    assert summary["final_return_iqm"] == pytest.approx(30.0)  # n < 4: the mean
     low, high = summary["final_return_iqm_ci"]
     assert 10.0 <= low <= summary["final_return_iqm"] <= high <= 60.0
+    assert summary["best_return_iqm"] == pytest.approx(95 / 3)
+    best_low, best_high = summary["best_return_iqm_ci"]
+    assert 15.0 <= best_low <= summary["best_return_iqm"] <= best_high <= 60.0
 
 
 def test_summarize_runs_rejects_empty_log(tmp_path):

@@ -446,6 +446,29 @@ def test_a_single_run_is_refused_in_a_copies_folder(copies_runs, tmp_path):
 
 
 @pytest.mark.process
+def test_more_copies_grow_a_copies_folder_and_fewer_are_refused(copies_runs, tmp_path):
+    out = tmp_path / "copies"
+    shutil.copytree(copies_runs / "seq", out)
+    done = {i: contents(out / f"run_{i}" / "checkpoints") for i in range(2)}
+    grown = run("--hparams", "ppo_tiny", "--copies", "3", "--output_dir", str(out))
+    assert grown.returncode == 0, grown.stderr
+    # The two finished copies are kept as they were; only the third trained.
+    assert {i: contents(out / f"run_{i}" / "checkpoints") for i in range(2)} == done
+    summary = json.loads((out / "summary.json").read_text())
+    assert [r["run_dir"] for r in summary["runs"]] == [str(out / f"run_{i}") for i in range(3)]
+    assert all("best_return" in r for r in summary["runs"])
+    before = contents(out)
+    fewer = run("--hparams", "ppo_tiny", "--copies", "2", "--output_dir", str(out))
+    assert fewer.returncode == 2, fewer.stderr
+    assert error_line(fewer) == (
+        f"train.py: error: {out} holds 3 copies (run_<i>/) and --copies 2 would leave some "
+        "out of summary.json; give --copies 3 or more to resume or grow them, or use another "
+        "--output_dir"
+    )
+    assert contents(out) == before
+
+
+@pytest.mark.process
 def test_copies_are_refused_in_a_single_runs_folder(run_dir):
     before = contents(run_dir)
     proc = run(*ARGS, "--copies", "2", "--output_dir", str(run_dir))

@@ -38,6 +38,9 @@ ALLOWED = {
     # 0.35 s would become 0.9 s.
     "Gymnasium": ("gymnasium",),
     "TensorBoard": ("tensorboard",),
+    # Core; rliable loads arch, pandas and scipy (about 1 s) for the IQM and its bootstrap
+    # interval, which only --copies' summary, tests of copies and searches compute.
+    "rliable": ("rliable",),
     # Core; 1.1-1.4 s to load, for a plot that few commands draw.
     "Matplotlib": ("matplotlib",),
     # Core; the screen viewer only (--render): its import starts SDL.
