@@ -28,7 +28,6 @@ import functools
 import glob
 import inspect
 import io
-import json
 import os
 import re
 import sys
@@ -45,6 +44,7 @@ from rl import catalog, registry  # noqa: E402, F401  (catalog fills the registr
 from rl.analysis import interquartile_mean  # noqa: E402
 from rl.fields import Limits  # noqa: E402
 from rl.hparams.base import HParams, declared_limits, format_value, type_name  # noqa: E402
+from scripts.bench import scores  # noqa: E402  (the solved thresholds and random play)
 
 README = ROOT / "README.md"
 RESULTS_DIR = ROOT / "docs" / "results"
@@ -345,13 +345,7 @@ def flags_reference(flag_list: Optional[Sequence[Any]] = None) -> str:
 
 def load_results(folder: Path = RESULTS_DIR) -> List[Dict[str, Any]]:
     """Every docs/results/*.json, by name; each keeps its file name as ``"file"``."""
-    results = []
-    for path in sorted(glob.glob(str(folder / "*.json"))):
-        with open(path, encoding="utf-8") as f:
-            result = json.load(f)
-        result["file"] = os.path.basename(path)
-        results.append(result)
-    return results
+    return scores.read_results(str(folder))
 
 
 def result_iqm(result: Dict[str, Any]) -> Optional[float]:
@@ -362,12 +356,57 @@ def result_iqm(result: Dict[str, Any]) -> Optional[float]:
     return float(interquartile_mean(returns)) if returns else None
 
 
+def interval_text(value: float, interval: Optional[Sequence[float]], digits: int = 1) -> str:
+    """``value [low, high]``, or the value alone without an interval."""
+    if not interval:
+        return f"{value:.{digits}f}"
+    return f"{value:.{digits}f} [{interval[0]:.{digits}f}, {interval[1]:.{digits}f}]"
+
+
 def iqm_text(result: Dict[str, Any]) -> str:
     iqm = result_iqm(result)
-    if iqm is None:
+    return "-" if iqm is None else interval_text(iqm, result.get("ci95"))
+
+
+def best_text(result: Dict[str, Any]) -> str:
+    """The best evaluation's IQM [95% CI], or "not recorded" (files from before the suite
+    recorded each seed's best evaluation: nothing to compute it from)."""
+    if result.get("best_iqm") is None:
+        return "not recorded"
+    return interval_text(result["best_iqm"], result.get("best_ci95"))
+
+
+def result_threshold(result: Dict[str, Any]) -> Optional[float]:
+    """The solved threshold: the file's own, else its env's (scripts/bench/scores.py)."""
+    if result.get("solved_threshold") is not None:
+        return float(result["solved_threshold"])
+    return scores.solved_threshold(result["env"]) if result.get("env") else None
+
+
+def solved_text(result: Dict[str, Any]) -> str:
+    """Seeds at or above the solved threshold, of all ("7/10"); "-" for an env without a
+    threshold, "not recorded" for a file without per-seed returns."""
+    returns, threshold = result.get("final_returns"), result_threshold(result)
+    if threshold is None:
         return "-"
-    interval = result.get("ci95")
-    return f"{iqm:.1f} [{interval[0]:.1f}, {interval[1]:.1f}]" if interval else f"{iqm:.1f}"
+    if not returns:
+        return "not recorded"
+    solved = sum(1 for x in returns if x >= threshold)
+    return f"{solved}/{len(returns)}"
+
+
+def peer_runs_text(result: Dict[str, Any]) -> str:
+    """The peer's runs over the same seeds: its IQM [95% CI] and seeds, and the
+    probability that rl improves on it; "-" where no peer ran."""
+    peer = result.get("peer_runs")
+    if not peer or result.get("peer_iqm") is None:
+        return "-"
+    seeds = len(peer.get("final_returns") or [])
+    return (
+        f"{peer['name']}: {interval_text(result['peer_iqm'], result.get('peer_ci95'))} "
+        f"({seeds} seeds); P(rl > peer) "
+        f"{interval_text(result['poi_vs_peer'], result.get('poi_vs_peer_ci95'), 2)}"
+    )
 
 
 def peer_text(result: Dict[str, Any]) -> str:
@@ -400,8 +439,9 @@ def seed_count(result: Dict[str, Any]) -> int:
 
 
 def results_table(results: Optional[Sequence[Dict[str, Any]]] = None) -> str:
-    """Final returns of every learning result beside its peer; each set links to how it was
-    made."""
+    """Final returns of every learning result: IQM [95% CI], solved seeds, the best
+    evaluation's IQM beside it, the peer's runs and RL-Zoo's value; each set links to how
+    it was made."""
     results = load_results() if results is None else results
     rows = []
     for r in learning_results(results):
@@ -413,6 +453,9 @@ def results_table(results: Optional[Sequence[Dict[str, Any]]] = None) -> str:
                 f"{r['train_steps']:,}",
                 str(seed_count(r)),
                 iqm_text(r),
+                solved_text(r),
+                best_text(r),
+                peer_runs_text(r),
                 peer_text(r),
                 "-" if wall is None else f"{wall:,.0f}",
             ]
@@ -423,13 +466,40 @@ def results_table(results: Optional[Sequence[Dict[str, Any]]] = None) -> str:
             "env",
             "steps",
             "seeds",
-            "IQM of final returns [95% CI]",
-            "peer (steps)",
+            "final return: IQM [95% CI]",
+            "solved",
+            "best evaluation: IQM [95% CI]",
+            "peer's runs, same seeds",
+            "published (steps)",
             "median wall s",
         ],
         rows,
-        "lllrllr",
+        "lllrlrlllr",
     )
+
+
+def thresholds_table() -> str:
+    """Per classic env: the solved threshold and where it comes from, random play's return
+    and the RL-Zoo values the profile normalises by."""
+    rows = []
+    for env, random_return in scores.RANDOM_RETURNS.items():
+        threshold = scores.solved_threshold(env)
+        source = (
+            "chosen (scripts/bench/scores.py)"
+            if env in scores.CHOSEN_THRESHOLDS
+            else ("Gymnasium's `reward_threshold`")
+        )
+        rows.append(
+            [env, "-" if threshold is None else f"{threshold:g}", source, f"{random_return:g}"]
+        )
+    return markdown_table(["env", "solved at", "threshold from", "random play"], rows, "lrlr")
+
+
+def profile_image() -> str:
+    """The performance profile of docs/results, if drawn (scripts/benchmark.py --profile)."""
+    if not (RESULTS_DIR / "profile.png").exists():
+        return "Not drawn yet: `python scripts/benchmark.py --profile docs/results`.\n"
+    return "![performance profile](results/profile.png)\n"
 
 
 def family(set_name: str) -> str:
@@ -440,7 +510,8 @@ def family(set_name: str) -> str:
 
 def results_grid(results: Optional[Sequence[Dict[str, Any]]] = None, link: str = "") -> str:
     """README's summary: one row per algorithm, one column per env, each cell the IQM of a
-    set's final returns over 3 or more seeds with its peer's value in brackets. Where two
+    set's final returns over 3 or more seeds (n: how many) with its peer's value in
+    brackets, linking to the set's row on the page. Where two
     sets of a family share an env, the one at its peer's budget wins."""
     results = load_results() if results is None else results
     scored = [r for r in learning_results(results) if seed_count(r) >= 3]
@@ -460,7 +531,7 @@ def results_grid(results: Optional[Sequence[Dict[str, Any]]] = None, link: str =
                 row.append("")
                 continue
             peer = (r.get("peer") or {}).get("value")
-            value = f"[{result_iqm(r):.0f}]({link}#{result_anchor(r)})"
+            value = f"[{result_iqm(r):.0f}]({link}#{result_anchor(r)}) n={seed_count(r)}"
             row.append(value + ("" if peer is None else f" ({peer:g})"))
         rows.append(row)
     return markdown_table(["", *(env.split("-v")[0] for env in envs)], rows, "l" + "r" * len(envs))
@@ -508,17 +579,31 @@ def provenance(results: Optional[Sequence[Dict[str, Any]]] = None) -> str:
         lines.append(f"- machine: {machine_text(r.get('machine'))}")
         if r.get("date"):
             lines.append(f"- date: {r['date']}")
+        if r.get("seeds"):
+            lines.append("- seeds, in copy order: " + ", ".join(str(x) for x in r["seeds"]))
         if r.get("final_returns"):
             returns = ", ".join(f"{x:g}" for x in r["final_returns"])
             episodes = r.get("eval_episodes")
             lines.append(
                 f"- final returns: {returns}" + (f" ({episodes} episodes each)" if episodes else "")
             )
+        if r.get("best_returns"):
+            lines.append("- best evaluations: " + ", ".join(f"{x:g}" for x in r["best_returns"]))
+        elif r.get("final_returns"):
+            lines.append("- best evaluations: not recorded")
+        if r.get("final_returns") and result_threshold(r) is not None:
+            lines.append(f"- solved at: {result_threshold(r):g} ({solved_text(r)} seeds)")
         if r.get("wall_seconds"):
             lines.append("- wall seconds: " + ", ".join(f"{x:g}" for x in r["wall_seconds"]))
         peer = r.get("peer")
         if peer and peer.get("source"):
             lines.append(f"- peer: {peer['name']}, from {peer['source']}")
+        runs = r.get("peer_runs")
+        if runs:
+            lines.append(f"- peer's runs: {runs['name']}, `{runs['command']}`")
+            lines.append(
+                "- peer's final returns: " + ", ".join(f"{x:g}" for x in runs["final_returns"])
+            )
         if r.get("note"):
             lines.append(f"- note: {r['note']}")
         if r.get("curves"):
@@ -585,6 +670,8 @@ def generators(readme: bool = False) -> Dict[str, Callable[[], str]]:
         "flags": flags_reference,
         "results": results_table,
         "results-grid": lambda: results_grid(link=link),
+        "thresholds": thresholds_table,
+        "profile": profile_image,
         "speed": speed_table,
         "provenance": provenance,
         "curves": curves_gallery,
