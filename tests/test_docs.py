@@ -147,17 +147,48 @@ def test_results_tables_come_from_the_result_files(tmp_path):
     (tmp_path / "ppo_cartpole.json").write_text(json.dumps(result))
     results = docs.load_results(tmp_path)
     table = docs.results_table(results)
-    # The IQM of three sorted values weighs them 1/6, 2/3, 1/6: 100/6 + 400*2/3 + 500/6 =
-    # 366.7.
+    # rliable's IQM of fewer than four values is their mean: 333.3. A file from before the
+    # suite recorded each seed's best shows that it did not; 1 of the 3 reaches 475.
     assert (
-        "| [`ppo_cartpole`](#result-ppo-cartpole) | CartPole-v1 | 100,000 | 3 | 366.7 | RL-Zoo: 500 at 100,000 | - |"
-        in table
+        "| [`ppo_cartpole`](#result-ppo-cartpole) | CartPole-v1 | 100,000 | 3 | 333.3 | 1/3 | "
+        "not recorded | - | RL-Zoo: 500 at 100,000 | - |" in table
     )
     grid = docs.results_grid(results, link="docs/benchmarks.md")
-    assert "| ppo | [367](docs/benchmarks.md#result-ppo-cartpole) (500) |" in grid
+    assert "| ppo | [333](docs/benchmarks.md#result-ppo-cartpole) n=3 (500) |" in grid
     made = docs.provenance(results)
     assert "- command: `python train.py --hparams ppo_cartpole --copies 3`" in made
     assert "compiled TF call 0.2 ms, NumPy MLP 0.01 ms, CartPole step 0.006 ms" in made
+    assert "- best evaluations: not recorded" in made
+    assert "- solved at: 475 (1/3 seeds)" in made
+
+
+@pytest.mark.unit
+def test_a_cell_shows_its_best_evaluation_solved_seeds_and_peer_runs(tmp_path):
+    # A file as the suite writes it, with a peer's runs over the same seeds.
+    result = {
+        "set": "sac_pendulum", "algorithm": "sac", "env": "Pendulum-v1", "train_steps": 20000,
+        "command": "python scripts/benchmark.py --suite classic --only sac_pendulum",
+        "copies": 4, "seeds": [7, 8, 9, 10], "final_returns": [-150.0, -180.0, -210.0, -160.0],
+        "best_returns": [-140.0, -150.0, -190.0, -155.0], "eval_episodes": 10,
+        "solved_threshold": -200.0, "iqm": -170.0, "ci95": [-195.0, -155.0],
+        "best_iqm": -152.5, "best_ci95": [-170.0, -147.5], "solved_fraction": 0.75,
+        "peer_runs": {"name": "SB3 SAC", "command": "python scripts/benchmark.py --_peer_run",
+                      "seeds": [7, 8, 9, 10], "final_returns": [-170.0, -175.0, -300.0, -165.0]},
+        "peer_iqm": -172.5, "peer_ci95": [-237.5, -167.5], "poi_vs_peer": 0.6875,
+        "poi_vs_peer_ci95": [0.25, 1.0], "machine": None, "date": "2026-12-07",
+    }  # fmt: skip
+    (tmp_path / "sac_pendulum.json").write_text(json.dumps(result))
+    table = docs.results_table(docs.load_results(tmp_path))
+    assert (
+        "| [`sac_pendulum`](#result-sac-pendulum) | Pendulum-v1 | 20,000 | 4 | "
+        "-170.0 [-195.0, -155.0] | 3/4 | -152.5 [-170.0, -147.5] | "
+        "SB3 SAC: -172.5 [-237.5, -167.5] (4 seeds); P(rl > peer) 0.69 [0.25, 1.00] | - | - |"
+        in table
+    )
+    made = docs.provenance(docs.load_results(tmp_path))
+    assert "- seeds, in copy order: 7, 8, 9, 10" in made
+    assert "- best evaluations: -140, -150, -190, -155" in made
+    assert "- peer's final returns: -170, -175, -300, -165" in made
 
 
 @pytest.mark.unit
@@ -190,6 +221,11 @@ def test_the_site_builds_with_strict(tmp_path):
     assert "<code>--copies_parallel</code>" in flags_page  # a row of the generated table
     hparams_page = (tmp_path / "site" / "reference" / "hparams" / "index.html").read_text()
     assert "<code>gae_lambda</code>" in hparams_page
+    # The dated notes are built (pages link them) but not in the navigation.
+    assert (tmp_path / "site" / "notes" / "classic-suite" / "index.html").exists()
+    assert "notes/classic-suite" not in (tmp_path / "site" / "index.html").read_text()
+    benchmarks = (tmp_path / "site" / "benchmarks" / "index.html").read_text()
+    assert "performance profile" in benchmarks and "Pendulum-v1" in benchmarks
 
 
 @pytest.mark.process

@@ -277,7 +277,5 @@ def profile_curves(results: Sequence[Dict[str, object]]) -> Dict[str, np.ndarray
     for agent, columns in sorted(cells.items()):
         n = min(len(c) for c in columns)
         cells_text = f"{len(columns)} cell" + ("s" if len(columns) > 1 else "")
-        curves[f"{agent} ({cells_text}, {n} seeds)"] = np.stack(
-            [c[:n] for c in columns], axis=1
-        )
+        curves[f"{agent} ({cells_text}, {n} seeds)"] = np.stack([c[:n] for c in columns], axis=1)
     return curves
