@@ -16,6 +16,7 @@ from scripts.bench import (
     peer_runs,
     peer_settings,
     runs,
+    scores,
     suite,
     tables,
     workers,
@@ -434,15 +435,16 @@ def test_the_classic_suite_takes_every_classic_set_but_bases_and_fixtures():
 def test_the_suite_table_puts_rl_zoo_beside_each_set():
     row = {
         "set": "a2c_cartpole", "env": "CartPole-v1", "steps": 200_000, "runs": 3,
-        "iqm": 498.25, "ci": [490.0, 500.0], "rl_zoo": 500.0, "rl_zoo_steps": 500_000,
-        "wall_s": 24.4,
+        "iqm": 498.25, "ci95": [490.0, 500.0], "solved_fraction": 1.0, "best_iqm": 500.0,
+        "best_ci95": [500.0, 500.0], "rl_zoo": 500.0, "rl_zoo_steps": 500_000, "wall_s": 24.4,
     }  # fmt: skip
     other = dict(row, set="vpg_cartpole", rl_zoo=None, rl_zoo_steps=None)
     lines = suite.suite_markdown([row, other]).splitlines()
     assert lines[2] == (
-        "| `a2c_cartpole` | CartPole-v1 | 200,000 | 3 | 498.2 [490.0, 500.0] | 500 (500,000) | 24 |"
+        "| `a2c_cartpole` | CartPole-v1 | 200,000 | 3 | 498.2 [490.0, 500.0] | 100% | "
+        "500.0 [500.0, 500.0] | 500 (500,000) | 24 |"
     )
-    assert lines[3].split(" | ")[5] == "-"
+    assert lines[3].split(" | ")[7] == "-"
 
 
 @pytest.mark.unit
@@ -591,20 +593,25 @@ def test_an_unknown_suite_set_is_refused_and_suite_md_kept(no_slow_work, capsys,
     assert (tmp_path / "suite.md").read_text() == "earlier table\n"
 
 
-def write_copies(set_dir, finals):
-    """A finished `train.py --copies` folder: run_<i>/eval.jsonl ending at each final
-    return, and its summary.json."""
+def write_copies(set_dir, finals, bests=None, seeds=None, final_step=2000):
+    """A finished `train.py --copies` folder: run_<i>/eval.jsonl whose evaluations peak at
+    each best return (default: half the final) and end at each final return, hparams.json
+    with each seed (default 100 + i), and its summary.json."""
     from rl import analysis
 
+    bests = bests or [final / 2 for final in finals]
     run_dirs = []
     for i, final in enumerate(finals):
         run_dir = set_dir / f"run_{i}"
-        run_dir.mkdir(parents=True)
+        run_dir.mkdir(parents=True, exist_ok=True)
         records = [
-            {"step": 1000, "return_mean": final / 2, "returns": [final / 2], "wall_time": 5.0},
-            {"step": 2000, "return_mean": final, "returns": [final], "wall_time": 10.0 + i},
-        ]
+            {"step": 1000, "return_mean": bests[i], "returns": [bests[i]], "wall_time": 5.0},
+            {"step": final_step, "return_mean": final, "returns": [final],
+             "wall_time": 10.0 + i, "episodes": 10},
+        ]  # fmt: skip
         (run_dir / "eval.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+        seed = seeds[i] if seeds else 100 + i
+        (run_dir / "hparams.json").write_text(json.dumps({"seed": seed}))
         run_dirs.append(str(run_dir))
     analysis.write_summary(str(set_dir), run_dirs)
 
@@ -634,6 +641,202 @@ def test_a_suite_run_of_one_set_keeps_the_rows_of_the_others(monkeypatch, capsys
     assert table[3].split(" | ")[-1] == "11 |"  # median of the copies' last wall times
     assert (tmp_path / "curves_CartPole-v1.png").exists()
     assert capsys.readouterr().out.splitlines()[-1].startswith("ppo_cartpole")
+
+
+# --- the suite's plan, resume and result files ----------------------------------------
+@pytest.mark.unit
+def test_the_seeds_of_a_cell_come_from_one_plan_that_a_flag_overrides():
+    assert suite.planned_seeds("ppo_cartpole", "CartPole-v1") == 10
+    assert suite.planned_seeds("sac_pendulum", "Pendulum-v1") == 10
+    assert suite.planned_seeds("dqn_mountain_car", "MountainCar-v0") == 5
+    assert suite.planned_seeds("td3_lunar_lander_continuous", "LunarLanderContinuous-v3") == 5
+    assert suite.planned_seeds("ppo_lunar_lander", "LunarLander-v3") == 10
+    assert suite.planned_seeds("ppo_cartpole", "CartPole-v1", override=3) == 3
+    # Every long cell is a classic set.
+    assert set(suite.LONG_SETS) <= {name for name, _, _, _ in suite.classic_sets()}
+
+
+@pytest.mark.unit
+def test_only_the_copies_not_yet_finished_remain(tmp_path):
+    write_copies(tmp_path, [500.0, 480.0], final_step=5000)  # run_0, run_1: finished
+    write_copies(tmp_path / "stopped", [100.0], final_step=3000)
+    os.rename(tmp_path / "stopped" / "run_0", tmp_path / "run_2")  # stopped at 3000 of 5000
+    (tmp_path / "run_3").mkdir()  # started, no evaluation yet
+    assert suite.remaining_copies(str(tmp_path), 6, 5000) == [2, 3, 4, 5]
+    assert suite.remaining_copies(str(tmp_path), 2, 5000) == []
+    assert suite.remaining_copies(str(tmp_path / "nothing"), 2, 5000) == [0, 1]
+
+
+@pytest.mark.unit
+def test_fewer_seeds_than_a_set_folder_holds_are_refused_before_any_work(
+    no_slow_work, capsys, tmp_path
+):
+    write_copies(tmp_path / "ppo_cartpole", [500.0, 480.0, 490.0])
+    before = (tmp_path / "ppo_cartpole" / "summary.json").read_text()
+    message = one_line_error(
+        capsys, "--suite", "classic", "--only", "ppo_cartpole", "--suite_seeds", "2",
+        "--output_dir", str(tmp_path),
+    )  # fmt: skip
+    assert message == (
+        f"{tmp_path / 'ppo_cartpole'} holds 3 copies and the suite plans 2 for ppo_cartpole: "
+        "the suite grows a set, never shrinks it; give --suite_seeds 3 or more, or another "
+        "--output_dir"
+    )
+    assert (tmp_path / "ppo_cartpole" / "summary.json").read_text() == before
+
+
+PEER_SUMMARY = {
+    "name": "SB3 PPO", "settings": {"n_steps": 32}, "train_steps": 100_000,
+    "command": "python scripts/benchmark.py --_peer_run ppo_cartpole SEED 100000",
+    "eval_episodes": 10, "seeds": [7, 8, 9, 10], "final_returns": [100.0, 200.0, 300.0, 400.0],
+    "best_returns": [500.0, 500.0, 400.0, 450.0],
+}  # fmt: skip
+
+
+@pytest.mark.unit
+def test_a_suite_run_writes_a_result_file_with_its_seeds_returns_and_peer(
+    monkeypatch, capsys, tmp_path
+):
+    steps = dict((n, s) for n, _, _, s in suite.classic_sets())["ppo_cartpole"]
+    finals, bests = [500.0, 480.0, 100.0, 490.0], [500.0, 500.0, 475.0, 500.0]
+    commands = []
+
+    def train_copies(command):  # train.py --copies, done at once
+        commands.append(command)
+        write_copies(tmp_path / "ppo_cartpole", finals, bests, [7, 8, 9, 10], steps)
+        return 1.0, ""
+
+    monkeypatch.setattr(costs, "print_machine_costs", lambda: {"tf_call_ms": 0.1})
+    monkeypatch.setattr(children, "timed_run", train_copies)
+    (tmp_path / "ppo_cartpole" / "peer").mkdir(parents=True)
+    (tmp_path / "ppo_cartpole" / "peer" / "summary.json").write_text(json.dumps(PEER_SUMMARY))
+    args = ["--suite", "classic", "--only", "ppo_cartpole", "--suite_seeds", "4",
+            "--output_dir", str(tmp_path), "--results_dir", str(tmp_path / "results")]  # fmt: skip
+    assert cli.main(args) == 0
+    assert commands[0][commands[0].index("--copies") + 1] == "4"
+    result = json.loads((tmp_path / "results" / "ppo_cartpole.json").read_text())
+    assert result["seeds"] == [7, 8, 9, 10]
+    assert result["final_returns"] == finals and result["best_returns"] == bests
+    assert result["solved_threshold"] == 475.0 and result["solved_fraction"] == 0.75
+    assert result["iqm"] == pytest.approx(485.0)  # the middle two of four
+    assert result["ci95"][0] <= 485.0 <= result["ci95"][1]
+    assert result["best_iqm"] == pytest.approx(500.0)
+    assert result["peer_runs"] == PEER_SUMMARY
+    assert result["peer_iqm"] == pytest.approx(250.0)
+    # rl's 500, 480 and 490 beat each of the peer's 4 seeds; its 100 ties the peer's 100
+    # (a half) and loses to the rest: 12.5 of 16 pairs.
+    assert result["poi_vs_peer"] == pytest.approx(12.5 / 16)
+    assert result["peer"]["name"] == "RL-Zoo" and result["machine"] == {"tf_call_ms": 0.1}
+    assert result["command"].startswith("python scripts/benchmark.py --suite classic --only")
+    assert (tmp_path / "results" / "profile.png").read_bytes()[:4] == b"\x89PNG"
+    # Run again: every copy is done, so no train.py starts and the file is the same.
+    commands.clear()
+    assert cli.main(args) == 0
+    assert commands == []
+    again = json.loads((tmp_path / "results" / "ppo_cartpole.json").read_text())
+    assert again == result
+    # Growing to 5 seeds trains again (train.py trains only the new copy).
+    assert cli.main([*args[:5], "5", *args[6:]]) == 0
+    assert commands and commands[0][commands[0].index("--copies_parallel") + 1] == "1"
+
+
+# --- scores: thresholds, normalisation and rliable's statistics ----------------------
+@pytest.mark.unit
+def test_solved_thresholds_are_gymnasiums_and_the_one_chosen_for_pendulum():
+    expected = {
+        "CartPole-v1": 475.0, "Acrobot-v1": -100.0, "MountainCar-v0": -110.0,
+        "MountainCarContinuous-v0": 90.0, "LunarLander-v3": 200.0,
+        "LunarLanderContinuous-v3": 200.0, "Pendulum-v1": -200.0,
+    }  # fmt: skip
+    assert {env: scores.solved_threshold(env) for env in suite.CLASSIC_ENVS} == expected
+    assert scores.solved_threshold("tictactoe") is None
+
+
+@pytest.mark.unit
+def test_the_solved_fraction_counts_returns_at_or_above_the_threshold():
+    assert scores.solved_fraction([475.0, 500.0, 474.9, 100.0], 475.0) == 0.5
+    assert scores.solved_fraction([-90.0], -100.0) == 1.0
+    with pytest.raises(ValueError):
+        scores.solved_fraction([], 1.0)
+
+
+@pytest.mark.unit
+def test_returns_are_normalised_from_random_play_to_rl_zoo():
+    random, zoo = scores.RANDOM_RETURNS["Acrobot-v1"], -76.6
+    assert scores.normalised([random, zoo], random, zoo).tolist() == [0.0, 1.0]
+    assert scores.normalised([-288.3], -500.0, -76.6)[0] == pytest.approx(0.5)
+    with pytest.raises(ValueError):
+        scores.normalised([1.0], 5.0, 5.0)
+
+
+@pytest.mark.unit
+def test_the_probability_of_improvement_of_a_dominating_set_is_1_and_of_equal_sets_half():
+    low = [100.0, 120.0, 130.0, 90.0, 110.0]
+    high = [200.0, 220.0, 230.0, 190.0, 210.0]
+    assert scores.probability_of_improvement(low, high) == (1.0, (1.0, 1.0))
+    assert scores.probability_of_improvement(high, low) == (0.0, (0.0, 0.0))
+    poi, (a, b) = scores.probability_of_improvement(low, low)
+    assert poi == 0.5 and a < 0.5 < b
+    # Hand-counted: B beats A on 3 of 4 pairs.
+    assert scores.probability_of_improvement([1.0, 3.0], [2.0, 4.0])[0] == 0.75
+
+
+@pytest.mark.unit
+def test_a_profile_curve_takes_the_first_seeds_of_each_cell_as_many_as_its_fewest():
+    results = [
+        {"algorithm": "ppo", "env": "CartPole-v1", "final_returns": [500.0, 25.0, 262.5],
+         "peer": {"name": "RL-Zoo", "value": 500}},
+        {"algorithm": "ppo", "env": "Acrobot-v1", "final_returns": [-76.6, -500.0],
+         "peer": {"name": "RL-Zoo", "value": -76.6}},
+        {"algorithm": "vpg", "env": "CartPole-v1", "final_returns": [500.0]},  # no RL-Zoo value
+    ]  # fmt: skip
+    curves = scores.profile_curves(results)
+    assert list(curves) == ["ppo (2 cells, 2 seeds)"]
+    assert curves["ppo (2 cells, 2 seeds)"].tolist() == [[1.0, 1.0], [0.0, 0.0]]
+
+
+def write_result(folder, name, finals):
+    folder.mkdir(exist_ok=True)
+    result = {"set": name, "algorithm": "ppo", "env": "CartPole-v1", "final_returns": finals}
+    (folder / f"{name}.json").write_text(json.dumps(result))
+
+
+@pytest.mark.process
+def test_compare_prints_per_set_the_probability_that_b_improves_on_a(tmp_path):
+    write_result(tmp_path / "a", "ppo_cartpole", [100.0, 200.0, 300.0, 400.0])
+    write_result(tmp_path / "a", "dqn_cartpole", [500.0, 500.0, 500.0])
+    write_result(tmp_path / "a", "a2c_cartpole", [500.0, 500.0])  # not in B: left out
+    write_result(tmp_path / "b", "ppo_cartpole", [450.0, 460.0, 470.0, 480.0, 490.0])
+    write_result(tmp_path / "b", "dqn_cartpole", [500.0, 500.0, 500.0])
+    proc = run_script("--compare", str(tmp_path / "a"), str(tmp_path / "b"))
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[:2] == [f"A: {tmp_path / 'a'}", f"B: {tmp_path / 'b'}"]
+    assert lines[2].split() == [
+        "set", "env", "A", "seeds", "A", "IQM", "B", "seeds", "B", "IQM", "P(B", ">", "A)",
+        "95%", "CI",
+    ]  # fmt: skip
+    rows = {line.split()[0]: line.split() for line in lines[4:]}
+    assert sorted(rows) == ["dqn_cartpole", "ppo_cartpole"]
+    assert rows["dqn_cartpole"][2:] == ["3", "500.0", "3", "500.0", "0.50", "[0.50,", "0.50]"]
+    assert rows["ppo_cartpole"][2:7] == ["4", "250.0", "5", "470.0", "1.00"]
+    bad = run_script("--compare", str(tmp_path / "a"), str(tmp_path / "missing"))
+    assert bad.returncode == 2
+    assert bad.stderr == (
+        f"benchmark.py: error: --compare {tmp_path / 'missing'}: not a folder; name a folder of "
+        "result files (<set>.json), e.g. docs/results or a suite's <output_dir>/results\n"
+    )
+
+
+@pytest.mark.unit
+def test_compare_refuses_folders_without_a_set_in_common(capsys, tmp_path):
+    write_result(tmp_path / "a", "ppo_cartpole", [1.0, 2.0])
+    write_result(tmp_path / "b", "dqn_cartpole", [1.0, 2.0])
+    (tmp_path / "empty").mkdir()
+    message = one_line_error(capsys, "--compare", str(tmp_path / "a"), str(tmp_path / "b"))
+    assert message.startswith(f"--compare {tmp_path / 'a'} {tmp_path / 'b'}: no set has")
+    message = one_line_error(capsys, "--compare", str(tmp_path / "a"), str(tmp_path / "empty"))
+    assert message.startswith(f"--compare {tmp_path / 'empty'}: holds no result file")
 
 
 @pytest.mark.process

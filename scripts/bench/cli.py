@@ -130,6 +130,12 @@ def build_parser() -> argparse.ArgumentParser:
         f"{suite.FEW_SEEDS} on MountainCar and in the long cells; scripts/bench/suite.py)",
     )
     parser.add_argument(
+        "--suite_parallel",
+        type=int_in_range(1, MAX_COPIES),
+        default=os.cpu_count() or 1,
+        help="with --suite: at once",
+    )
+    parser.add_argument(
         "--output_dir", default="runs/suite", help="with --suite: where runs and plots go"
     )
     parser.add_argument(

@@ -171,9 +171,12 @@ def check_suite_folder(
     none yet) whose set folders are folders, hold no more copies than planned (the suite
     grows a set, never shrinks it), and whose earlier results read; and ``results_dir``
     is a folder or none yet."""
-    for folder, flag in ((output_dir, "--output_dir"), (results_dir, "--results_dir")):
+    for folder, flag, what in (
+        (output_dir, "--output_dir", "the suite's runs"),
+        (results_dir, "--results_dir", "the result files"),
+    ):
         if os.path.exists(folder) and not os.path.isdir(folder):
-            children.fail(f"{flag} {folder} is a file; name a folder")
+            children.fail(f"{flag} {folder} is a file; name a folder for {what}")
     chosen = [name for name, _, _, _ in selected]
     for name, agent, env, steps in classic_sets():
         set_dir = os.path.join(output_dir, name)
