@@ -8,8 +8,8 @@ Each RUN_DIR is one line of the plot: a `--copies` output directory (holding run
 run_1, ...) is one group of its copies; a directory holding eval.jsonl is a group of one
 run. The label is the directory's basename unless `--label` is given once per RUN_DIR.
 Prints one table row per group: number of runs, final return mean ± std, and its
-interquartile mean with a 95% bootstrap confidence interval. The plot goes to
-`<first RUN_DIR>/curves.png` unless `--output` names another image file (.png, .svg, .pdf,
+interquartile mean with a 95% stratified bootstrap confidence interval (rliable). The plot
+goes to `<first RUN_DIR>/curves.png` unless `--output` names another image file (.png, .svg, .pdf,
 .jpg, .jpeg, .tif, .tiff or .webp, in that format; any other name is refused, so a plot never
 replaces a run's log): never into the current directory, where it would dirty the checkout
 that later runs' snapshots record.
