@@ -311,12 +311,12 @@ def test_a_trial_of_copies_is_scored_at_the_steps_every_copy_has_reached(tmp_pat
     write_run(tmp_path / "run_0", [1000, 2000, 3000], [0.0, 50.0, 90.0])
     write_run(tmp_path / "run_1", [1000, 2000], [10.0, 70.0])
     write_run(tmp_path / "run_2", [1000, 2000], [100.0, 60.0])
-    # Three copies: the sorted values weigh 1/6, 2/3, 1/6 (rl/analysis.py).
-    # At 1000: 0/6 + 10 * 2/3 + 100/6 = 23.33; at 2000: 50/6 + 60 * 2/3 + 70/6 = 60.
+    # Three copies: rliable's IQM of fewer than four values is their mean (rl/analysis.py).
+    # At 1000: (0 + 10 + 100) / 3 = 36.67; at 2000: (50 + 70 + 60) / 3 = 60.
     # At 3000 only run_0 has evaluated: the step is not in yet.
     scored = trials.read_evaluations(str(tmp_path), -1, copies=3)
     assert [step for step, _ in scored] == [1000, 2000]
-    assert scored[0][1] == pytest.approx(70 / 3) and scored[1][1] == pytest.approx(60.0)
+    assert scored[0][1] == pytest.approx(110 / 3) and scored[1][1] == pytest.approx(60.0)
     assert trials.read_evaluations(str(tmp_path), 1000, copies=3) == [scored[1]]
     # A copy that has not started has evaluated nowhere.
     assert trials.read_evaluations(str(tmp_path), -1, copies=4) == []

@@ -280,7 +280,7 @@ def prepare_mode(mode: str, args: argparse.Namespace, extra: List[str]) -> Calla
         return lambda: compare.run_compare(args.compare, before, after)
     if mode == "profile":
         checks.check_results_folder(args.profile)
-        return lambda: {"profile": suite.write_profile(args.profile)}
+        return lambda: draw_profile(args.profile)
     if mode == "remote":
         return lambda: remote.run_remote_table(args.calls)
     if mode == "workers":
@@ -300,6 +300,19 @@ def prepare_mode(mode: str, args: argparse.Namespace, extra: List[str]) -> Calla
     return lambda: tables.run_table(
         args.hparams, args.seeds, args.train_steps, args.target, extra, baseline
     )
+
+
+def draw_profile(results_dir: str) -> Dict[str, str]:
+    """--profile: draws the performance profile of ``results_dir`` and says where (exit 2
+    when no result there can be normalised)."""
+    path = suite.write_profile(results_dir)
+    if path is None:
+        children.fail(
+            f"--profile {results_dir}: no result file has per-seed final returns on a classic "
+            'env with an RL-Zoo value (its "peer"), so none can be normalised'
+        )
+    print(f"wrote {path}")
+    return {"profile": path}
 
 
 def report_child_failure(error: children.ChildFailed) -> int:
