@@ -218,8 +218,9 @@ def _final_eval(run_dir: str) -> dict:
 def summarize_runs(run_dirs: list[str]) -> dict:
     """Final evaluation return of each run, and statistics across runs.
 
-    The final return of a run is `return_mean` on the last line of its eval log. The
-    std across runs is the population std (ddof=0), so one run gives 0 rather than NaN.
+    The final return of a run is `return_mean` on the last line of its eval log, its
+    best return the highest `return_mean` of any line (the record of its best/ folder,
+    rl/best.py), reported beside the final, never in its place. The std across runs is the population std (ddof=0), so one run gives 0 rather than NaN.
 
     Args:
       run_dirs: directories of independent runs of one configuration, at least one.
@@ -227,7 +228,7 @@ def summarize_runs(run_dirs: list[str]) -> dict:
     Returns:
       A JSON-serialisable dict with `final_return_mean`, `final_return_std`,
       `final_return_iqm`, `final_return_iqm_ci` ([low, high], 95% percentile bootstrap),
-      `num_runs`, and `runs` (a list of {run_dir, final_step, final_return}).
+      `num_runs`, and `runs` (a list of {run_dir, final_step, final_return, best_return}).
     """
     if not run_dirs:
         raise ValueError("summarize_runs needs at least one run directory")
@@ -239,6 +240,7 @@ def summarize_runs(run_dirs: list[str]) -> dict:
                 "run_dir": run_dir,
                 "final_step": int(last["step"]),
                 "final_return": float(last["return_mean"]),
+                "best_return": max(float(r["return_mean"]) for r in read_eval_log(run_dir)),
             }
         )
     finals = np.array([r["final_return"] for r in runs])

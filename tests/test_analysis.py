@@ -149,12 +149,13 @@ def test_summarize_runs_matches_files(tmp_path):
     run_dirs = _write_copies(tmp_path / "out", [10.0, 20.0, 60.0])
     # A truncated final line must not count as the final evaluation.
     _write_run(run_dirs[0], [0, 100, 200], [0.0, 5.0, 10.0], tail='{"step": 300')
+    _write_run(run_dirs[1], [0, 100, 200], [0.0, 30.0, 20.0])  # its best is not its final
     summary = analysis.summarize_runs(run_dirs)
     assert summary["num_runs"] == 3
     assert summary["runs"] == [
-        {"run_dir": run_dirs[0], "final_step": 200, "final_return": 10.0},
-        {"run_dir": run_dirs[1], "final_step": 200, "final_return": 20.0},
-        {"run_dir": run_dirs[2], "final_step": 200, "final_return": 60.0},
+        {"run_dir": run_dirs[0], "final_step": 200, "final_return": 10.0, "best_return": 10.0},
+        {"run_dir": run_dirs[1], "final_step": 200, "final_return": 20.0, "best_return": 30.0},
+        {"run_dir": run_dirs[2], "final_step": 200, "final_return": 60.0, "best_return": 60.0},
     ]
     assert summary["final_return_mean"] == 30.0
     assert summary["final_return_std"] == pytest.approx(math.sqrt((400 + 100 + 900) / 3))
