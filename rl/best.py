@@ -110,6 +110,8 @@ def write_best(checkpoint, agent, output_dir: str, record: BestRecord) -> str:
     shutil.rmtree(building, ignore_errors=True)
     os.makedirs(os.path.join(building, CHECKPOINT_FOLDER))
     with writes_as_oserror(f"the best evaluation's checkpoint of step {step} in {output_dir}"):
+        # Made now if no save made it yet: restore() makes it and expects a value for it.
+        checkpoint.save_counter  # noqa: B018
         checkpoint.write(checkpoint_prefix(building, step))
     write_policy_artefact(agent, output_dir, step, folder=policy_folder(building))
     record_text = json.dumps(dataclasses.asdict(record)) + "\n"
