@@ -219,7 +219,8 @@ def tidy_best(output_dir: str, restored_step: int) -> Tuple[Optional[BestRecord]
 def current_best(output_dir: str) -> Optional[str]:
     """The run's best folder, as a resume would keep it (None: no best yet): the newest
     at or before the run's newest checkpoint. Reads and writes nothing else."""
-    from rl.run_folder import CHECKPOINT_DIR, checkpoint_steps  # late: as in _move_aside
+    # late: run_folder loads TensorBoard and Gymnasium
+    from rl.run_folder import CHECKPOINT_DIR, checkpoint_steps
 
     saved = checkpoint_steps(os.path.join(output_dir, CHECKPOINT_DIR))
     steps = [s for s in best_steps(output_dir) if saved and s <= saved[-1]]
