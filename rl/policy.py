@@ -176,7 +176,8 @@ def load_policy(path: str, explore: bool = False, seed: Optional[int] = None):
     """An actor acting with an artefact's weights (no optimizer, no replay).
 
     Args:
-        path: a ``policies/ckpt-<step>`` folder.
+        path: a ``policies/ckpt-<step>`` folder, or the best evaluation's
+            (``rl.best.best_policy_dir(run_dir)``).
         explore: act as the run's training actors did at the artefact's step: the
             training act_select, the exploration schedule's epsilon at that step
             (held there, whatever step ``act`` is given) and the run's action noise
