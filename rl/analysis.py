@@ -220,7 +220,8 @@ def summarize_runs(run_dirs: list[str]) -> dict:
 
     The final return of a run is `return_mean` on the last line of its eval log, its
     best return the highest `return_mean` of any line (the record of its best/ folder,
-    rl/best.py), reported beside the final, never in its place. The std across runs is the population std (ddof=0), so one run gives 0 rather than NaN.
+    rl/best.py), reported beside the final, never in its place. The std across runs is
+    the population std (ddof=0), so one run gives 0 rather than NaN.
 
     Args:
       run_dirs: directories of independent runs of one configuration, at least one.
