@@ -459,8 +459,8 @@ class Experiment:
             step, episodes, episode_return_mean, eval_return_mean (the last evaluation),
             best_eval_return_mean and best_eval_step (the best one, rl/best.py),
             steps_per_second, the last update's losses, ``interrupted`` (signal number
-            or None), and ``failure`` (why training stopped early and which checkpoint is kept) with
-            ``failure_kind`` (``FAILURE_KINDS``), else None.
+            or None), and ``failure`` (why training stopped early and which checkpoint
+            is kept) with ``failure_kind`` (``FAILURE_KINDS``), else None.
         """
         if self.read_only:
             raise RuntimeError(
