@@ -20,6 +20,7 @@ from absl import flags
 from absl import logging as absl_logging
 
 from rl import _tf, plugins, registry, seeding, slots
+from rl.best import BEST, CHECKPOINT_CHOICES, LATEST
 from rl.errors import USER_ERRORS, EnvError, EnvServerError, PluginError, one_line
 from rl.files import read_json_object, set_aside, write_text_atomic
 from rl.hparams.base import int_field_range
@@ -234,10 +235,20 @@ FLAG_TABLE = (
         "training",
         flags.DEFINE_bool,
         True,
-        "false: load the latest checkpoint in --output_dir and run "
-        "--test_episodes evaluation episodes into test.json; nothing "
+        "false: load the latest checkpoint in --output_dir (or the best, --checkpoint) "
+        "and run --test_episodes evaluation episodes into test.json; nothing "
         "is trained or overwritten.",
         to_copies=False,  # copies train
+    ),
+    Flag(
+        "checkpoint",
+        flags.DEFINE_enum,
+        LATEST,
+        "Which checkpoint --training=false tests: latest, or best (that of the run's "
+        "best evaluation, best/ckpt-<step>/).",
+        mode=TEST,
+        to_copies=False,
+        options={"enum_values": list(CHECKPOINT_CHOICES)},
     ),
     Flag(
         "test_episodes",
@@ -767,7 +778,8 @@ def failure_advice(kind: str, experiment) -> str:
 
 
 def run_test() -> int:
-    """--training=false: evaluation episodes from the latest checkpoint into test.json.
+    """--training=false: evaluation episodes from the latest (or best) checkpoint into
+    test.json.
 
     A --copies folder (run_<i> inside, no hparams.json) tests every copy and
     writes test_summary.json beside them.
@@ -816,6 +828,7 @@ def run_test_episodes(output_dir: str) -> Dict[str, Any]:
             record_video=FLAGS.record_video,
             render=FLAGS.render,
             verbose=False,
+            checkpoint=FLAGS.checkpoint,
         )
     except USER_ERRORS + (FileNotFoundError,) as e:
         fail(f"cannot test {output_dir}: {e}")
@@ -839,8 +852,9 @@ def run_test_episodes(output_dir: str) -> Dict[str, Any]:
         stop_outside_training(e, "test.json was not written", f"cannot test {output_dir}: ")
     finally:
         experiment.close()
+    which = " (the best evaluation's checkpoint)" if FLAGS.checkpoint == BEST else ""
     print(
-        f"test: {result['episodes']} episodes at step {result['step']}: return "
+        f"test: {result['episodes']} episodes at step {result['step']}{which}: return "
         f"{result['return_mean']:.1f} +- {result['return_std']:.1f} "
         f"(min {min(result['returns']):.1f}, max {max(result['returns']):.1f}); wrote {path}"
     )

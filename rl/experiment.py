@@ -33,6 +33,17 @@ from rl import catalog, registry, seeding, video  # noqa: F401  (catalog fills t
 from rl._tf import tf
 from rl.agents.base import Agent, NonFiniteError
 from rl.agents.experience import ExperienceSource, OwnActor
+from rl.best import (
+    BEST,
+    CHECKPOINT_CHOICES,
+    LATEST,
+    BestRecord,
+    drop_earlier_bests,
+    is_better,
+    restore_best,
+    tidy_best,
+    write_best,
+)
 from rl.counters import Counters
 from rl.early_checks import CheckedRun, check_run
 from rl.envs.env_errors import make_vec_env_naming_errors
@@ -143,6 +154,7 @@ class Experiment:
         tracker: Optional[Tracker] = None,
         checked: Optional[CheckedRun] = None,
         system: Optional[System] = None,
+        checkpoint: str = LATEST,
     ):
         """Checks everything (unless given ``checked``), then creates output_dir and builds
         the agent.
@@ -187,6 +199,8 @@ class Experiment:
             system: the run's --sys target, made by the caller (train.py starts its
                 actors early); None: made here from ``sys_name`` and ``sys_options``.
                 The experiment closes it.
+            checkpoint: which checkpoint to load: ``"latest"`` (training resumes from it)
+                or ``"best"``, that of the run's best evaluation (rl/best.py), read-only.
         """
         if worker_rounds_ahead is not None and not 1 <= worker_rounds_ahead <= MAX_ROUNDS_AHEAD:
             raise ValueError(
@@ -211,6 +225,13 @@ class Experiment:
             checked.read_only,
             checked.num_workers,
         )
+        if checkpoint not in CHECKPOINT_CHOICES:
+            raise ValueError(f"checkpoint must be one of {CHECKPOINT_CHOICES}, got {checkpoint!r}")
+        if checkpoint == BEST and not read_only:
+            raise ValueError(
+                "checkpoint='best' loads a run read-only (read_only=True); training resumes "
+                "from the latest checkpoint"
+            )
         if system is None:
             system = registry.systems.get(sys_name)(
                 {**(sys_options or {}), "num_workers": num_workers}
@@ -243,7 +264,13 @@ class Experiment:
             tf.train.Checkpoint(loop_counters=self.counters, **self.agent.checkpoint_items()),
             separate_state=getattr(self.agent, "separate_state", dict)(),
         )
-        self.restored_from, unreadable = self.folder.restore(has_records=bool(eval_records))
+        # The run's best evaluation so far (rl/best.py): set below for a run that trains.
+        self._best: Optional[BestRecord] = None
+        if checkpoint == BEST:
+            self.restored_from, self._best = restore_best(self.folder.checkpoint, self.output_dir)
+            unreadable: List[str] = []
+        else:
+            self.restored_from, unreadable = self.folder.restore(has_records=bool(eval_records))
         self.agent.refresh_after_restore()
         self.actor, self.learner = self.agent.actor, self.agent.learner
         self.experience = self._experience_source()
@@ -285,6 +312,9 @@ class Experiment:
             eval_records = read_eval_records(os.path.join(self.output_dir, EVAL_FILE))
             for moved in tidy_policies(self.output_dir, restored_step):
                 self._say(f"moved the policy {moved} aside: its training is redone")
+            self._best, notices = tidy_best(self.output_dir, restored_step)
+            for notice in notices:
+                self._say(notice)
         cap = episode_cap(hp.env, hp.max_episode_steps)
         if cap is not None:  # said once, after the checks: every env copy gets the same cap
             self._say(
@@ -329,6 +359,7 @@ class Experiment:
         then its policy artefact (rl/policy.py)."""
         path = self.folder.save(self.step)
         write_policy_artefact(self.agent, self.output_dir, self.step)
+        drop_earlier_bests(self.output_dir, self.step)  # the checkpoint covers the newest
         self.tracker.committed(self.step)  # after the commit: records a kill cannot redo
         return path
 
@@ -384,6 +415,10 @@ class Experiment:
         self._last_eval = result
         self.logbook.eval_line(result)
         self.counters.add("evaluations")  # what the next checkpoint's records must hold
+        if is_better(result["return_mean"], self._best):  # written now: these weights
+            best = BestRecord(self.step, float(result["return_mean"]))
+            write_best(self.folder.checkpoint, self.agent, self.output_dir, best)
+            self._best = best
         return result
 
     def _evaluate_unless_stopped(self, start_time: float) -> None:
@@ -421,10 +456,11 @@ class Experiment:
             steps: train this many more env steps instead of up to train_steps.
 
         Returns:
-            step, episodes, episode_return_mean, eval_return_mean, steps_per_second,
-            the last update's losses, ``interrupted`` (signal number or None), and
-            ``failure`` (why training stopped early and which checkpoint is kept) with
-            ``failure_kind`` (``FAILURE_KINDS``), else None.
+            step, episodes, episode_return_mean, eval_return_mean (the last evaluation),
+            best_eval_return_mean and best_eval_step (the best one, rl/best.py),
+            steps_per_second, the last update's losses, ``interrupted`` (signal number
+            or None), and ``failure`` (why training stopped early and which checkpoint
+            is kept) with ``failure_kind`` (``FAILURE_KINDS``), else None.
         """
         if self.read_only:
             raise RuntimeError(
@@ -607,6 +643,7 @@ class Experiment:
             "episodes": self.counters["episodes"],
             "episode_return_mean": float(np.mean(returns)) if returns else None,
             "eval_return_mean": self._last_eval["return_mean"] if self._last_eval else None,
+            **self._best_fields(),
             "steps_per_second": scalars.pop("train/steps_per_second", [None])[-1],
             "interrupted": None,
             "failure": None,
@@ -620,6 +657,14 @@ class Experiment:
         # A fresh run's keys, always (None without a record); losses only where logged.
         return result
 
+    def _best_fields(self) -> Dict[str, Any]:
+        """The best evaluation beside the last one (None without one)."""
+        best = self._best
+        return {
+            "best_eval_return_mean": best.return_mean if best else None,
+            "best_eval_step": best.step if best else None,
+        }
+
     def _result(self, steps_per_second: float) -> Dict[str, Any]:
         recent = list(self._recent_returns)
         return {
@@ -627,6 +672,7 @@ class Experiment:
             "episodes": self.counters["episodes"],
             "episode_return_mean": float(np.mean(recent)) if recent else None,
             "eval_return_mean": (self._last_eval["return_mean"] if self._last_eval else None),
+            **self._best_fields(),
             "steps_per_second": steps_per_second,
             "interrupted": self._stop_signal,
             "failure": self.failure,
@@ -826,16 +872,22 @@ def format_seconds(seconds: float) -> str:
     return f"{seconds // 3600:d}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
 
 
-def load(output_dir: str, read_only: bool = True, **kwargs: Any) -> Experiment:
-    """Opens a trained run from its output_dir (its hparams, latest checkpoint).
+def load(
+    output_dir: str, read_only: bool = True, checkpoint: str = LATEST, **kwargs: Any
+) -> Experiment:
+    """Opens a trained run from its output_dir (its hparams, latest or best checkpoint).
 
     Args:
         output_dir: the run folder.
         read_only: True: evaluate, test or export only, nothing is written;
             False: ``train()`` continues the run.
+        checkpoint: ``"latest"``, or ``"best"``: the checkpoint of the run's best
+            evaluation (read-only; a CheckpointError if it has none yet).
         **kwargs: more Experiment arguments (record_video, verbose, ...).
     """
     if not os.path.exists(os.path.join(output_dir, HPARAMS_FILE)):
         raise FileNotFoundError(f"{output_dir} holds no {HPARAMS_FILE}: not a run folder")
     kwargs.setdefault("verbose", False)
-    return Experiment(hparams=None, output_dir=output_dir, read_only=read_only, **kwargs)
+    return Experiment(
+        hparams=None, output_dir=output_dir, read_only=read_only, checkpoint=checkpoint, **kwargs
+    )

@@ -46,7 +46,9 @@ def artefact_dir(output_dir: str, step: int) -> str:
     return os.path.join(output_dir, POLICIES_DIR, f"ckpt-{step}")
 
 
-def write_policy_artefact(agent, output_dir: str, step: int, saved_model: bool = True) -> str:
+def write_policy_artefact(
+    agent, output_dir: str, step: int, saved_model: bool = True, folder: Optional[str] = None
+) -> str:
     """Writes the artefact of ``agent``'s current policy for checkpoint ``step``.
 
     The folder appears complete or not at all: it is built under a temporary
@@ -57,11 +59,13 @@ def write_policy_artefact(agent, output_dir: str, step: int, saved_model: bool =
         output_dir: the run folder.
         step: the checkpoint's step.
         saved_model: also write the SavedModel.
+        folder: where (default ``policies/ckpt-<step>``; the best evaluation's goes
+            inside its own folder, rl/best.py).
 
     Returns:
         The artefact folder.
     """
-    final = artefact_dir(output_dir, step)
+    final = folder or artefact_dir(output_dir, step)
     if os.path.isdir(final):  # re-saving the same step (a resumed, finished run)
         return final
     building = final + ".partial"
@@ -172,7 +176,8 @@ def load_policy(path: str, explore: bool = False, seed: Optional[int] = None):
     """An actor acting with an artefact's weights (no optimizer, no replay).
 
     Args:
-        path: a ``policies/ckpt-<step>`` folder.
+        path: a ``policies/ckpt-<step>`` folder, or the best evaluation's
+            (``rl.best.best_policy_dir(run_dir)``).
         explore: act as the run's training actors did at the artefact's step: the
             training act_select, the exploration schedule's epsilon at that step
             (held there, whatever step ``act`` is given) and the run's action noise

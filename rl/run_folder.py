@@ -6,6 +6,7 @@ Output folder:
                        RNG states, target net, replay buffer), and beside each
                        ckpt-<N> the separately saved state of that step
                        (``<name>-<N>.npz``, e.g. a large replay buffer)
+    best/              the best evaluation's checkpoint and policy artefact (rl/best.py)
     eval.jsonl         one line per evaluation
     tb/                TensorBoard events
     snapshot/          reproducibility snapshot (rl/snapshot.py)

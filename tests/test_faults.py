@@ -275,6 +275,12 @@ def test_finished_rerun_reports_the_runs_results(run_dir):
     assert result["step"] == 384 and result["interrupted"] is None
     assert result["failure"] is None and result["failure_kind"] is None  # a fresh run's keys
     assert result["eval_return_mean"] == last_eval["return_mean"]
+    records = [json.loads(l) for l in (run_dir / "eval.jsonl").read_text().splitlines()]
+    best = max(records, key=lambda r: r["return_mean"])  # the first of the highest
+    assert (result["best_eval_step"], result["best_eval_return_mean"]) == (
+        best["step"],
+        best["return_mean"],
+    )
     assert result["steps_per_second"] == pytest.approx(last("train/steps_per_second"))
     assert result["steps_per_second"] > 0
     assert result["loss"] == pytest.approx(last("train/loss"))

@@ -667,6 +667,7 @@ def test_real_copy_is_retrained_alone_with_its_seed(
     assert lines[-1] == f"python train.py --hparams=ppo_tiny --output_dir={again} --seed={seed}"
     _run_printed(_after_setup(lines))
     assert sorted(os.listdir(again)) == [
+        "best",
         "checkpoints",
         "eval.jsonl",
         "hparams.json",
