@@ -31,7 +31,8 @@ def train(out, steps, fault=None):
     env = dict(os.environ)
     if fault is not None:
         step, at = fault
-        env.update(PYTHONPATH=FAULTS, RL_FAULT_DIR=str(out), RL_FAULT_STEP=str(step))
+        path = os.pathsep.join(filter(None, [FAULTS, env.get("PYTHONPATH")]))
+        env.update(PYTHONPATH=path, RL_FAULT_DIR=str(out), RL_FAULT_STEP=str(step))
         env.update({"RL_FAULT_AT": str(at)} if at is not None else {})
         env.update({"RL_FAULT_LOG": str(out.parent / "events.txt")} if at is None else {})
     args = [*EVERY_ROLLOUT, "--train_steps", str(steps), "--output_dir", str(out)]
@@ -61,7 +62,8 @@ def saved_variables(saved_model):
 @pytest.mark.process
 def test_a_kill_at_any_file_event_of_a_save_loses_no_policy(tmp_path):
     """One train.py per file event of a save, each killed at its event, each the rerun of
-    the one before: every checkpoint keeps its artefact, re-exported where a kill cut it.
+    the one before; then the finished run's rerun, killed in its re-export, and rerun:
+    every checkpoint keeps its artefact, re-exported where a kill cut it.
 
     TensorFlow writes the checkpoint (between the logbook's renaming of .staged-<N>.tmp and
     its committing into tb/) and the SavedModel in C++, where the audit hook sees nothing:
@@ -91,6 +93,11 @@ def test_a_kill_at_any_file_event_of_a_save_loses_no_policy(tmp_path):
         if kept is not None:
             shutil.copytree(out / "policies" / f"ckpt-{target}.partial", kept)
     assert missing == [target]  # the last kill came after the checkpoint, before the artefact
+    # A kill in the rerun's re-export (at its last event) leaves what it found.
+    export = next(i for i, e in enumerate(events) if e.endswith("rmtree policies/ckpt-64.partial"))
+    proc = train(out, target, fault=(target, len(events) - 1 - export))
+    assert proc.returncode == -9 and not reexport_lines(proc), proc.stderr
+    assert without_artefact(out) == [target]
     # The rerun of the finished run re-exports it too, in one line.
     proc = train(out, target)
     assert proc.returncode == 0, proc.stderr

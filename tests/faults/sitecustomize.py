@@ -3,8 +3,9 @@
 On PYTHONPATH only in that test's train.py processes, where Python imports it at start-up.
 It installs an audit hook (``sys.addaudithook``) that watches the file events under the
 run folder ``RL_FAULT_DIR`` from the first of the save of checkpoint ``RL_FAULT_STEP``
-(the logbook staging its records, ``.staged-<step>.tmp``) to the rename that completes
-its policy artefact (``policies/ckpt-<step>.partial`` -> ``policies/ckpt-<step>``):
+(the logbook staging its records, ``.staged-<step>.tmp``), or of its policy artefact's
+export alone (``policies/ckpt-<step>.partial``: a re-export), to the rename that completes
+that artefact (``policies/ckpt-<step>.partial`` -> ``policies/ckpt-<step>``):
 
 - with ``RL_FAULT_AT`` = n, the process kills itself (SIGKILL) just before the n-th of
   them (from 0) happens;
@@ -51,8 +52,8 @@ def as_path(value):
 
 
 def install(run_dir, step, kill_at, log_path):
-    started = os.path.join(run_dir, f".staged-{step}.tmp")
     last = os.path.join(run_dir, "policies", f"ckpt-{step}.partial")
+    starts = (os.path.join(run_dir, f".staged-{step}.tmp"), last)
     state = {"seen": 0, "on": False, "done": False}
     log = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND) if log_path else None
 
@@ -63,7 +64,7 @@ def install(run_dir, step, kill_at, log_path):
         if path is None or not (path == run_dir or path.startswith(run_dir + os.sep)):
             return
         if not state["on"]:
-            if path != started:
+            if path not in starts:
                 return
             state["on"] = True
         if not writes(event, args):
