@@ -59,7 +59,13 @@ from rl.evaluation import EvaluationStopped, Evaluator
 from rl.hparams.base import HParams, HParamsError
 from rl.hparams.resolve import HPARAMS_FILE, load_run_hparams
 from rl.logbook import EVAL_FILE, read_eval_records, recent_scalars
-from rl.policy import RUN_DIR_VARIABLE, tidy_policies, write_policy_artefact
+from rl.policy import (
+    RUN_DIR_VARIABLE,
+    artefact_dir,
+    export_missing_policy,
+    tidy_policies,
+    write_policy_artefact,
+)
 from rl.processes import (
     EARLY_INTERRUPT,
     MAX_ROUNDS_AHEAD,
@@ -312,6 +318,15 @@ class Experiment:
             eval_records = read_eval_records(os.path.join(self.output_dir, EVAL_FILE))
             for moved in tidy_policies(self.output_dir, restored_step):
                 self._say(f"moved the policy {moved} aside: its training is redone")
+            # Only the restored checkpoint can lack its artefact: saves run one at a time,
+            # each ending with its export, and restoring reads the newest readable one.
+            if self.restored_from and export_missing_policy(
+                self.agent, self.output_dir, restored_step
+            ):
+                self._say(
+                    f"re-exported {artefact_dir(self.output_dir, restored_step)} from "
+                    f"{os.path.basename(self.restored_from)} (a kill had interrupted its export)"
+                )
             self._best, notices = tidy_best(self.output_dir, restored_step)
             for notice in notices:
                 self._say(notice)

@@ -12,6 +12,7 @@ import contextlib
 import fcntl
 import json
 import os
+import re
 import secrets
 import time
 from typing import Any, Callable, Dict, Optional
@@ -31,7 +32,7 @@ def write_atomically(path: str, write: Callable[[str], None]) -> None:
     """
     directory, base = os.path.split(os.path.abspath(path))
     stem, ext = os.path.splitext(base)
-    tmp = os.path.join(directory, f".{stem}.{secrets.token_hex(6)}.tmp{ext}")
+    tmp = os.path.join(directory, f".{stem}.{secrets.token_hex(6)}.tmp{ext}")  # ATOMIC_TEMP
     try:
         write(tmp)
         with open(tmp, "rb+") as f:
@@ -42,6 +43,11 @@ def write_atomically(path: str, write: Callable[[str], None]) -> None:
             os.remove(tmp)
         raise
     fsync_dir(directory)  # the rename itself reaches the disk only with its folder
+
+
+# The temporary name ``write_atomically`` gives: ``.<stem>.<12 hex digits>.tmp<ext>``. A
+# kill between its write and its rename leaves one; the next run of the folder removes it.
+ATOMIC_TEMP = re.compile(r"\..+\.[0-9a-f]{12}\.tmp(\.[^.]*)?")
 
 
 def fsync_dir(directory: str) -> None:

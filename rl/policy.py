@@ -85,6 +85,24 @@ def write_policy_artefact(
     return final
 
 
+def export_missing_policy(agent, output_dir: str, step: int) -> bool:
+    """Writes the artefact of checkpoint ``step`` if policies/ lacks it: a kill after the
+    checkpoint and before its export finished. A checkpoint and its artefact are one unit.
+
+    Args:
+        agent: an rl.agents.base.Agent holding checkpoint ``step`` (just restored).
+        output_dir: the run folder (its half-built artefacts already removed).
+        step: the checkpoint's step.
+
+    Returns:
+        Whether it wrote the artefact.
+    """
+    if os.path.isdir(artefact_dir(output_dir, step)):
+        return False
+    write_policy_artefact(agent, output_dir, step)
+    return True
+
+
 def tidy_policies(output_dir: str, restored_step: int) -> List[str]:
     """Makes policies/ agree with the checkpoint a run resumes from.
 

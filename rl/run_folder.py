@@ -49,7 +49,13 @@ from rl._tf import (  # a stand-in: TensorFlow loads with the first checkpoint, 
 )
 from rl.analysis import SUMMARY_NAME, copy_dirs
 from rl.errors import CheckpointError, RunConflictError, error_line
-from rl.files import lock_exclusively, lock_holder, set_aside, write_text_atomic
+from rl.files import (
+    ATOMIC_TEMP,
+    lock_exclusively,
+    lock_holder,
+    set_aside,
+    write_text_atomic,
+)
 from rl.hparams.base import RESUMABLE_FIELDS, HParams, differences
 from rl.hparams.resolve import HPARAMS_FILE, load_run_hparams
 from rl.logbook import EVAL_FILE, JsonLinesError, Logbook, read_eval_records
@@ -59,6 +65,49 @@ RUN_LOCK_FILE = "train.lock"
 WRITE_CHECK_PREFIX = ".rl-write-check-"  # check_output_dir's probe folders
 UNREADABLE_DIR = "unreadable"  # inside checkpoints/: unreadable checkpoints moved aside
 CHECKPOINT_INDEX = "checkpoint"  # tf.train.CheckpointManager's list of checkpoints
+
+# What a kill can leave half-written in a run folder, by folder: the next run that writes
+# the folder removes them (RunFolder.prepare). Names are matched whole, so no file of the
+# user's goes. Elsewhere: policies/ckpt-<N>.partial (rl/policy.py, tidy_policies) and
+# .staged-<N>[.tmp] (rl/logbook.py, Logbook.recover).
+TEMPORARY_NAMES = {
+    "": (  # hparams.json, eval.jsonl, test.json, tracking.json; the snapshot's build
+        ATOMIC_TEMP,
+        re.compile(re.escape(snapshot.BUILD_PREFIX) + r"\d+-[0-9a-f]{8}"),
+        re.compile(re.escape(WRITE_CHECK_PREFIX) + r"[a-z0-9_]{8}"),  # tempfile.mkdtemp's
+    ),
+    CHECKPOINT_DIR: (  # the index and separate state files (a replay), and TensorFlow's:
+        ATOMIC_TEMP,
+        re.compile(r"ckpt-\d+_temp"),  # the folder a checkpoint is written in
+        re.compile(r"checkpoint\.tmp[0-9a-f]{32}"),  # CheckpointManager's index
+    ),
+    snapshot.SNAPSHOT_DIR: (ATOMIC_TEMP,),  # resumes.jsonl
+    "tb": (ATOMIC_TEMP,),  # event files rebuilt from eval.jsonl
+    "videos": (ATOMIC_TEMP,),
+}
+
+
+def leftover_temporaries(output_dir: str) -> List[str]:
+    """What kills left half-written in a run folder (``TEMPORARY_NAMES``), and the data
+    files of a checkpoint whose ``.index`` a kill kept TensorFlow from writing (it renames
+    the data into place first); writes nothing.
+
+    Returns:
+        Paths of files and folders, sorted.
+    """
+    found = []
+    for folder, patterns in TEMPORARY_NAMES.items():
+        where = os.path.join(output_dir, folder)
+        names = os.listdir(where) if os.path.isdir(where) else []
+        found += [os.path.join(where, n) for n in names if any(p.fullmatch(n) for p in patterns)]
+    folder = os.path.join(output_dir, CHECKPOINT_DIR)
+    indexed = set(checkpoint_steps(folder))
+    for name in os.listdir(folder) if os.path.isdir(folder) else []:
+        data = re.fullmatch(r"ckpt-(\d+)\.data-\d{5}-of-\d{5}", name)
+        if data and int(data.group(1)) not in indexed:
+            found.append(os.path.join(folder, name))
+    return sorted(found)
+
 
 # Fields that shape what a checkpoint holds: which agent and network, the
 # weights' shapes (hidden_sizes; env: observation and action spaces) and the
@@ -403,7 +452,8 @@ class RunFolder:
         flags: Optional[Dict[str, Any]],
         device_info: Dict[str, str],
     ) -> None:
-        """Writes hparams.json and the snapshot, tidies checkpoints/ and opens its manager.
+        """Removes what kills left half-written, writes hparams.json and the snapshot,
+        tidies checkpoints/ and opens its manager.
 
         Args:
             hp: the run's resolved hparams.
@@ -413,6 +463,11 @@ class RunFolder:
             flags: the flag values to record.
             device_info: the system's description of its devices.
         """
+        for temporary in leftover_temporaries(self.path):
+            if os.path.isdir(temporary):
+                shutil.rmtree(temporary, ignore_errors=True)
+            else:
+                os.remove(temporary)
         self._write_hparams_and_snapshot(hp, existing, argv, flags, device_info)
         self._tidy_checkpoints(unreadable)
         self.manager = tf.train.CheckpointManager(
@@ -455,10 +510,9 @@ class RunFolder:
 
         Unreadable checkpoints (with their separate state files) go to
         checkpoints/unreadable/ (so a new save of the same step can replace
-        them, and nothing is deleted unseen), folders and temporary files that a
-        kill left mid-save are removed, state files without their checkpoint
+        them, and nothing is deleted unseen), state files without their checkpoint
         are deleted, and the index is rebuilt from the files when it does not
-        list exactly them.
+        list exactly them (``prepare`` has removed what a kill left mid-save).
         """
         folder = self.checkpoint_dir
         for path in unreadable:
@@ -469,13 +523,6 @@ class RunFolder:
                 os.path.join(folder, UNREADABLE_DIR),
             )
             say(f"moved the unreadable {os.path.basename(path)} to {moved_to}")
-        for temp in glob.glob(os.path.join(folder, "ckpt-*_temp")):
-            if re.fullmatch(r"ckpt-\d+_temp", os.path.basename(temp)):
-                shutil.rmtree(temp, ignore_errors=True)
-        for temp in glob.glob(os.path.join(folder, ".*.tmp.npz")):
-            # rl/files.py's temporary name of a state file a kill left half-written.
-            if re.fullmatch(r"\.[a-z_]+-\d+\.[0-9a-f]{12}\.tmp\.npz", os.path.basename(temp)):
-                os.remove(temp)
         self._drop_orphan_state_files()
         steps = checkpoint_steps(folder)
         if steps and listed_checkpoints(folder) != steps:

@@ -53,7 +53,7 @@ PROJECT_DISTRIBUTION = "rl"
 _COMMAND_RULE = "it must hold the run's command, e.g. python train.py --hparams=ppo_cartpole"
 
 # Prefix of the directory a snapshot is built in before it is renamed into place.
-_BUILD_PREFIX = ".snapshot.build-"
+BUILD_PREFIX = ".snapshot.build-"
 GIT_TIMEOUT_S = 30.0
 # An untracked file bigger than this (a stray checkpoint, a dataset) is listed in git.json
 # instead of being copied into the patch.
@@ -122,7 +122,7 @@ def write_snapshot(
     }
     # Built aside and renamed in one step, so a killed process never leaves a snapshot
     # that a resume would mistake for a complete one.
-    build_dir = os.path.join(output_dir, f"{_BUILD_PREFIX}{os.getpid()}-{secrets.token_hex(4)}")
+    build_dir = os.path.join(output_dir, f"{BUILD_PREFIX}{os.getpid()}-{secrets.token_hex(4)}")
     os.mkdir(build_dir)  # Not mkdtemp: its 0700 mode would ignore the user's umask.
     try:
         for name, content in files.items():
@@ -649,7 +649,7 @@ def _remove_stale_builds(output_dir: str) -> None:
       output_dir: the run's output directory.
     """
     for name in os.listdir(output_dir):
-        if name.startswith(_BUILD_PREFIX):
+        if name.startswith(BUILD_PREFIX):
             shutil.rmtree(os.path.join(output_dir, name), ignore_errors=True)
 
 

@@ -151,11 +151,14 @@ def test_copies_produce_runs_and_a_matching_summary(copies_runs, tmp_path):
     assert summary["final_return_mean"] == pytest.approx(np.mean(finals))
     assert summary["final_return_std"] == pytest.approx(np.std(finals))
     assert (out / "curves.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    # Rerunning resumes each finished copy: nothing changes.
+    # Rerunning resumes each finished copy: nothing changes, but what a kill left goes.
     before = files(out / "run_0" / "checkpoints")
+    half_written = out / ".summary.0123456789ab.tmp.json"
+    half_written.write_text("{")
     again = run("train.py", "--hparams", "ppo_tiny", "--copies", "2", "--output_dir", str(out))
     assert again.returncode == 0, again.stderr
     assert files(out / "run_0" / "checkpoints") == before
+    assert not half_written.exists()
     # Testing the copies folder tests each copy.
     test = run("train.py", "--training=false", "--test_episodes", "2", "--output_dir", str(out))
     assert test.returncode == 0, test.stderr
