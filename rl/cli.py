@@ -445,6 +445,17 @@ def check_mode_flags() -> None:
         )
 
 
+def check_override_flag() -> None:
+    """--hparam_override given more than once ends the process (exit 2): absl keeps only
+    the last, so the others would be dropped without a word."""
+    times = FLAGS["hparam_override"].present
+    if times > 1:
+        fail(
+            f"--hparam_override is given {times} times, and only the last would count; give "
+            'it once with the overrides comma-separated, e.g. "learning_rate=1e-3,num_envs=8"'
+        )
+
+
 def check_worker_flags() -> None:
     """Flags for actor processes given without them end the process (exit 2)."""
     given = [f"--{name}" for name in WORKER_FLAGS if FLAGS[name].present]
@@ -476,6 +487,7 @@ def check_early():
 
     check_mode_flags()
     check_worker_flags()
+    check_override_flag()
     try:
         given_parallel = FLAGS.copies_parallel if FLAGS["copies_parallel"].present else None
         slots.check_copies(FLAGS.copies, given_parallel)
@@ -508,6 +520,7 @@ def check_early():
                 eval_episodes=FLAGS.eval_episodes,
                 allow_hparam_change=FLAGS.allow_hparam_change,
                 num_workers=FLAGS.num_workers,
+                record_video=FLAGS.record_video,
             )
     except USER_ERRORS as e:
         fail(str(e))

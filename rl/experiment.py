@@ -204,6 +204,7 @@ class Experiment:
                 allow_hparam_change=allow_hparam_change,
                 read_only=read_only,
                 num_workers=num_workers,
+                record_video=record_video,
             )
         hp, output_dir, existing = checked.hp, checked.output_dir, checked.existing
         eval_records, read_only, num_workers = (

@@ -21,6 +21,7 @@ and the logbook, and restores and saves them together.
 from __future__ import annotations
 
 import collections
+import errno
 import gc
 import glob
 import json
@@ -113,6 +114,11 @@ def check_output_dir(output_dir: str, flag: str = "--output_dir") -> None:
     """
     existing = os.path.abspath(output_dir)
     while not os.path.exists(existing):
+        if os.path.islink(existing):  # a link that leads nowhere: no folder can be made there
+            raise RunConflictError(
+                f"{flag} {output_dir}: {existing} is a symbolic link that cannot be followed "
+                f"({link_trouble(existing)}); name a folder, or a link to one"
+            )
         existing = os.path.dirname(existing)
     if not os.path.isdir(existing):
         raise RunConflictError(
@@ -125,6 +131,17 @@ def check_output_dir(output_dir: str, flag: str = "--output_dir") -> None:
             f"{flag} {output_dir}: cannot write in {existing} ({e.strerror}); "
             "name a folder you can write"
         ) from None
+
+
+def link_trouble(path: str) -> str:
+    """Why the symbolic link ``path`` cannot be followed, in the OS's words."""
+    try:
+        os.stat(path)
+    except OSError as e:
+        if e.errno == errno.ENOENT:
+            return f"its target {os.readlink(path)} does not exist"
+        return e.strerror or type(e).__name__
+    return "it can be followed now"
 
 
 def read_eval_file(output_dir: str) -> List[Dict[str, Any]]:
