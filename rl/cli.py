@@ -721,17 +721,15 @@ def run_training(checked, system) -> int:
     experiment = build_experiment(checked, system)
     if experiment.restored_from:
         print(f"rl: resuming from {experiment.restored_from}", file=sys.stderr)
-
+    # Every ending, a failure's and a second signal's too, leaves its result as one JSON
+    # line on stdout.
+    closing = ClosingLine()
+    experiment.on_stop_now = closing.print
     try:
         result = experiment.train()
     finally:
         experiment.close()
-    # Every ending, a failure's too, leaves its result as one JSON line on stdout.
-    print(
-        json.dumps(
-            {k: v for k, v in result.items() if isinstance(v, (int, float, str, type(None)))}
-        )
-    )
+    closing.print(result)
     if result["failure"]:
         kind = result["failure_kind"]
         stopped(f"{result['failure']}; {failure_advice(kind, experiment)}")
@@ -739,6 +737,33 @@ def run_training(checked, system) -> int:
     if result["interrupted"]:
         return 128 + int(result["interrupted"])
     return 0
+
+
+class ClosingLine:
+    """train.py's closing JSON line, printed once: by the run's end, or by a second signal
+    that ends the process at once (``Experiment.on_stop_now``), whichever comes first."""
+
+    def __init__(self):
+        self.printed = False
+
+    def print(self, result: Dict[str, Any]) -> None:
+        if not self.printed:
+            print(result_json(result), flush=True)
+            self.printed = True  # after: a signal in between may repeat it, not lose it
+
+
+def result_json(result: Dict[str, Any]) -> str:
+    """A training result as one line of JSON: its numbers, texts and nulls. A non-finite
+    number (the loss of the update that stopped training) is null, as JSON has no NaN;
+    the result's ``failure`` names it."""
+    plain = (int, float, str, type(None))
+    return json.dumps(
+        {
+            k: None if isinstance(v, float) and not math.isfinite(v) else v
+            for k, v in result.items()
+            if isinstance(v, plain)
+        }
+    )
 
 
 def stopped(message: str) -> None:

@@ -25,7 +25,7 @@ import sys
 import tempfile
 import threading
 import time
-from typing import Any, BinaryIO, Dict, List, NoReturn, Optional, Union
+from typing import Any, BinaryIO, Callable, Dict, List, NoReturn, Optional, Union
 
 import numpy as np
 
@@ -63,6 +63,7 @@ from rl.run_folder import (  # noqa: F401  (re-exported: older callers import th
     RunFolder,
     check_output_dir,
     check_resume,
+    checkpoint_step,
     checkpoint_steps,
     listed_checkpoints,
     lock_run_folder,
@@ -263,6 +264,10 @@ class Experiment:
         self._signal_time = 0.0  # when (time.monotonic())
         self._old_handlers: Dict[int, Any] = {}  # while this run's are installed
         self._training = False  # in train(), whose signal handling covers its evaluations
+        self._started = (time.time(), 0)  # when and at which step the last train() started
+        # Given the result when a second signal ends the process during or after train(),
+        # which then returns none (train.py prints it as its closing JSON line).
+        self.on_stop_now: Optional[Callable[[Dict[str, Any]], None]] = None
         self.evaluator = Evaluator(
             hp.env,
             hp.seed,
@@ -435,6 +440,7 @@ class Experiment:
         target = self.step + steps if steps is not None else hp.train_steps
         start_time = time.time()
         start_step = self.step
+        self._started = (start_time, start_step)  # for the result a second signal reports
         finished = start_step >= target
         if finished and self._evaluation_owed(target):  # made below, then committed
             self._say(
@@ -488,7 +494,11 @@ class Experiment:
                         self._episodes_ended(*ended)
                     step = self.step
                     metrics = self.learner.update()
-                except (NonFiniteError, WorkerFailure) as e:
+                except NonFiniteError as e:
+                    self._last_metrics = e.metrics  # the result reports the update that failed
+                    self._stop_failed(e)
+                    break
+                except WorkerFailure as e:
                     self._stop_failed(e)
                     break
                 except RoundAbandoned:
@@ -691,6 +701,12 @@ class Experiment:
             f"got signal {signum} again: stopping now; "
             + (f"the last checkpoint, {kept}, is kept" if kept else "no checkpoint was saved")
         )
+        if self.on_stop_now is not None and not self.read_only:
+            start_time, start_step = self._started
+            result = self._result((self.step - start_step) / max(time.time() - start_time, 1e-9))
+            # What is on disk: a rerun resumes from the kept checkpoint's step.
+            result.update(step=checkpoint_step(kept) if kept else 0, interrupted=signum)
+            self.on_stop_now(result)
         os._exit(128 + signum)  # no clean-up: that is what waiting for the first signal does
 
     def _restore_signal_handlers(self) -> None:

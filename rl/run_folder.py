@@ -465,7 +465,7 @@ class RunFolder:
         """
         folder = self.checkpoint_dir
         for path in unreadable:
-            step = int(os.path.basename(path)[len("ckpt-") :])
+            step = checkpoint_step(path)
             state_files = [self.state_file(name, step) for name in self.separate_state]
             moved_to = move_aside(
                 glob.glob(glob.escape(path) + ".*") + [p for p in state_files if os.path.exists(p)],
@@ -537,6 +537,11 @@ def checkpoint_steps(folder: str) -> List[int]:
         return []
     found = (re.fullmatch(r"ckpt-(\d+)\.index", name) for name in os.listdir(folder))
     return sorted(int(m.group(1)) for m in found if m)
+
+
+def checkpoint_step(path: str) -> int:
+    """The step a checkpoint is named after: 384 for ``.../checkpoints/ckpt-384``."""
+    return int(os.path.basename(path)[len("ckpt-") :])
 
 
 def state_file_steps(folder: str, name: str) -> List[int]:
