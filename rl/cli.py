@@ -719,7 +719,7 @@ def build_experiment(checked, system):
 def run_training(checked, system) -> int:
     """Trains the checked run on ``system``; returns train.py's exit code."""
     experiment = build_experiment(checked, system)
-    if experiment.restored_from:
+    if experiment.restored_from and not experiment.fell_back:  # whose line says it
         print(f"rl: resuming from {experiment.restored_from}", file=sys.stderr)
     # Every ending, a failure's and a second signal's too, leaves its result as one JSON
     # line on stdout.

@@ -65,6 +65,7 @@ from rl.run_folder import (  # noqa: F401  (re-exported: older callers import th
     check_resume,
     checkpoint_step,
     checkpoint_steps,
+    fallback_notice,
     listed_checkpoints,
     lock_run_folder,
     move_aside,
@@ -246,6 +247,7 @@ class Experiment:
             separate_state=getattr(self.agent, "separate_state", dict)(),
         )
         self.restored_from, unreadable = self.folder.restore(has_records=bool(eval_records))
+        self.fell_back = bool(unreadable)  # from newer checkpoints that cannot be read
         self.agent.refresh_after_restore()
         self.actor, self.learner = self.agent.actor, self.agent.learner
         self.experience = self._experience_source()
@@ -284,13 +286,21 @@ class Experiment:
             evaluations = self.counters.restored.get("evaluations") if self.restored_from else 0
             self.logbook.check_records(restored_step, evaluations)
             self._lock_folder(existing)
-            self.folder.prepare(hp, existing, unreadable, argv, flags, self.device_info)
-            for notice in self.logbook.recover(restored_step):
+            moved_to = self.folder.prepare(
+                hp, existing, list(unreadable), argv, flags, self.device_info
+            )
+            for notice in self.logbook.recover(restored_step, fell_back=bool(unreadable)):
                 self._say(notice)
             # What recover() rebuilt counts too: an evaluation it put back is not owed.
             eval_records = read_eval_records(os.path.join(self.output_dir, EVAL_FILE))
-            for moved in tidy_policies(self.output_dir, restored_step):
-                self._say(f"moved the policy {moved} aside: its training is redone")
+            superseded = tidy_policies(self.output_dir, restored_step)
+            if unreadable:  # one line for the whole fallback
+                self._say(fallback_notice(unreadable, self.restored_from, moved_to, superseded))
+            else:
+                for moved in superseded:
+                    self._say(f"moved the policy {moved} aside: its training is redone")
+        elif unreadable:
+            self._say(fallback_notice(unreadable, self.restored_from))
         cap = episode_cap(hp.env, hp.max_episode_steps)
         if cap is not None:  # said once, after the checks: every env copy gets the same cap
             self._say(
