@@ -289,7 +289,7 @@ class Experiment:
             moved_to = self.folder.prepare(
                 hp, existing, list(unreadable), argv, flags, self.device_info
             )
-            for notice in self.logbook.recover(restored_step, fell_back=bool(unreadable)):
+            for notice in self.logbook.recover(restored_step, fell_back=self.fell_back):
                 self._say(notice)
             # What recover() rebuilt counts too: an evaluation it put back is not owed.
             eval_records = read_eval_records(os.path.join(self.output_dir, EVAL_FILE))
@@ -711,7 +711,7 @@ class Experiment:
             f"got signal {signum} again: stopping now; "
             + (f"the last checkpoint, {kept}, is kept" if kept else "no checkpoint was saved")
         )
-        if self.on_stop_now is not None and not self.read_only:
+        if self.on_stop_now is not None:
             start_time, start_step = self._started
             result = self._result((self.step - start_step) / max(time.time() - start_time, 1e-9))
             # What is on disk: a rerun resumes from the kept checkpoint's step.
