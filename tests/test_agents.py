@@ -332,7 +332,7 @@ def test_evaluation_and_logging_settings_leave_training_bit_identical(
     reference = seeded_runs(hparams)
     settings = {
         "b": "eval_interval=128,eval_episodes=5,checkpoint_interval=128,keep_checkpoints=5",
-        "c": "eval_interval=1024,eval_episodes=0,checkpoint_interval=512,video_interval=256",
+        "c": "eval_interval=1024,eval_episodes=1,checkpoint_interval=512,video_interval=256",
     }
     for name, overrides in settings.items():
         exp = Experiment(
