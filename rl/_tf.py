@@ -13,6 +13,7 @@ actor process that acts in NumPy never pays TensorFlow's ~2 s and ~400 MB.
 import contextlib
 import errno
 import os
+import re
 import sys
 import types
 from typing import Callable, Iterator
@@ -128,7 +129,7 @@ def file_system_errors() -> tuple:
 def writes_as_oserror(what: str) -> Iterator[None]:
     """TensorFlow's file writers fail with a ``tf.errors.OpError`` (a full disk, a file too
     large) where Python's raise OSError: inside, such a failure of the file system is an
-    OSError saying "cannot save WHAT: <TensorFlow's first line>", which training reports
+    OSError saying "cannot save WHAT: <the OS's words>", which training reports
     as a file that cannot be written (exit code 7); so is an UnknownError whose message
     gives the OS's words for the error (EIO: "; Input/output error"). Any other OpError
     (a bug, a tensor of the wrong shape) is raised as it is, to end as itself.
@@ -141,7 +142,7 @@ def writes_as_oserror(what: str) -> Iterator[None]:
     except tf.errors.OpError as e:
         if not refused_by_the_file_system(e):
             raise
-        raise OSError(f"cannot save {what}: {error_line(e)}") from e
+        raise OSError(f"cannot save {what}: {file_system_words(e.message) or error_line(e)}") from e
 
 
 def refused_by_the_file_system(error: Exception) -> bool:
@@ -154,6 +155,21 @@ def refused_by_the_file_system(error: Exception) -> bool:
 
 # The OS's descriptions of its errors ("Input/output error"), as strerror gives them.
 _OS_ERROR_TEXTS = frozenset(os.strerror(code) for code in errno.errorcode)
+
+
+def file_system_words(message: str) -> str:
+    """What a TensorFlow file writer's error says went wrong, without TensorFlow's inside:
+    the OS's words ("File too large", "No space left on device") where it gives them, else
+    its first line without the function-node prefix and the ``[Op:SaveV2]`` suffix.
+
+    Args:
+        message: the error's message ("{{function_node ...}} <temp file>; File too large
+            [Op:SaveV2]").
+    """
+    line = re.sub(r"^\{\{function_node [^}]*\}\}\s*", "", first_line(message))
+    line = re.sub(r"\s*\[Op:\w+\]$", "", line)
+    words = line.rpartition("; ")[2]
+    return words if words in _OS_ERROR_TEXTS else line
 
 
 def names_an_os_error(message: str) -> bool:

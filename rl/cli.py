@@ -457,6 +457,17 @@ def check_mode_flags() -> None:
         )
 
 
+def check_override_flag() -> None:
+    """--hparam_override given more than once ends the process (exit 2): absl keeps only
+    the last, so the others would be dropped without a word."""
+    times = FLAGS["hparam_override"].present
+    if times > 1:
+        fail(
+            f"--hparam_override is given {times} times, and only the last would count; give "
+            'it once with the overrides comma-separated, e.g. "learning_rate=1e-3,num_envs=8"'
+        )
+
+
 def check_worker_flags() -> None:
     """Flags for actor processes given without them end the process (exit 2)."""
     given = [f"--{name}" for name in WORKER_FLAGS if FLAGS[name].present]
@@ -488,6 +499,7 @@ def check_early():
 
     check_mode_flags()
     check_worker_flags()
+    check_override_flag()
     try:
         given_parallel = FLAGS.copies_parallel if FLAGS["copies_parallel"].present else None
         slots.check_copies(FLAGS.copies, given_parallel)
@@ -520,6 +532,7 @@ def check_early():
                 eval_episodes=FLAGS.eval_episodes,
                 allow_hparam_change=FLAGS.allow_hparam_change,
                 num_workers=FLAGS.num_workers,
+                record_video=FLAGS.record_video,
             )
     except USER_ERRORS as e:
         fail(str(e))
@@ -718,19 +731,17 @@ def build_experiment(checked, system):
 def run_training(checked, system) -> int:
     """Trains the checked run on ``system``; returns train.py's exit code."""
     experiment = build_experiment(checked, system)
-    if experiment.restored_from:
+    if experiment.restored_from and not experiment.fell_back:  # whose line says it
         print(f"rl: resuming from {experiment.restored_from}", file=sys.stderr)
-
+    # Every ending, a failure's and a second signal's too, leaves its result as one JSON
+    # line on stdout.
+    closing = ClosingLine()
+    experiment.on_stop_now = closing.print
     try:
         result = experiment.train()
     finally:
         experiment.close()
-    # Every ending, a failure's too, leaves its result as one JSON line on stdout.
-    print(
-        json.dumps(
-            {k: v for k, v in result.items() if isinstance(v, (int, float, str, type(None)))}
-        )
-    )
+    closing.print(result)
     if result["failure"]:
         kind = result["failure_kind"]
         stopped(f"{result['failure']}; {failure_advice(kind, experiment)}")
@@ -738,6 +749,33 @@ def run_training(checked, system) -> int:
     if result["interrupted"]:
         return 128 + int(result["interrupted"])
     return 0
+
+
+class ClosingLine:
+    """train.py's closing JSON line, printed once: by the run's end, or by a second signal
+    that ends the process at once (``Experiment.on_stop_now``), whichever comes first."""
+
+    def __init__(self):
+        self.printed = False
+
+    def print(self, result: Dict[str, Any]) -> None:
+        if not self.printed:
+            print(result_json(result), flush=True)
+            self.printed = True  # after: a signal in between may repeat it, not lose it
+
+
+def result_json(result: Dict[str, Any]) -> str:
+    """A training result as one line of JSON: its numbers, texts and nulls. A non-finite
+    number (the loss of the update that stopped training) is null, as JSON has no NaN;
+    the result's ``failure`` names it."""
+    plain = (int, float, str, type(None))
+    return json.dumps(
+        {
+            k: None if isinstance(v, float) and not math.isfinite(v) else v
+            for k, v in result.items()
+            if isinstance(v, plain)
+        }
+    )
 
 
 def stopped(message: str) -> None:

@@ -48,6 +48,7 @@ def check_run(
     allow_hparam_change: bool = False,
     read_only: bool = False,
     num_workers: int = 0,
+    record_video: bool = False,
 ) -> CheckedRun:
     """Resolves the hparams and checks the run folder and the worker count (no TensorFlow).
 
@@ -62,9 +63,11 @@ def check_run(
         allow_hparam_change: resume a run in output_dir with different hparams.
         read_only: the run is only loaded; its folder must hold one.
         num_workers: actor processes; they must share the env copies evenly.
+        record_video: training records evaluation episodes, so it must make some.
 
     Raises:
-        UnknownNameError, HParamsError: a bad name or value.
+        UnknownNameError, HParamsError: a bad name or value, or ``record_video`` with
+            no evaluation episodes to record.
         RunConflictError: the folder cannot take this run (another run's hparams, in use
             by another process, not writable, a damaged eval log).
         CheckpointError: ``read_only`` and no run in the folder.
@@ -86,6 +89,8 @@ def check_run(
         eval_episodes=eval_episodes,
     )
     check_workers(hp, num_workers)
+    if record_video and not read_only:
+        check_video(hp)
     existing, eval_records = None, []
     if output_dir is not None:
         existing = check_resume(
@@ -98,3 +103,14 @@ def check_run(
     if read_only and existing is None:
         raise CheckpointError(f"{output_dir} holds no run to load ({HPARAMS_FILE} missing)")
     return CheckedRun(hp, output_dir, existing, tuple(eval_records), read_only, num_workers)
+
+
+def check_video(hp: HParams) -> None:
+    """HParamsError if a training run that records video makes no evaluation episodes:
+    they are what it records, so it would record nothing without a word."""
+    if hp.eval_episodes == 0:
+        raise HParamsError(
+            "--record_video records evaluation episodes, which eval_episodes 0 turns off; "
+            "give --eval_episodes 1 or more, or record a trained run's test episodes with "
+            "--training=false --record_video"
+        )

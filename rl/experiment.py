@@ -25,7 +25,7 @@ import sys
 import tempfile
 import threading
 import time
-from typing import Any, BinaryIO, Dict, List, NoReturn, Optional, Union
+from typing import Any, BinaryIO, Callable, Dict, List, NoReturn, Optional, Union
 
 import numpy as np
 
@@ -80,7 +80,9 @@ from rl.run_folder import (  # noqa: F401  (re-exported: older callers import th
     RunFolder,
     check_output_dir,
     check_resume,
+    checkpoint_step,
     checkpoint_steps,
+    fallback_notice,
     listed_checkpoints,
     lock_run_folder,
     move_aside,
@@ -224,6 +226,7 @@ class Experiment:
                 allow_hparam_change=allow_hparam_change,
                 read_only=read_only,
                 num_workers=num_workers,
+                record_video=record_video,
             )
         hp, output_dir, existing = checked.hp, checked.output_dir, checked.existing
         eval_records, read_only, num_workers = (
@@ -274,9 +277,10 @@ class Experiment:
         self._best: Optional[BestRecord] = None
         if checkpoint == BEST:
             self.restored_from, self._best = restore_best(self.folder.checkpoint, self.output_dir)
-            unreadable: List[str] = []
+            unreadable: Dict[str, str] = {}
         else:
             self.restored_from, unreadable = self.folder.restore(has_records=bool(eval_records))
+        self.fell_back = bool(unreadable)  # from newer checkpoints that cannot be read
         self.agent.refresh_after_restore()
         self.actor, self.learner = self.agent.actor, self.agent.learner
         self.experience = self._experience_source()
@@ -295,6 +299,10 @@ class Experiment:
         self._signal_time = 0.0  # when (time.monotonic())
         self._old_handlers: Dict[int, Any] = {}  # while this run's are installed
         self._training = False  # in train(), whose signal handling covers its evaluations
+        self._started = (time.time(), 0)  # when and at which step the last train() started
+        # Given the result when a second signal ends the process during or after train(),
+        # which then returns none (train.py prints it as its closing JSON line).
+        self.on_stop_now: Optional[Callable[[Dict[str, Any]], None]] = None
         self.evaluator = Evaluator(
             hp.env,
             hp.seed,
@@ -311,13 +319,19 @@ class Experiment:
             evaluations = self.counters.restored.get("evaluations") if self.restored_from else 0
             self.logbook.check_records(restored_step, evaluations)
             self._lock_folder(existing)
-            self.folder.prepare(hp, existing, unreadable, argv, flags, self.device_info)
-            for notice in self.logbook.recover(restored_step):
+            moved_to = self.folder.prepare(
+                hp, existing, list(unreadable), argv, flags, self.device_info
+            )
+            for notice in self.logbook.recover(restored_step, fell_back=self.fell_back):
                 self._say(notice)
             # What recover() rebuilt counts too: an evaluation it put back is not owed.
             eval_records = read_eval_records(os.path.join(self.output_dir, EVAL_FILE))
-            for moved in tidy_policies(self.output_dir, restored_step):
-                self._say(f"moved the policy {moved} aside: its training is redone")
+            superseded = tidy_policies(self.output_dir, restored_step)
+            if unreadable:  # one line for the whole fallback
+                self._say(fallback_notice(unreadable, self.restored_from, moved_to, superseded))
+            else:
+                for moved in superseded:
+                    self._say(f"moved the policy {moved} aside: its training is redone")
             # Only the restored checkpoint can lack its artefact: saves run one at a time,
             # each ending with its export, and restoring reads the newest readable one.
             if self.restored_from and export_missing_policy(
@@ -330,6 +344,8 @@ class Experiment:
             self._best, notices = tidy_best(self.output_dir, restored_step)
             for notice in notices:
                 self._say(notice)
+        elif unreadable:
+            self._say(fallback_notice(unreadable, self.restored_from))
         cap = episode_cap(hp.env, hp.max_episode_steps)
         if cap is not None:  # said once, after the checks: every env copy gets the same cap
             self._say(
@@ -485,6 +501,7 @@ class Experiment:
         target = self.step + steps if steps is not None else hp.train_steps
         start_time = time.time()
         start_step = self.step
+        self._started = (start_time, start_step)  # for the result a second signal reports
         finished = start_step >= target
         if finished and self._evaluation_owed(target):  # made below, then committed
             self._say(
@@ -538,7 +555,11 @@ class Experiment:
                         self._episodes_ended(*ended)
                     step = self.step
                     metrics = self.learner.update()
-                except (NonFiniteError, WorkerFailure) as e:
+                except NonFiniteError as e:
+                    self._last_metrics = e.metrics  # the result reports the update that failed
+                    self._stop_failed(e)
+                    break
+                except WorkerFailure as e:
                     self._stop_failed(e)
                     break
                 except RoundAbandoned:
@@ -751,6 +772,12 @@ class Experiment:
             f"got signal {signum} again: stopping now; "
             + (f"the last checkpoint, {kept}, is kept" if kept else "no checkpoint was saved")
         )
+        if self.on_stop_now is not None:
+            start_time, start_step = self._started
+            result = self._result((self.step - start_step) / max(time.time() - start_time, 1e-9))
+            # What is on disk: a rerun resumes from the kept checkpoint's step.
+            result.update(step=checkpoint_step(kept) if kept else 0, interrupted=signum)
+            self.on_stop_now(result)
         os._exit(128 + signum)  # no clean-up: that is what waiting for the first signal does
 
     def _restore_signal_handlers(self) -> None:

@@ -240,7 +240,7 @@ class Logbook:
             ) from None
         return logged, in_events
 
-    def recover(self, restored_step: int) -> List[str]:
+    def recover(self, restored_step: int, fell_back: bool = False) -> List[str]:
         """At start-up: commits what checkpoint ``restored_step`` staged, drops the rest,
         and rebuilds the evaluation records one side lacks from the other.
 
@@ -250,6 +250,8 @@ class Logbook:
 
         Args:
           restored_step: the step of the restored checkpoint, 0 for a new run.
+          fell_back: newer checkpoints could not be read; the line that says so says
+            that their training is redone, so dropping its records goes unsaid here.
 
         Returns:
           One line for each change to committed records: what and why.
@@ -270,7 +272,7 @@ class Logbook:
             if step > restored_step:
                 os.remove(path)
                 dropped = True
-        if drop_eval_lines_after(eval_path, restored_step) or dropped:
+        if (drop_eval_lines_after(eval_path, restored_step) or dropped) and not fell_back:
             notices.append(f"dropped the records past step {restored_step}: they are redone")
         return notices + self._rebuild_eval_records(restored_step)
 

@@ -24,7 +24,8 @@ def load(modules: Iterable[str]) -> List[str]:
     """Imports each module once, in order; returns every plugin loaded so far.
 
     Raises:
-      PluginError: an empty name (``--plugins ""``, an unset shell variable), or a module
+      PluginError: an empty name (``--plugins ""``, an unset shell variable), a name that
+        is not a dotted module name (a path: ``../x.py``), or a module
         that cannot be imported or raises while registering (one line naming it and the
         cause).
     """
@@ -38,6 +39,12 @@ def load(modules: Iterable[str]) -> List[str]:
             raise PluginError(
                 "--plugins was given an empty name; a plugin is a module importable from the "
                 "current folder or the Python path, e.g. my_pkg.my_rl"
+            )
+        if not all(part.isidentifier() for part in name.split(".")):
+            raise PluginError(
+                f"--plugins {name}: not a module name; a plugin is a module importable from "
+                "the current folder or the Python path, named with dots, e.g. my_pkg.my_rl "
+                "for my_pkg/my_rl.py"
             )
         if name in _loaded:
             continue

@@ -22,6 +22,7 @@ and the logbook, and restores and saves them together.
 from __future__ import annotations
 
 import collections
+import errno
 import gc
 import glob
 import json
@@ -39,6 +40,7 @@ from typing import (
     Mapping,
     Optional,
     Protocol,
+    Sequence,
     Tuple,
 )
 
@@ -163,6 +165,11 @@ def check_output_dir(output_dir: str, flag: str = "--output_dir") -> None:
     """
     existing = os.path.abspath(output_dir)
     while not os.path.exists(existing):
+        if os.path.islink(existing):  # a link that leads nowhere: no folder can be made there
+            raise RunConflictError(
+                f"{flag} {output_dir}: {existing} is a symbolic link that cannot be followed "
+                f"({link_trouble(existing)}); name a folder, or a link to one"
+            )
         existing = os.path.dirname(existing)
     if not os.path.isdir(existing):
         raise RunConflictError(
@@ -175,6 +182,17 @@ def check_output_dir(output_dir: str, flag: str = "--output_dir") -> None:
             f"{flag} {output_dir}: cannot write in {existing} ({e.strerror}); "
             "name a folder you can write"
         ) from None
+
+
+def link_trouble(path: str) -> str:
+    """Why the symbolic link ``path`` cannot be followed, in the OS's words."""
+    try:
+        os.stat(path)
+    except OSError as e:
+        if e.errno == errno.ENOENT:
+            return f"its target {os.readlink(path)} does not exist"
+        return e.strerror or type(e).__name__
+    return "it can be followed now"
 
 
 def read_eval_file(output_dir: str) -> List[Dict[str, Any]]:
@@ -390,8 +408,8 @@ class RunFolder:
         return self.manager.latest_checkpoint if self.manager else None
 
     # --- restoring (writes nothing) -------------------------------------------
-    def restore(self, has_records: bool) -> Tuple[Optional[str], List[str]]:
-        """Restores the newest readable checkpoint; reports unreadable ones.
+    def restore(self, has_records: bool) -> Tuple[Optional[str], Dict[str, str]]:
+        """Restores the newest readable checkpoint; says nothing (``fallback_notice`` does).
 
         Checkpoints are found from their files (``ckpt-<N>.index``), so a lost
         or garbled checkpoints/checkpoint index loses nothing. A checkpoint
@@ -402,8 +420,8 @@ class RunFolder:
             has_records: eval.jsonl holds records (so the run had checkpoints).
 
         Returns:
-            The restored checkpoint's path (None: a new run) and the paths of
-            newer checkpoints that could not be read.
+            The restored checkpoint's path (None: a new run) and the newer checkpoints
+            that could not be read: path -> why, newest first.
         """
         folder = self.checkpoint_dir
         steps = list(reversed(checkpoint_steps(folder)))
@@ -416,11 +434,7 @@ class RunFolder:
             except Exception as e:  # noqa: BLE001  (TF raises IndexError, DataLoss, ... on bad files)
                 reasons.append(error_line(e))
                 continue
-            for unreadable, reason in zip(candidates, reasons):
-                say(f"checkpoint {unreadable} cannot be read: {reason}")
-            if i:
-                say(f"using the previous checkpoint {path}")
-            return path, candidates[:i]
+            return path, dict(zip(candidates, reasons))
         if candidates:
             names = ", ".join(os.path.basename(path) for path in candidates)
             raise CheckpointError(
@@ -433,7 +447,7 @@ class RunFolder:
                 f"{self.path} holds a run whose checkpoints ({folder}/ckpt-*) are gone; "
                 "use another --output_dir"
             )
-        return None, []
+        return None, {}
 
     def _load_separate_state(self, step: int) -> None:
         for name, state in self.separate_state.items():
@@ -451,7 +465,7 @@ class RunFolder:
         argv: Optional[List[str]],
         flags: Optional[Dict[str, Any]],
         device_info: Dict[str, str],
-    ) -> None:
+    ) -> Optional[str]:
         """Removes what kills left half-written, writes hparams.json and the snapshot,
         tidies checkpoints/ and opens its manager.
 
@@ -462,6 +476,9 @@ class RunFolder:
             argv: the command line to record (default sys.argv).
             flags: the flag values to record.
             device_info: the system's description of its devices.
+
+        Returns:
+            The folder the unreadable checkpoints went to; None if there were none.
         """
         for temporary in leftover_temporaries(self.path):
             if os.path.isdir(temporary):
@@ -469,10 +486,11 @@ class RunFolder:
             else:
                 os.remove(temporary)
         self._write_hparams_and_snapshot(hp, existing, argv, flags, device_info)
-        self._tidy_checkpoints(unreadable)
+        moved_to = self._tidy_checkpoints(unreadable)
         self.manager = tf.train.CheckpointManager(
             self.checkpoint, self.checkpoint_dir, max_to_keep=hp.keep_checkpoints
         )
+        return moved_to
 
     def _write_hparams_and_snapshot(
         self,
@@ -505,29 +523,36 @@ class RunFolder:
             },
         )
 
-    def _tidy_checkpoints(self, unreadable: List[str]) -> None:
+    def _tidy_checkpoints(self, unreadable: List[str]) -> Optional[str]:
         """Makes checkpoints/ hold only what CheckpointManager should manage.
 
         Unreadable checkpoints (with their separate state files) go to
         checkpoints/unreadable/ (so a new save of the same step can replace
         them, and nothing is deleted unseen), state files without their checkpoint
         are deleted, and the index is rebuilt from the files when it does not
-        list exactly them (``prepare`` has removed what a kill left mid-save).
+        list exactly them (``prepare`` has removed what a kill left mid-save; the rebuild
+        is said only when nothing moved aside: moving them changes it, and the fallback's
+        one line, ``fallback_notice``, says that).
+
+        Returns:
+            The folder the unreadable checkpoints went to; None if there were none.
         """
         folder = self.checkpoint_dir
+        moved_to = None
         for path in unreadable:
-            step = int(os.path.basename(path)[len("ckpt-") :])
+            step = checkpoint_step(path)
             state_files = [self.state_file(name, step) for name in self.separate_state]
             moved_to = move_aside(
                 glob.glob(glob.escape(path) + ".*") + [p for p in state_files if os.path.exists(p)],
                 os.path.join(folder, UNREADABLE_DIR),
             )
-            say(f"moved the unreadable {os.path.basename(path)} to {moved_to}")
         self._drop_orphan_state_files()
         steps = checkpoint_steps(folder)
         if steps and listed_checkpoints(folder) != steps:
             write_checkpoint_index(folder, steps)
-            say(f"rebuilt {os.path.join(folder, CHECKPOINT_INDEX)} from the checkpoint files")
+            if moved_to is None:
+                say(f"rebuilt {os.path.join(folder, CHECKPOINT_INDEX)} from the checkpoint files")
+        return moved_to
 
     def _drop_orphan_state_files(self) -> None:
         """Deletes state files whose checkpoint is gone (rotated, or never saved)."""
@@ -583,6 +608,11 @@ def checkpoint_steps(folder: str) -> List[int]:
     return sorted(int(m.group(1)) for m in found if m)
 
 
+def checkpoint_step(path: str) -> int:
+    """The step a checkpoint is named after: 384 for ``.../checkpoints/ckpt-384``."""
+    return int(os.path.basename(path)[len("ckpt-") :])
+
+
 def state_file_steps(folder: str, name: str) -> List[int]:
     """Steps of the ``<name>-<N>.npz`` state files in ``folder``."""
     if not os.path.isdir(folder):
@@ -633,6 +663,42 @@ def write_checkpoint_index(folder: str, steps: List[int]) -> None:
     # Checkpoints newer than this are the ones CheckpointManager rotates.
     lines.append(f"last_preserved_timestamp: {min(times) - 1.0!r}")
     write_text_atomic(os.path.join(folder, CHECKPOINT_INDEX), "\n".join(lines) + "\n")
+
+
+def fallback_notice(
+    unreadable: Dict[str, str],
+    used: str,
+    moved_to: Optional[str] = None,
+    policies: Sequence[str] = (),
+) -> str:
+    """The one line saying a run falls back to an older checkpoint: which could not be
+    read and why, which is used, and what was moved aside.
+
+    Args:
+        unreadable: the newer checkpoints that cannot be read: path -> why, newest first.
+        used: the checkpoint restored instead.
+        moved_to: where the unreadable ones went; None: nothing was moved (read-only).
+        policies: the policy artefacts of the training redone, moved aside.
+    """
+    names = [os.path.basename(path) for path in unreadable]
+    if len(names) == 1:
+        said = f"checkpoint {names[0]} cannot be read ({next(iter(unreadable.values()))})"
+    else:
+        whys = "; ".join(f"{name}: {why}" for name, why in zip(names, unreadable.values()))
+        said = f"checkpoints {', '.join(names)} cannot be read ({whys})"
+    if moved_to is None:
+        return f"{said}; using the previous checkpoint {used}"
+    moved = f"moved {' and '.join(names)} to {moved_to}"
+    if policies:
+        superseded = os.path.join(os.path.dirname(policies[0]), "superseded")
+        artefacts = " and ".join(os.path.basename(path) for path in policies)
+        moved += (
+            f", the {'policy' if len(policies) == 1 else 'policies'} {artefacts} to {superseded}"
+        )
+    return (
+        f"{said}; resuming from the previous checkpoint {used}, redoing the training since "
+        f"step {checkpoint_step(used)}: {moved}"
+    )
 
 
 def move_aside(paths: List[str], folder: str) -> str:

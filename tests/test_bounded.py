@@ -166,6 +166,7 @@ class Run:
             command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
         )
         self.lines = []
+        self.stdout = ""  # once it ended
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
 
@@ -183,7 +184,7 @@ class Run:
     def end(self, timeout: float):
         """Waits for the process to end; returns (exit code, seconds it took)."""
         start = time.monotonic()
-        self.proc.stdout.read()
+        self.stdout = self.proc.stdout.read()
         code = self.proc.wait(timeout=timeout)
         self._reader.join(timeout=10)
         return code, time.monotonic() - start
@@ -358,7 +359,31 @@ def test_a_second_sigint_stops_at_once_in_one_line_and_keeps_the_checkpoint(tmp_
     kept = out / "checkpoints" / "ckpt-128"
     said = f"rl: got signal 2 again: stopping now; the last checkpoint, {kept}, is kept"
     assert [line for line in stderr.splitlines() if "again" in line] in ([], [said]), stderr
+    [line] = run.stdout.splitlines()  # the closing JSON line, either way
+    assert json.loads(line)["step"] == 128 and json.loads(line)["interrupted"] == 2
     assert_it_resumes_from_checkpoint_128(out)
+
+
+@pytest.mark.process
+def test_a_second_sigint_mid_rollout_still_ends_with_the_closing_json_line(tmp_path):
+    # The first signal waits up to 3 s for the rollout under way (8 s of a slow env) to
+    # end; the second, within them, ends the process at once, before any checkpoint.
+    out = tmp_path / "run"
+    command = [sys.executable, TRAIN, "--hparams", "ppo_tiny", "--env", "slow_cartpole",
+               "--train_steps", "1000000", "--output_dir", str(out), "--hparam_override",
+               "num_envs=1,rollout_steps=4000,checkpoint_interval=4000,eval_episodes=0"]  # fmt: skip
+    with Run(command) as run:
+        # Training is under way once the run's handlers are (SIGTERM's is the second one).
+        wait_for(lambda: run.catches(signal.SIGTERM), "a SIGTERM handler", 180, run.proc,
+                 run.stderr)  # fmt: skip
+        run.proc.send_signal(signal.SIGINT)
+        run.wait_for_line("got signal 2: stopping, with a checkpoint if a clean point comes")
+        run.stop_with(signal.SIGINT)
+    assert "rl: got signal 2 again: stopping now; no checkpoint was saved\n" in run.lines
+    [line] = run.stdout.splitlines()
+    result = json.loads(line)
+    assert (result["step"], result["interrupted"], result["failure"]) == (0, 2, None)
+    assert not list(out.glob("checkpoints/ckpt-*"))
 
 
 @pytest.mark.process

@@ -295,3 +295,37 @@ def test_captured_stderr_holds_what_native_code_wrote_and_restores_the_descripto
         repr("before the error\n"),
     ]
     assert proc.stderr == "after\n"  # the descriptor is the terminal's again, error or not
+
+
+@pytest.mark.process
+def test_inputs_that_slipped_through_are_refused_in_one_line_without_tensorflow(tmp_path):
+    # Each trained (or refused only once TensorFlow had loaded, or in a traceback's words).
+    loop = tmp_path / "loop"
+    loop.symlink_to(loop)
+    out = str(tmp_path / "run")
+    tiny = ["--hparams", "ppo_tiny", "--output_dir", out]
+    cases = [
+        (["--env", "CartPole-v1?max_episode_steps=-1"], "takes a positive integer (its own"),
+        (["--env", "CartPole-v1?max_episode_steps=0"], "limit is 500; leave it out to keep that)"),
+        (["--hparam_override", "learning_rate=1e-3,learning_rate=2e-3"], "overridden twice"),
+        (
+            ["--hparam_override", "learning_rate=1e-3", "--hparam_override", "seed=3"],
+            "--hparam_override is given 2 times, and only the last would count",
+        ),
+        (["--record_video", "--eval_episodes", "0"], "eval_episodes 0 turns off; give"),
+        (["--record_video", "--hparam_override", "eval_episodes=0"], "--eval_episodes 1 or more"),
+        (["--env", "grpc://[::1/CartPole-v1"], "an IPv6 address is written in brackets"),
+        (["--env", "grpc://[zz::1]:50051/CartPole-v1"], "invalid host ('zz::1' does not"),
+        (["--plugins", "../../etc/passwd"], "--plugins ../../etc/passwd: not a module name"),
+        (
+            ["--hparams", "ppo_tiny", "--output_dir", str(loop)],
+            f"{loop} is a symbolic link that cannot be followed (Too many levels of symbolic",
+        ),
+    ]
+    for args, expected in cases:
+        proc = run(*(args if "--output_dir" in args else tiny + args))
+        assert proc.returncode == 2, (args, proc.stderr)
+        (line,) = messages(proc)
+        assert line.startswith("train.py: error:") and expected in line, line
+        assert "tensorflow" not in imported(proc), args
+        assert os.listdir(tmp_path) == ["loop"], args  # nothing written

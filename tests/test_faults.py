@@ -42,8 +42,15 @@ def test_unreadable_final_checkpoint_is_redone_once(run_dir, damaged):
     path.write_bytes(b"\0" * path.stat().st_size)
     proc = run(*ARGS, "--output_dir", str(run_dir))
     assert proc.returncode == 0, proc.stderr
-    assert "using the previous checkpoint" in proc.stderr
-    assert "resuming from" in proc.stderr and "ckpt-256" in proc.stderr
+    # One line says it all (it was six): what cannot be read, what is used, what moved.
+    kept, folder = run_dir / "checkpoints" / "ckpt-256", run_dir / "checkpoints"
+    [line] = [line for line in proc.stderr.splitlines() if line.startswith("rl: ")]
+    assert line.startswith("rl: checkpoint ckpt-384 cannot be read ("), line
+    assert line.endswith(
+        f"; resuming from the previous checkpoint {kept}, redoing the training since step 256: "
+        f"moved ckpt-384 to {folder / 'unreadable'}, the policy ckpt-384 to "
+        f"{run_dir / 'policies' / 'superseded'}"
+    ), line
     assert (run_dir / "checkpoints" / "unreadable" / damaged).exists()  # kept, not deleted
     assert listed_checkpoints(str(run_dir / "checkpoints")) == [128, 256, 384]
     before = contents(run_dir)

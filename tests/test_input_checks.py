@@ -1,5 +1,9 @@
 """The shared checks of user input: numeric flags with declared ranges, one copies check,
-one-line error text, bounded JSON nesting, typed env keyword arguments, auth tokens.
+one-line error text, bounded JSON nesting, typed env keyword arguments, auth tokens, and
+the last inputs and messages that slipped (issue 44): an env's max_episode_steps, an hparam
+overridden twice, video without evaluations, malformed IPv6 env URLs, a --plugins path, an
+output folder behind a link that leads nowhere, a full disk's words, the closing JSON line
+and the fallback to an older checkpoint.
 
 What train.py and the other commands answer with them is tested through the commands
 (test_train_cli.py, test_search.py, test_remote_server.py); here are the pieces, on
@@ -7,16 +11,29 @@ hand-picked values.
 """
 
 import argparse
+import json
+import os
+import re
 
 import pytest
 from absl import flags
 
-from rl import cli, command_line, slots
+from rl import (
+    catalog,  # noqa: F401  (fills the registries)
+    cli,
+    command_line,
+    plugins,
+    registry,
+    slots,
+)
 from rl.command_line import InRange, float_in_range, int_in_range
-from rl.envs.make import fits_kind
+from rl.early_checks import check_run
+from rl.envs.make import check_env_name, fits_kind
 from rl.envs.remote import address
-from rl.errors import HParamsError, one_line
+from rl.errors import HParamsError, PluginError, RunConflictError, one_line
 from rl.files import MAX_JSON_DEPTH, JSONNestingError, loads_json
+from rl.hparams.base import apply_overrides
+from rl.run_folder import check_output_dir, fallback_notice
 
 pytestmark = pytest.mark.unit
 
@@ -240,3 +257,116 @@ def test_the_token_variable_unset_or_empty_means_no_token(monkeypatch):
     monkeypatch.setenv(address.TOKEN_VARIABLE, " ")
     with pytest.raises(ValueError, match=r"\$RL_ENV_SERVER_TOKEN is blank"):
         address.token_from_environment()
+
+
+@pytest.mark.parametrize("steps", ["-1", "0", "true", "1.5", "'9'"])
+def test_gymnasiums_max_episode_steps_is_a_positive_integer_naming_the_envs_own(steps):
+    # A negative one drops CartPole's 500-step limit; Gymnasium refuses 0 only once made.
+    with pytest.raises(
+        HParamsError,
+        match=r"'max_episode_steps' takes a positive integer \(its own limit is 500; leave it "
+        r"out to keep that\), got",
+    ):
+        check_env_name(f"CartPole-v1?max_episode_steps={steps}")
+    check_env_name("CartPole-v1?max_episode_steps=50")  # a shorter limit is the user's choice
+
+
+def test_an_hparam_is_overridden_once():
+    hp = registry.hparams.get("ppo_tiny")()
+    with pytest.raises(
+        HParamsError, match="hparam 'learning_rate' is overridden twice; give it once"
+    ):
+        apply_overrides(hp, "learning_rate=1e-3,seed=3,learning_rate=2e-3")
+    assert apply_overrides(hp, "learning_rate=1e-3,seed=3").learning_rate == 1e-3
+
+
+def test_recording_video_needs_evaluation_episodes_to_record(tmp_path):
+    out = str(tmp_path / "run")
+    for given in ({"eval_episodes": 0}, {"overrides": "eval_episodes=0"}):
+        with pytest.raises(HParamsError, match="--record_video records evaluation episodes"):
+            check_run("ppo_tiny", out, record_video=True, **given)
+        check_run("ppo_tiny", out, **given)  # without video, no evaluation is a choice
+    check_run("ppo_tiny", out, record_video=True, eval_episodes=1)
+
+
+@pytest.mark.parametrize(
+    "url, why",
+    [
+        ("grpc://[::1/CartPole-v1", "Invalid IPv6 URL"),
+        (
+            "grpc://[zz::1]:50051/CartPole-v1",
+            "'zz::1' does not appear to be an IPv4 or IPv6 address",
+        ),
+    ],
+)
+def test_a_malformed_ipv6_env_url_says_how_one_is_written(url, why):
+    with pytest.raises(ValueError) as caught:
+        address.parse(url)
+    assert str(caught.value) == (
+        f"env URL {url!r} has an invalid host ({why}): an IPv6 address is written in brackets, "
+        "e.g. grpc://[::1]:50051/ENV_ID; grpc://host:port/ENV_ID (or grpcs:// for TLS)"
+    )
+    assert address.parse("grpc://[::1]:50051/CartPole-v1").target == "[::1]:50051"
+
+
+@pytest.mark.parametrize("name", ["../../etc/passwd", "my_pkg/my_rl", ".relative", "a..b", "x-y"])
+def test_a_plugin_is_a_dotted_module_name_not_a_path(name):
+    with pytest.raises(PluginError, match=f"--plugins {re.escape(name)}: not a module name; "):
+        plugins.load([name])
+
+
+@pytest.mark.parametrize("target", ["itself", "nowhere"])
+def test_an_output_dir_behind_a_link_that_leads_nowhere_says_so(tmp_path, target):
+    link = tmp_path / "link"
+    link.symlink_to(link if target == "itself" else tmp_path / "missing")
+    why = "Too many levels of symbolic links" if target == "itself" else "does not exist"
+    for out in (link, link / "run"):
+        with pytest.raises(RunConflictError) as caught:
+            check_output_dir(str(out))
+        message = str(caught.value)
+        assert message.startswith(f"--output_dir {out}: {link} is a symbolic link that cannot")
+        assert why in message and message.endswith("; name a folder, or a link to one")
+    assert os.listdir(tmp_path) == ["link"]
+
+
+def test_a_refused_write_is_said_in_the_oss_words_without_tensorflows_inside():
+    from rl._tf import file_system_words
+
+    full = (
+        "{{function_node __wrapped__SaveV2_dtypes_32_device_/job:localhost/replica:0/task:0/"
+        "device:CPU:0}} /r/checkpoints/ckpt-320_temp/part-00000-of-00001.data-00000-of-00001."
+        "tempstate391; File too large [Op:SaveV2]"
+    )
+    assert file_system_words(full) == "File too large"
+    assert file_system_words("/r/x; No space left on device\nmore") == "No space left on device"
+    # Words the OS did not give are kept, without TensorFlow's wrapping.
+    assert file_system_words("{{function_node f}} Failed to rename: a [Op:MergeV2]") == (
+        "Failed to rename: a"
+    )
+
+
+def test_the_closing_json_line_writes_a_non_finite_number_as_null():
+    line = cli.result_json({"step": 64, "loss": float("nan"), "grad_norm": float("inf"),
+                            "entropy": 0.5, "failure": "non-finite loss", "arrays": [1]})  # fmt: skip
+    assert json.loads(line) == {
+        "step": 64, "loss": None, "grad_norm": None, "entropy": 0.5, "failure": "non-finite loss"
+    }  # fmt: skip
+    assert "NaN" not in line and "Infinity" not in line  # strict JSON
+
+
+def test_a_fallback_to_an_older_checkpoint_is_one_line_of_what_why_and_where():
+    used = "/r/checkpoints/ckpt-128"
+    one = {"/r/checkpoints/ckpt-192": "file is too short"}
+    assert fallback_notice(one, used) == (
+        f"checkpoint ckpt-192 cannot be read (file is too short); using the previous checkpoint "
+        f"{used}"
+    )
+    two = {"/r/checkpoints/ckpt-256": "Read less bytes", **one}
+    assert fallback_notice(
+        two, used, "/r/checkpoints/unreadable", ["/r/policies/ckpt-192", "/r/policies/ckpt-256"]
+    ) == (
+        "checkpoints ckpt-256, ckpt-192 cannot be read (ckpt-256: Read less bytes; ckpt-192: "
+        f"file is too short); resuming from the previous checkpoint {used}, redoing the training "
+        "since step 128: moved ckpt-256 and ckpt-192 to /r/checkpoints/unreadable, the policies "
+        "ckpt-192 and ckpt-256 to /r/policies/superseded"
+    )

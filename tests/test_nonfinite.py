@@ -55,3 +55,17 @@ def test_divergence_exits_3_and_keeps_the_last_finite_checkpoint(tmp_path, hpara
         value = reader.get_tensor(name)
         if isinstance(value, np.ndarray) and value.dtype.kind == "f":
             assert np.isfinite(value).all(), name
+
+
+def test_the_closing_json_reports_the_update_that_failed_not_an_earlier_finite_one(tmp_path):
+    # IMPALA's first update at this learning rate is finite, its second is not: the result
+    # reported the first one's loss, as if training had ended well.
+    proc = run("--hparams", "impala_tiny", "--train_steps", "2048", "--hparam_override",
+               "learning_rate=1e30", "--output_dir", str(tmp_path / "run"))  # fmt: skip
+    assert proc.returncode == 3, proc.stderr
+    [line] = proc.stdout.splitlines()
+    result = json.loads(line, parse_constant=lambda name: pytest.fail(f"{name} in {line}"))
+    assert "non-finite" in result["failure"] and "loss" in result["failure"]
+    named = result["failure"].split("non-finite ")[1].split(" in update")[0].split(", ")
+    assert all(result[name] is None for name in named), result  # JSON has no NaN
+    assert result["learning_rate"] == 1e30

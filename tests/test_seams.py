@@ -330,7 +330,7 @@ def test_artefacts_of_redone_training_move_aside(tmp_path, capsys):
     assert again.step == 192
     assert (out / "policies" / "superseded" / "ckpt-256" / "weights.npz").exists()
     assert not (out / "policies" / "ckpt-300.partial").exists()
-    assert "moved the policy" in capsys.readouterr().err
+    assert f"the policy ckpt-256 to {out / 'policies' / 'superseded'}" in capsys.readouterr().err
     again.train()
     assert policy_steps(str(out)) == [64, 128, 192, 256]
     again.close()

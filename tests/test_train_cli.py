@@ -152,7 +152,7 @@ def error_line(proc):
             ["--hparams", "ppo_tiny", "--hparam_override", "le\narning_rate=1"],
             "unknown hparam 'le\\narning_rate'",
         ),
-        (["--hparams", "ppo_tiny", "--plugins", "no\nsuch"], "--plugins no\\nsuch: no module"),
+        (["--hparams", "ppo_tiny", "--plugins", "no\nsuch"], "--plugins no\\nsuch: not a module"),
         (  # was cut at the newline: "flag --train_steps=1"
             ["--hparams", "ppo_tiny", "--train_steps", "1\n2"],
             "flag --train_steps=1\\n2: '1\\n2' is not an integer in the range",

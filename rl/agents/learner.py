@@ -32,7 +32,16 @@ from rl.models.settings import ModelSettings
 
 
 class NonFiniteError(ArithmeticError):
-    """An update produced a non-finite loss or weights; ``str()`` is one line."""
+    """An update produced a non-finite loss or weights; ``str()`` is one line.
+
+    Attributes:
+        metrics: that update's metrics as it computed them (NaN and inf included), so a
+            result reports the update that stopped training, not an earlier one.
+    """
+
+    def __init__(self, message: str, metrics: Optional[Dict[str, float]] = None):
+        super().__init__(message)
+        self.metrics = dict(metrics or {})
 
 
 class Memory(Protocol):
@@ -386,7 +395,9 @@ class Learner(tf.Module):
         bad = sorted(k for k, v in result.items() if not math.isfinite(v))
         if bad or not bool(finite):
             what = f"non-finite {', '.join(bad)}" if bad else "non-finite weights"
-            raise NonFiniteError(f"{what} in update {updates} at step {self.env_steps}")
+            raise NonFiniteError(
+                f"{what} in update {updates} at step {self.env_steps}", {**result, **more}
+            )
         self._snapshot = PolicySnapshot(updates, tuple(w.numpy() for w in weights))
         if self.observation_stats is not None:
             self._assign_observation_stats()

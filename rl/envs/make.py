@@ -178,6 +178,24 @@ def _check_kwargs(name: str, kwargs: Dict[str, Any]) -> None:
             )
 
 
+def _check_episode_limit(name: str, kwargs: Dict[str, Any]) -> None:
+    """HParamsError unless the ``max_episode_steps`` that ``gym.make`` takes for the
+    Gymnasium id ``name``, if given, is a positive integer: a negative one drops the env's
+    own limit (CartPole's 500) without a word, and Gymnasium asserts on 0 only once the
+    env is made."""
+    if "max_episode_steps" not in kwargs:
+        return
+    steps = kwargs["max_episode_steps"]
+    if isinstance(steps, int) and not isinstance(steps, bool) and steps >= 1:
+        return
+    limit = gym.envs.registry[name].max_episode_steps
+    own = f" (its own limit is {limit}" if limit else " (it has no limit of its own"
+    raise HParamsError(
+        f"env '{name}' keyword argument 'max_episode_steps' takes a positive integer{own}; "
+        f"leave it out to keep that), got {steps!r}"
+    )
+
+
 def check_env_name(name: str) -> None:
     """Raises UnknownNameError (closest of both kinds of name) if ``name`` is neither,
     and HParamsError if it is a Gymnasium id whose dependencies are not installed, a
@@ -215,6 +233,7 @@ def check_env(name: str, kwargs: Dict[str, Any]) -> None:
         hint = missing_install(name)
         if hint:
             raise HParamsError(f"env '{name}' needs {family}, which is not installed: {hint}")
+        _check_episode_limit(name, kwargs)
         _check_kwargs(name, kwargs)
         return
     hint = registry.did_you_mean(name, registry.envs.names() + gymnasium_ids())

@@ -375,8 +375,8 @@ def apply_overrides(hp: HParams, text: Optional[str]) -> HParams:
         text: comma-separated ``name=value`` pairs; see parse_value.
 
     Raises:
-        HParamsError: for a malformed pair, an unknown name or a value that
-            is not of the field's type.
+        HParamsError: for a malformed pair, an unknown name, a name given twice or a
+            value that is not of the field's type.
     """
     if not text:
         return hp
@@ -396,6 +396,8 @@ def apply_overrides(hp: HParams, text: Optional[str]) -> HParams:
         name, raw = (s.strip() for s in pair.split("=", 1))
         if name not in hints:
             raise HParamsError(unknown_field_message(_shorten(name), field_names(hp)))
+        if name in changes:  # as the env's ?k=v arguments: a repeat is a mistake, not an update
+            raise HParamsError(f"hparam '{name}' is overridden twice; give it once")
         try:
             changes[name] = parse_value(raw, hints[name])
         except ValueError as e:

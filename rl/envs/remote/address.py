@@ -91,7 +91,13 @@ def parse(url: str) -> RemoteAddress:
     form = "grpc://host:port/ENV_ID (or grpcs:// for TLS)"
     if not url.isprintable():  # urlsplit drops newlines and tabs without a word
         raise ValueError(f"env URL {url!r} holds a control character (a newline, a tab): {form}")
-    parts = urllib.parse.urlsplit(url)
+    try:
+        parts = urllib.parse.urlsplit(url)
+    except ValueError as e:  # a bracketed host that is no IPv6 address, or no closing ]
+        raise ValueError(
+            f"env URL {url!r} has an invalid host ({e}): an IPv6 address is written in "
+            f"brackets, e.g. grpc://[::1]:{DEFAULT_PORT}/ENV_ID; {form}"
+        ) from None
     if parts.scheme not in SCHEMES:
         raise ValueError(f"env URL {url!r} must start with grpc:// or grpcs://: {form}")
     try:
