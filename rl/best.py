@@ -178,7 +178,9 @@ def read_best(folder: str) -> BestRecord:
     return BestRecord(step, float(mean))
 
 
-def tidy_best(output_dir: str, restored_step: int) -> Tuple[Optional[BestRecord], List[str]]:
+def tidy_best(
+    output_dir: str, restored_step: int
+) -> Tuple[Optional[BestRecord], List[str], List[str]]:
     """Makes best/ agree with the checkpoint a run resumes from; returns its best.
 
     Half-built or half-deleted folders (a kill) are removed; bests past
@@ -187,11 +189,13 @@ def tidy_best(output_dir: str, restored_step: int) -> Tuple[Optional[BestRecord]
     if a kill left one, is the best then); older ones left by a kill are deleted.
 
     Returns:
-        The best's record (None: no best yet) and a line for each folder moved aside.
+        The best's record (None: no best yet), the bests past ``restored_step`` moved to
+        best/superseded/ (the caller says so, in the fallback's one line when there is
+        one), and a line for each unreadable best moved aside.
     """
     root = os.path.join(output_dir, BEST_DIR)
     if not os.path.isdir(root):
-        return None, []
+        return None, [], []
     for name in os.listdir(root):
         if name.endswith(PARTIAL):
             shutil.rmtree(os.path.join(root, name), ignore_errors=True)
@@ -199,9 +203,7 @@ def tidy_best(output_dir: str, restored_step: int) -> Tuple[Optional[BestRecord]
     notices = []
     later = [best_folder(output_dir, s) for s in steps if s > restored_step]
     if later:
-        moved_to = _move_aside(later, SUPERSEDED_DIR, output_dir)
-        names = ", ".join(os.path.basename(f) for f in later)
-        notices.append(f"moved the best checkpoint {names} to {moved_to}: its training is redone")
+        _move_aside(later, SUPERSEDED_DIR, output_dir)
     best = None
     for step in reversed([s for s in steps if s <= restored_step]):
         folder = best_folder(output_dir, step)
@@ -213,7 +215,7 @@ def tidy_best(output_dir: str, restored_step: int) -> Tuple[Optional[BestRecord]
         except CheckpointError as e:
             moved_to = _move_aside([folder], UNREADABLE_DIR, output_dir)
             notices.append(f"moved the unreadable best checkpoint to {moved_to}: {e}")
-    return best, notices
+    return best, later, notices
 
 
 def current_best(output_dir: str) -> Optional[str]:

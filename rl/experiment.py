@@ -327,11 +327,20 @@ class Experiment:
             # What recover() rebuilt counts too: an evaluation it put back is not owed.
             eval_records = read_eval_records(os.path.join(self.output_dir, EVAL_FILE))
             superseded = tidy_policies(self.output_dir, restored_step)
+            self._best, superseded_bests, notices = tidy_best(self.output_dir, restored_step)
             if unreadable:  # one line for the whole fallback
-                self._say(fallback_notice(unreadable, self.restored_from, moved_to, superseded))
+                self._say(
+                    fallback_notice(
+                        unreadable, self.restored_from, moved_to, superseded, superseded_bests
+                    )
+                )
             else:
                 for moved in superseded:
                     self._say(f"moved the policy {moved} aside: its training is redone")
+                for moved in superseded_bests:
+                    self._say(f"moved the best checkpoint {moved} aside: its training is redone")
+            for notice in notices:
+                self._say(notice)
             # Only the restored checkpoint can lack its artefact: saves run one at a time,
             # each ending with its export, and restoring reads the newest readable one.
             if self.restored_from and export_missing_policy(
@@ -341,9 +350,6 @@ class Experiment:
                     f"re-exported {artefact_dir(self.output_dir, restored_step)} from "
                     f"{os.path.basename(self.restored_from)} (a kill had interrupted its export)"
                 )
-            self._best, notices = tidy_best(self.output_dir, restored_step)
-            for notice in notices:
-                self._say(notice)
         elif unreadable:
             self._say(fallback_notice(unreadable, self.restored_from))
         cap = episode_cap(hp.env, hp.max_episode_steps)

@@ -670,6 +670,7 @@ def fallback_notice(
     used: str,
     moved_to: Optional[str] = None,
     policies: Sequence[str] = (),
+    bests: Sequence[str] = (),
 ) -> str:
     """The one line saying a run falls back to an older checkpoint: which could not be
     read and why, which is used, and what was moved aside.
@@ -679,6 +680,7 @@ def fallback_notice(
         used: the checkpoint restored instead.
         moved_to: where the unreadable ones went; None: nothing was moved (read-only).
         policies: the policy artefacts of the training redone, moved aside.
+        bests: the best checkpoints (rl/best.py) of the training redone, moved aside.
     """
     names = [os.path.basename(path) for path in unreadable]
     if len(names) == 1:
@@ -689,12 +691,14 @@ def fallback_notice(
     if moved_to is None:
         return f"{said}; using the previous checkpoint {used}"
     moved = f"moved {' and '.join(names)} to {moved_to}"
-    if policies:
-        superseded = os.path.join(os.path.dirname(policies[0]), "superseded")
-        artefacts = " and ".join(os.path.basename(path) for path in policies)
-        moved += (
-            f", the {'policy' if len(policies) == 1 else 'policies'} {artefacts} to {superseded}"
-        )
+    for one, many, paths in (
+        ("policy", "policies", policies),
+        ("best checkpoint", "best checkpoints", bests),
+    ):
+        if paths:
+            superseded = os.path.join(os.path.dirname(paths[0]), "superseded")
+            names = " and ".join(os.path.basename(path) for path in paths)
+            moved += f", the {one if len(paths) == 1 else many} {names} to {superseded}"
     return (
         f"{said}; resuming from the previous checkpoint {used}, redoing the training since "
         f"step {checkpoint_step(used)}: {moved}"

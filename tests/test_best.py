@@ -102,23 +102,21 @@ def test_tidying_keeps_the_best_up_to_the_restored_step(tmp_path):
     for step, mean in ((64, 10.0), (128, 20.0), (192, 30.0), (256, 40.0)):
         fake_best(tmp_path, step, mean)
     (tmp_path / "best" / "ckpt-320.partial").mkdir()  # a kill while writing it
-    best, notices = tidy_best(str(tmp_path), restored_step=128)
+    best, superseded, notices = tidy_best(str(tmp_path), restored_step=128)
     assert best == BestRecord(128, 20.0)
     assert best_steps(str(tmp_path)) == [128]
     assert sorted(os.listdir(tmp_path / "best")) == ["ckpt-128", "superseded"]
     assert sorted(os.listdir(tmp_path / "best" / "superseded")) == ["ckpt-192", "ckpt-256"]
-    assert notices == [
-        f"moved the best checkpoint ckpt-192, ckpt-256 to {tmp_path / 'best' / 'superseded'}: "
-        "its training is redone"
-    ]
-    assert tidy_best(str(tmp_path), restored_step=128) == (best, [])  # nothing more to do
+    assert superseded == [str(tmp_path / "best" / f"ckpt-{s}") for s in (192, 256)]
+    assert notices == []  # the caller says what moved (in the fallback's one line)
+    assert tidy_best(str(tmp_path), restored_step=128) == (best, [], [])  # nothing more to do
 
 
 @pytest.mark.unit
 def test_an_unreadable_best_moves_aside_and_the_one_before_it_is_used(tmp_path):
     fake_best(tmp_path, 64, 10.0)
     (fake_best(tmp_path, 128, 20.0) / "best.json").write_text("garbled")
-    best, notices = tidy_best(str(tmp_path), restored_step=128)
+    best, _, notices = tidy_best(str(tmp_path), restored_step=128)
     assert best == BestRecord(64, 10.0)
     assert (tmp_path / "best" / "unreadable" / "ckpt-128" / "best.json").exists()
     [notice] = notices

@@ -370,3 +370,9 @@ def test_a_fallback_to_an_older_checkpoint_is_one_line_of_what_why_and_where():
         "since step 128: moved ckpt-256 and ckpt-192 to /r/checkpoints/unreadable, the policies "
         "ckpt-192 and ckpt-256 to /r/policies/superseded"
     )
+    assert fallback_notice(
+        one, used, "/r/checkpoints/unreadable", ["/r/policies/ckpt-192"], ["/r/best/ckpt-160"]
+    ).endswith(
+        "the policy ckpt-192 to /r/policies/superseded, the best checkpoint ckpt-160 to "
+        "/r/best/superseded"
+    )

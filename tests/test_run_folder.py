@@ -98,6 +98,7 @@ def test_a_checkpoint_without_its_readable_state_file_falls_back(tmp_path, stamp
     err = capsys.readouterr().err
     [line] = [line for line in err.splitlines() if "ckpt-256" in line]  # one line for it all
     assert "ckpt-256 cannot be read" in line and "resuming from the previous checkpoint" in line
+    assert "the best checkpoint ckpt-256 to " in line  # its best too: its training is redone
     if damage == "missing":
         assert "its stamp-256.npz is missing" in err
     # The unreadable checkpoint went aside with what was left of its state file.
