@@ -91,6 +91,24 @@ CARTPOLE_DQN_SETTINGS = types.MappingProxyType(
     )
 )
 
+# What makes dqn_tiny and qrdqn_tiny (test fixtures) a few seconds long: one place for both.
+TINY_CARTPOLE_DQN_SETTINGS = types.MappingProxyType(
+    dict(
+        num_envs=2,
+        hidden_sizes=(16,),
+        buffer_size=512,
+        batch_size=16,
+        learning_starts=64,
+        train_interval=16,
+        gradient_steps=4,
+        epsilon_decay_steps=128,
+        train_steps=256,
+        eval_interval=128,
+        eval_episodes=2,
+        checkpoint_interval=128,
+    )
+)
+
 
 @registry.hparams.register
 def dqn_cartpole() -> DQNHParams:
@@ -253,24 +271,7 @@ def dqn_atari() -> DQNHParams:
 @registry.hparams.register
 def dqn_tiny() -> DQNHParams:
     """A few seconds of DQN on CartPole, for tests."""
-    return (
-        dqn_base()
-        .replace(**CARTPOLE_DQN_SETTINGS)
-        .replace(
-            num_envs=2,
-            hidden_sizes=(16,),
-            buffer_size=512,
-            batch_size=16,
-            learning_starts=64,
-            train_interval=16,
-            gradient_steps=4,
-            epsilon_decay_steps=128,
-            train_steps=256,
-            eval_interval=128,
-            eval_episodes=2,
-            checkpoint_interval=128,
-        )
-    )
+    return dqn_base().replace(**CARTPOLE_DQN_SETTINGS).replace(**TINY_CARTPOLE_DQN_SETTINGS)
 
 
 def _rainbow(hp: DQNHParams) -> DQNHParams:

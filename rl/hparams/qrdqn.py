@@ -9,7 +9,7 @@ import dataclasses
 
 from rl import registry
 from rl.fields import bounded, one_of
-from rl.hparams.dqn import CARTPOLE_DQN_SETTINGS, DQNHParams
+from rl.hparams.dqn import CARTPOLE_DQN_SETTINGS, TINY_CARTPOLE_DQN_SETTINGS, DQNHParams
 
 
 @dataclasses.dataclass(frozen=True)
@@ -81,18 +81,4 @@ def qrdqn_lunar_lander() -> QRDQNHParams:
 @registry.hparams.register
 def qrdqn_tiny() -> QRDQNHParams:
     """A few seconds of QR-DQN on CartPole, for tests."""
-    return qrdqn_cartpole().replace(
-        num_quantiles=5,
-        num_envs=2,
-        hidden_sizes=(16,),
-        buffer_size=512,
-        batch_size=16,
-        learning_starts=64,
-        train_interval=16,
-        gradient_steps=4,
-        epsilon_decay_steps=128,
-        train_steps=256,
-        eval_interval=128,
-        eval_episodes=2,
-        checkpoint_interval=128,
-    )
+    return qrdqn_cartpole().replace(num_quantiles=5, **TINY_CARTPOLE_DQN_SETTINGS)
