@@ -274,14 +274,14 @@ def prepare_peer_seeds(args: argparse.Namespace, given: Sequence[str]) -> Callab
                 f"--{flag} is for rl's copies; with --peer_seeds the peer's seeds train one "
                 "at a time: remove it"
             )
+    output_dir = os.path.abspath(args.output_dir)
+    suite.suite_selection(args.only)  # an --only set outside the suite: exit 2
+    names = peer_seeds.peer_seed_sets(args.only, [name for name, *_ in suite.classic_sets()])
+    suite.check_suite_folder(output_dir, names)
+    peer_seeds.check_peer_seed_sets(names)
     error = peer_settings.missing_bench_extra("--peer_seeds")
     if error:
         children.fail(error)
-    output_dir = os.path.abspath(args.output_dir)
-    classic = [name for name, _, _, _ in suite.suite_selection(args.only)]
-    names = peer_seeds.peer_seed_sets(args.only, classic)
-    suite.check_suite_folder(output_dir, names)
-    peer_seeds.check_peer_seed_sets(names)
     peer_seeds.check_peer_seed_folders(output_dir, names, args.peer_seeds, args.train_steps)
     return lambda: peer_seeds.run_peer_seeds(
         output_dir, names, args.peer_seeds, args.train_steps, args.output_dir
