@@ -5,6 +5,8 @@
     python scripts/benchmark.py --peer --pairs 3     # side by side with Stable-Baselines3
     python scripts/benchmark.py --baseline ../rl-base  # beside an earlier commit's checkout
     python scripts/benchmark.py --suite classic      # every classic set, 3 seeds, beside RL-Zoo
+    python scripts/benchmark.py --suite classic --only ppo_cartpole --peer_seeds 10
+                                                     # SB3 on the seeds of rl's 10 copies
     python scripts/benchmark.py --remote             # envs over gRPC against in-process
 
 Each run is a fresh `python train.py` process, so wall time includes Python
@@ -34,6 +36,12 @@ run, not across hosts whose speeds differ by a third. The rl-only table then giv
 run's checkout ("code": rl or base) and each set's ratio of median wall times; with
 --peer the summary adds the baseline's median wall time, its ratio to the peer and this
 checkout's ratio to it.
+
+With --suite classic --peer_seeds N (the bench extra too), the sets' Stable-Baselines3
+peers train instead of rl, on the seeds of rl's `--copies N` of each set, with the set's
+budget and evaluations: each seed a `--_peer_seed SET SEED FOLDER` process that writes
+<output_dir>/<set>/peer/seed_<S>/evaluations.json when done (scripts/bench/peer_seeds.py
+says how it resumes and what the set's peer/summary.json holds).
 
 Flags it does not know go to the rl runs' train.py (the default table and --peer only;
 checks.TRAIN_FLAGS_PASSED lists which). As with train.py, bad input (an unknown name, a number
