@@ -284,8 +284,10 @@ def prepare_peer_seeds(args: argparse.Namespace, given: Sequence[str]) -> Callab
             )
     output_dir = os.path.abspath(args.output_dir)
     suite.suite_selection(args.only)  # an --only set outside the suite: exit 2
-    names = peer_seeds.peer_seed_sets(args.only, [name for name, *_ in suite.classic_sets()])
-    suite.check_suite_folder(output_dir, names)
+    classic = [name for name, *_ in suite.classic_sets()]
+    names = peer_seeds.peer_seed_sets(args.only, classic)
+    # The folders only: rl's rows are not read (the peer's summaries do not need them).
+    suite.check_suite_folder(output_dir, classic)
     peer_seeds.check_peer_seed_sets(names)
     error = peer_settings.missing_bench_extra("--peer_seeds")
     if error:
