@@ -201,14 +201,15 @@ def peer_seed_run(
         evaluations.append({**record, "wall_time": time.perf_counter() - learn_start})
 
     class EvaluateEvery(BaseCallback):
-        """Evaluates at the first step past each multiple of eval_interval, as rl does."""
+        """Evaluates at the first step past each multiple of eval_interval before the end,
+        as rl does (the end's evaluation comes after learning, once)."""
 
         def __init__(self):
             super().__init__()
             self.next_eval = hp.eval_interval
 
         def _on_step(self) -> bool:
-            if self.num_timesteps >= self.next_eval:
+            if hp.train_steps > self.num_timesteps >= self.next_eval:
                 self.next_eval = (self.num_timesteps // hp.eval_interval + 1) * hp.eval_interval
                 evaluate(self.num_timesteps)
             return True
