@@ -14,6 +14,7 @@ from scripts.bench import (
     costs,
     peer_checkpoints,
     peer_runs,
+    peer_seeds,
     peer_settings,
     runs,
     scores,
@@ -88,7 +89,8 @@ def test_peer_error_names_the_sets_that_have_a_peer():
     error = checks.peer_error(["ppo_cartpole", "ppo_acrobot"], 3)
     assert error == (
         "--peer has no peer for ppo_acrobot: valid: ppo_cartpole, dqn_cartpole, sac_pendulum, "
-        "dqn_mountain_car, a2c_lunar_lander, a2c_mountain_car, ddpg_lunar_lander_continuous"
+        "dqn_lunar_lander, ppo_lunar_lander, dqn_mountain_car, a2c_lunar_lander, "
+        "a2c_mountain_car, ddpg_lunar_lander_continuous"
     )
     assert checks.peer_error(["dqn_cartpole"], 0) == "--pairs must be >= 1, got 0"
 
@@ -477,6 +479,7 @@ def no_slow_work(monkeypatch):
         (children, "timed_run"),
         (children, "run_with_peak_memory"),
         (peer_runs, "peer_run"),
+        (peer_runs, "peer_seed_run"),
     ):
         monkeypatch.setattr(module, name, started)
 
@@ -512,6 +515,8 @@ def one_line_error(capsys, *args):
             ["--_peer_run", "dqn_cartpole", "0", "-100"],
             "--_peer_run STEPS must be at least 1, got -100",
         ),
+        (["--_peer_seed", "nosuch", "0", "f"], "--_peer_seed has no peer for 'nosuch': valid: "),
+        (["--_peer_seed", "dqn_cartpole", "-1", "f"], "--_peer_seed SEED must be at least 0"),
         (
             ["--_peer_run", "dqn_cartpole", "0", "16", "--peer_checkpoint_steps", "0"],
             "argument --peer_checkpoint_steps: must be at least 1, got 0",
@@ -708,8 +713,8 @@ def test_a_suite_run_writes_a_result_file_with_its_seeds_returns_and_peer(
 
     monkeypatch.setattr(costs, "print_machine_costs", lambda: {"tf_call_ms": 0.1})
     monkeypatch.setattr(children, "timed_run", train_copies)
-    (tmp_path / "ppo_cartpole" / "peer").mkdir(parents=True)
-    (tmp_path / "ppo_cartpole" / "peer" / "summary.json").write_text(json.dumps(PEER_SUMMARY))
+    (tmp_path / "peers" / "ppo_cartpole").mkdir(parents=True)
+    (tmp_path / "peers" / "ppo_cartpole" / "summary.json").write_text(json.dumps(PEER_SUMMARY))
     args = ["--suite", "classic", "--only", "ppo_cartpole", "--suite_seeds", "4",
             "--output_dir", str(tmp_path), "--results_dir", str(tmp_path / "results")]  # fmt: skip
     assert cli.main(args) == 0
@@ -1001,3 +1006,187 @@ def test_peer_saves_made_before_manifests_are_adopted_if_they_are_the_runs(tmp_p
     assert json.loads((saves / "peer_run.json").read_text()) == {
         "set": "ddpg_lunar_lander_continuous", "seed": 0, "steps": 200,
     }  # fmt: skip
+
+
+# --- the peer over rl's seeds (--suite classic --peer_seeds N) -----------------------
+def fake_seed_result(name, seed, means, steps=None):
+    """A seed's evaluations.json as peer_seed_run writes it, its evaluations' means ``means``."""
+    identity = peer_runs.peer_seed_identity(name, seed, "2.9.2", steps)
+    evaluations = [
+        {"step": 1000 * (i + 1), "return_mean": m, "returns": [m], "wall_time": float(i)}
+        for i, m in enumerate(means)
+    ]
+    return {**identity, "steps": 1000 * len(means), "learn_s": 1.0, "wall_s": 2.0,
+            "evaluations": evaluations}  # fmt: skip
+
+
+@pytest.mark.unit
+def test_every_peer_learns_its_sets_env_and_acts_as_its_evaluations_do():
+    from rl import catalog, registry  # noqa: F401
+
+    for name, peer in peer_settings.PEERS.items():
+        hp = registry.hparams.get(name)()
+        assert peer.env == hp.env, name
+        assert hp.eval_act_select in peer_settings.EVAL_DETERMINISTIC, name
+    assert peer_settings.zoo_settings(peer_settings.PEERS["dqn_lunar_lander"]) == (
+        "RL-Zoo hyperparams/dqn.yml: LunarLander-v3"
+    )
+
+
+@pytest.mark.unit
+def test_the_peer_trains_on_the_seeds_of_rls_copies():
+    from rl import seeding
+
+    assert peer_seeds.peer_seed_list("ppo_cartpole", 10) == seeding.copy_seeds(0, 10)
+    assert peer_seeds.seed_folder("/s", "ppo_cartpole", 7) == "/s/peers/ppo_cartpole/seed_7"
+
+
+@pytest.mark.unit
+def test_the_peer_summary_holds_each_seeds_final_and_best_in_seed_order():
+    results = [
+        fake_seed_result("dqn_cartpole", 5, [100.0, 500.0, 120.0]),
+        fake_seed_result("dqn_cartpole", 3, [200.0, 300.0]),
+    ]
+    summary = peer_seeds.peer_summary("dqn_cartpole", [5, 3], results, "the command")
+    assert summary == {
+        "set": "dqn_cartpole",
+        "name": "Stable-Baselines3 2.9.2",
+        "settings": "RL-Zoo hyperparams/dqn.yml: CartPole-v1",
+        "command": "the command",
+        "train_steps": 100_000,
+        "eval_episodes": 10,
+        "seeds": [5, 3],
+        "final_returns": [120.0, 300.0],
+        "best_returns": [500.0, 300.0],
+        "wall_s": [2.0, 2.0],
+    }
+
+
+@pytest.fixture
+def fake_peer_seeds(monkeypatch):
+    """--peer_seeds with SB3 2.9.2 "installed" and each seed's process replaced by one
+    that writes its evaluations.json at once; returns the seeds trained, in order."""
+    trained = []
+
+    def train_seed(command):
+        name, seed, folder = command[command.index("--_peer_seed") + 1 :][:3]
+        trained.append(int(seed))
+        result = fake_seed_result(name, int(seed), [10.0 * len(trained), 5.0])
+        with open(os.path.join(folder, peer_runs.EVALUATIONS_NAME), "w") as f:
+            json.dump(result, f)
+        return 1.0, ""
+
+    monkeypatch.setattr(peer_settings, "missing_bench_extra", lambda flag: None)
+    monkeypatch.setattr(peer_seeds, "sb3_version", lambda: "2.9.2")
+    monkeypatch.setattr(children, "timed_run", train_seed)
+    return trained
+
+
+@pytest.mark.unit
+def test_peer_seeds_resume_seed_by_seed_and_summarise(fake_peer_seeds, capsys, tmp_path):
+    seeds = peer_seeds.peer_seed_list("ppo_cartpole", 3)
+    done = tmp_path / "peers" / "ppo_cartpole" / f"seed_{seeds[1]}"
+    done.mkdir(parents=True)  # finished before an interruption
+    (done / "evaluations.json").write_text(
+        json.dumps(fake_seed_result("ppo_cartpole", seeds[1], [400.0, 450.0]))
+    )
+    args = ["--suite", "classic", "--only", "ppo_cartpole", "--peer_seeds", "3",
+            "--output_dir", str(tmp_path)]  # fmt: skip
+    assert cli.main(args) == 0
+    assert fake_peer_seeds == [seeds[0], seeds[2]]  # the finished seed is kept
+    summary = json.loads((tmp_path / "peers" / "ppo_cartpole" / "summary.json").read_text())
+    assert summary["seeds"] == seeds
+    assert summary["final_returns"] == [5.0, 450.0, 5.0]
+    assert summary["best_returns"] == [10.0, 450.0, 20.0]
+    assert summary["command"] == (
+        "python scripts/benchmark.py --suite classic --only ppo_cartpole --peer_seeds 3 "
+        f"--output_dir {tmp_path}"
+    )
+    rows = capsys.readouterr().out.splitlines()[2:]
+    assert [row.split()[-1] for row in rows] == ["now", "earlier", "now"]
+    assert cli.main(args) == 0  # all done: nothing trains, the summary stays
+    assert fake_peer_seeds == [seeds[0], seeds[2]]
+    assert json.loads((tmp_path / "peers" / "ppo_cartpole" / "summary.json").read_text()) == summary
+
+
+@pytest.mark.unit
+def test_a_seed_file_of_another_run_or_damaged_is_one_line_before_any_training(
+    fake_peer_seeds, capsys, tmp_path
+):
+    seed = peer_seeds.peer_seed_list("dqn_cartpole", 1)[0]
+    folder = tmp_path / "peers" / "dqn_cartpole" / f"seed_{seed}"
+    folder.mkdir(parents=True)
+    path = folder / "evaluations.json"
+    path.write_text(json.dumps(fake_seed_result("dqn_cartpole", seed, [1.0], steps=500)))
+    args = ["--suite", "classic", "--only", "ppo_cartpole", "dqn_cartpole", "--peer_seeds", "1",
+            "--output_dir", str(tmp_path)]  # fmt: skip
+    assert one_line_error(capsys, *args) == (
+        f"{path} is of another peer run (train_steps 500, not 100000); move it away to "
+        "retrain the seed"
+    )
+    path.write_text('{"set": "dqn_cart')
+    assert one_line_error(capsys, *args).startswith(f"{path} is damaged ({path} is not JSON")
+    assert fake_peer_seeds == []  # ppo_cartpole's seed, before it, did not train either
+    assert not (tmp_path / "peers" / "dqn_cartpole" / "summary.json").exists()
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (
+            ["--only", "ppo_cartpole", "ppo_acrobot"],
+            "--peer_seeds: no Stable-Baselines3 peer for ppo_acrobot; the sets with one: "
+            "dqn_cartpole, ppo_cartpole, a2c_mountain_car, ",
+        ),
+        (["--suite_seeds", "3"], "--suite_seeds is for rl's copies; with --peer_seeds the"),
+        (["--suite_parallel", "2"], "--suite_parallel is for rl's copies; with --peer_seeds"),
+        (["--peer_seeds", "0"], "argument --peer_seeds: must be at least 1, got 0"),
+    ],
+)
+def test_bad_peer_seeds_input_is_one_line_before_any_work(no_slow_work, capsys, args, message):
+    full = ["--suite", "classic", "--peer_seeds", "2", *args]
+    assert one_line_error(capsys, *full).startswith(message)
+
+
+@pytest.mark.unit
+def test_peer_seeds_without_the_bench_extra_is_one_line(no_slow_work, capsys, monkeypatch):
+    monkeypatch.setattr(peer_settings, "missing_modules", lambda names: list(names))
+    assert one_line_error(capsys, "--suite", "classic", "--peer_seeds", "2") == (
+        '--peer_seeds needs torch, stable_baselines3: pip install -e ".[bench]"'
+    )
+
+
+@pytest.mark.unit
+def test_train_steps_is_for_the_peers_seeds_not_rls_copies(no_slow_work, capsys):
+    assert one_line_error(capsys, "--suite", "classic", "--train_steps", "10").startswith(
+        "--train_steps is for the peer's seeds of --suite (with --peer_seeds); rl's copies"
+    )
+
+
+@pytest.mark.process
+@needs_bench
+def test_the_real_peer_trains_each_seed_once_and_summarises(tmp_path):
+    args = ("--suite", "classic", "--only", "ppo_cartpole", "--peer_seeds", "2",
+            "--train_steps", "1000", "--output_dir", str(tmp_path))  # fmt: skip
+    proc = run_script(*args)
+    assert proc.returncode == 0, proc.stderr
+    seeds = peer_seeds.peer_seed_list("ppo_cartpole", 2)
+    summary = json.loads((tmp_path / "peers" / "ppo_cartpole" / "summary.json").read_text())
+    assert summary["name"].startswith("Stable-Baselines3 ")
+    assert summary["settings"] == "RL-Zoo hyperparams/ppo.yml: CartPole-v1"
+    assert (summary["seeds"], summary["train_steps"], summary["eval_episodes"]) == (seeds, 1000, 10)
+    assert summary["command"] == "python scripts/benchmark.py " + " ".join(args)
+    for seed, final, best in zip(seeds, summary["final_returns"], summary["best_returns"]):
+        result = json.loads(
+            (tmp_path / "peers" / "ppo_cartpole" / f"seed_{seed}" / "evaluations.json").read_text()
+        )
+        # 8 envs x 32 steps a rollout: 1,024 steps; eval_interval 20,000: the final only.
+        assert result["steps"] == 1024 and [e["step"] for e in result["evaluations"]] == [1024]
+        assert len(result["evaluations"][0]["returns"]) == 10 and result["deterministic"]
+        assert final == best == result["evaluations"][0]["return_mean"] >= 8  # CartPole: 8+
+    files = {p: p.stat().st_mtime_ns for p in tmp_path.rglob("evaluations.json")}
+    again = run_script(*args)
+    assert again.returncode == 0, again.stderr
+    assert [row.split()[-1] for row in again.stdout.splitlines()[2:]] == ["earlier", "earlier"]
+    assert {p: p.stat().st_mtime_ns for p in tmp_path.rglob("evaluations.json")} == files

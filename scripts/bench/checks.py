@@ -161,6 +161,22 @@ def peer_run_args(values: List[str]) -> Tuple[str, int, int]:
     return name, numbers[0], numbers[1]
 
 
+def peer_seed_args(values: List[str]) -> Tuple[str, int, str]:
+    """(set, seed, folder) of --_peer_seed SET SEED FOLDER; bad ones end the process (exit 2)."""
+    name, seed, folder = values
+    if name not in peer_settings.PEERS:
+        children.fail(
+            f"--_peer_seed has no peer for {name!r}: valid: {', '.join(peer_settings.PEERS)}"
+        )
+    try:
+        number = int_in_range(0, MAX_SEED)(seed)
+    except argparse.ArgumentTypeError as e:
+        children.fail(f"--_peer_seed SEED {e}")
+    if os.path.exists(folder) and not os.path.isdir(folder):
+        children.fail(f"--_peer_seed {folder} is a file; name a folder for the seed's results")
+    return name, number, folder
+
+
 def checked_baseline(folder: Optional[str]) -> Optional[str]:
     """The absolute path of --baseline, an rl checkout other than this one; anything else
     ends the process (exit 2)."""

@@ -6,6 +6,8 @@
     python scripts/benchmark.py --baseline ../rl-base  # beside an earlier commit's checkout
     python scripts/benchmark.py --suite classic      # every classic set, 10 seeds (5 on some)
     python scripts/benchmark.py --compare docs/results runs/suite/results  # P(B improves on A)
+    python scripts/benchmark.py --suite classic --only ppo_cartpole --peer_seeds 10
+                                                     # SB3 on the seeds of rl's 10 copies
     python scripts/benchmark.py --remote             # envs over gRPC against in-process
 
 Each run is a fresh `python train.py` process, so wall time includes Python
@@ -36,6 +38,12 @@ run's checkout ("code": rl or base) and each set's ratio of median wall times; w
 --peer the summary adds the baseline's median wall time, its ratio to the peer and this
 checkout's ratio to it.
 
+With --suite classic --peer_seeds N (the bench extra too), the sets' Stable-Baselines3
+peers train instead of rl, on the seeds of rl's `--copies N` of each set, with the set's
+budget and evaluations: each seed a `--_peer_seed SET SEED FOLDER` process that writes
+<output_dir>/peers/<set>/seed_<S>/evaluations.json when done (scripts/bench/peer_seeds.py
+says how it resumes and what peers/<set>/summary.json holds).
+
 Flags it does not know go to the rl runs' train.py (the default table and --peer only;
 checks.TRAIN_FLAGS_PASSED lists which). As with train.py, bad input (an unknown name, a number
 out of range, a flag of another mode, an output path that cannot be written, a train.py
@@ -62,6 +70,7 @@ from scripts.bench import (
     costs,
     peer_checkpoints,
     peer_runs,
+    peer_seeds,
     peer_settings,
     remote,
     suite,
@@ -83,7 +92,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--train_steps",
         type=int_in_range(1, MAX_STEPS),
         default=None,
-        help="env steps of each rl run (default: the set's own; with --workers 20,000)",
+        help="env steps of each rl run (default: the set's own; with --workers 20,000); with "
+        "--suite --peer_seeds, of each peer seed (a short check: the cells train the set's own)",
     )
     parser.add_argument(
         "--target",
@@ -157,6 +167,13 @@ def build_parser() -> argparse.ArgumentParser:
         "RESULTS_DIR/profile.png",
     )
     parser.add_argument(
+        "--peer_seeds",
+        type=int_in_range(1, MAX_COPIES),
+        help="with --suite: instead of rl, train each set's Stable-Baselines3 peer (RL-Zoo's "
+        "settings, the set's budget and evaluations) on the seeds of rl's N copies, seed by "
+        "seed, resuming; then <output_dir>/peers/<set>/summary.json",
+    )
+    parser.add_argument(
         "--only",
         nargs="+",
         default=[],
@@ -187,6 +204,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=peer_runs.PEER_CHECKPOINT_STEPS,
         help="with --peer_checkpoints: env steps between saves",
     )
+    parser.add_argument("--_peer_seed", nargs=3, metavar="SET_SEED_FOLDER", help=argparse.SUPPRESS)
     parser.add_argument("--_costs", action="store_true", help=argparse.SUPPRESS)
     return parser
 
@@ -196,12 +214,22 @@ def build_parser() -> argparse.ArgumentParser:
 MODE_FLAGS: Dict[str, Tuple[str, ...]] = {
     "table": ("hparams", "seeds", "train_steps", "target", "json", "baseline"),
     "peer": ("hparams", "pairs", "train_steps", "json", "baseline"),
-    "suite": ("only", "suite_seeds", "suite_parallel", "output_dir", "results_dir", "json"),
+    "suite": (
+        "only",
+        "suite_seeds",
+        "suite_parallel",
+        "peer_seeds",
+        "train_steps",
+        "output_dir",
+        "results_dir",
+        "json",
+    ),
     "compare": ("json",),
     "profile": (),
     "workers": ("ray", "train_steps", "json"),
     "remote": ("calls", "json"),
     "_peer_run": ("peer_checkpoints", "peer_checkpoint_steps"),
+    "_peer_seed": ("train_steps",),
     "_costs": (),
 }
 # Modes whose rl runs get the flags benchmark.py does not know (they go to train.py).
@@ -260,11 +288,56 @@ def run_peer_process(args: argparse.Namespace) -> int:
     return 0
 
 
-def prepare_mode(mode: str, args: argparse.Namespace, extra: List[str]) -> Callable[[], object]:
+def run_peer_seed_process(args: argparse.Namespace) -> int:
+    """--_peer_seed: one seed of a set's peer in this process (--peer_seeds starts it)."""
+    name, seed, folder = checks.peer_seed_args(args._peer_seed)
+    error = peer_settings.missing_bench_extra("--_peer_seed")
+    if error:
+        children.fail(error)
+    peer_runs.peer_seed_run(name, seed, folder, args.train_steps)
+    return 0
+
+
+def prepare_peer_seeds(args: argparse.Namespace, given: Sequence[str]) -> Callable[[], object]:
+    """--suite classic --peer_seeds N: its inputs checked (exit 2 on a bad one) before any
+    training; returns its run."""
+    for flag in ("suite_seeds", "suite_parallel"):  # rl's copies only
+        if flag in given:
+            children.fail(
+                f"--{flag} is for rl's copies; with --peer_seeds the peer's seeds train one "
+                "at a time: remove it"
+            )
+    output_dir = os.path.abspath(args.output_dir)
+    suite.suite_selection(args.only)  # an --only set outside the suite: exit 2
+    classic = [name for name, *_ in suite.classic_sets()]
+    names = peer_seeds.peer_seed_sets(args.only, classic)
+    # The folder only: rl's rows are not read (the peer's summaries do not need them).
+    if os.path.exists(output_dir) and not os.path.isdir(output_dir):
+        children.fail(f"--output_dir {output_dir} is a file; name a folder for the suite's runs")
+    peer_seeds.check_peer_seed_sets(names)
+    error = peer_settings.missing_bench_extra("--peer_seeds")
+    if error:
+        children.fail(error)
+    peer_seeds.check_peer_seed_folders(output_dir, names, args.peer_seeds, args.train_steps)
+    return lambda: peer_seeds.run_peer_seeds(
+        output_dir, names, args.peer_seeds, args.train_steps, args.output_dir
+    )
+
+
+def prepare_mode(
+    mode: str, args: argparse.Namespace, extra: List[str], given: Sequence[str]
+) -> Callable[[], object]:
     """Checks the inputs of ``mode`` (exit 2 on a bad one) before any slow work; returns
     the run of the mode, which gives the report."""
     checks.check_json_path(args.json)
+    if mode == "suite" and args.peer_seeds is not None:
+        return prepare_peer_seeds(args, given)
     if mode == "suite":
+        if args.train_steps is not None:
+            children.fail(
+                "--train_steps is for the peer's seeds of --suite (with --peer_seeds); rl's "
+                "copies train each set's own budget: remove it"
+            )
         output_dir = os.path.abspath(args.output_dir)  # train.py runs from ROOT
         results_dir = os.path.abspath(
             args.results_dir or os.path.join(output_dir, suite.RESULTS_NAME)
@@ -346,10 +419,12 @@ def main(argv: Optional[List[str]] = None) -> int:
     check_mode_flags(mode, given, extra)
     if mode == "_peer_run":
         return run_peer_process(args)
+    if mode == "_peer_seed":
+        return run_peer_seed_process(args)
     if mode == "_costs":
         print(json.dumps(costs.machine_costs(costs.COST_CALLS)))
         return 0
-    run_mode = prepare_mode(mode, args, extra)
+    run_mode = prepare_mode(mode, args, extra, given)
     try:
         if mode in ("remote", "workers"):
             costs.print_machine_costs()

@@ -3,7 +3,19 @@ env of each rl set it is paired with, and whether this Python has it (the bench 
 
 import dataclasses
 import importlib.util
+import os
 from typing import Callable, Dict, List, Optional, Sequence
+
+# The suite's peer over rl's seeds: <output_dir>/peers/<set>/ (seed_<S>/ and summary.json),
+# beside rl's copies in <output_dir>/<set>/, which `train.py --copies` keeps for its run_<i>/.
+PEERS_FOLDER = "peers"
+PEER_SUMMARY_NAME = "summary.json"
+
+
+def suite_peer_dir(output_dir: str, name: str) -> str:
+    """Where the suite keeps set ``name``'s peer runs over rl's seeds."""
+    return os.path.join(output_dir, PEERS_FOLDER, name)
+
 
 # The bench extra: what the peer runs on.
 PEER_MODULES = ("torch", "stable_baselines3")
@@ -31,6 +43,7 @@ class Peer:
       normalize: observations and rewards through VecNormalize, as RL-Zoo's `normalize`.
       action_noise: std of Gaussian exploration noise on every action dimension, as
         RL-Zoo's `noise_type: normal` with `noise_std` (TD3, DDPG); None: none.
+      zoo_entry: the entry of RL-Zoo's yml the settings are, when it is not ``env``'s.
     """
 
     algo: str
@@ -39,6 +52,18 @@ class Peer:
     n_envs: Optional[int] = None
     normalize: bool = False
     action_noise: Optional[float] = None
+    zoo_entry: Optional[str] = None
+
+
+def zoo_settings(peer: Peer) -> str:
+    """Where ``peer``'s settings come from, as result files name it:
+    "RL-Zoo hyperparams/ppo.yml: CartPole-v1"."""
+    return f"RL-Zoo hyperparams/{peer.algo}.yml: {peer.zoo_entry or peer.env}"
+
+
+# rl's eval_act_select -> SB3's predict(deterministic=...): how the peer acts in the
+# evaluations of a seed run (peer_runs.peer_seed_run), as the rl set's evaluations act.
+EVAL_DETERMINISTIC = {"greedy": True, "sample": False}
 
 
 def build_peer(peer: Peer, seed: int):
@@ -115,6 +140,36 @@ PEERS: Dict[str, Peer] = {
     # Learning rate 1e-3, SB3's defaults otherwise: 256 x 256, batch 256, one gradient
     # step per env step.
     "sac_pendulum": Peer("sac", "Pendulum-v1", {"learning_rate": 1e-3}),
+    "dqn_lunar_lander": Peer(
+        "dqn",
+        "LunarLander-v3",
+        {
+            "learning_rate": 6.3e-4,
+            "batch_size": 128,
+            "buffer_size": 50_000,
+            "learning_starts": 0,
+            "gamma": 0.99,
+            "target_update_interval": 250,
+            "train_freq": 4,
+            "gradient_steps": -1,
+            "exploration_fraction": 0.12,
+            "exploration_final_eps": 0.1,
+            "policy_kwargs": {"net_arch": [256, 256]},
+        },
+    ),
+    "ppo_lunar_lander": Peer(
+        "ppo",
+        "LunarLander-v3",
+        {
+            "n_steps": 1024,
+            "batch_size": 64,
+            "gae_lambda": 0.98,
+            "gamma": 0.999,
+            "n_epochs": 4,
+            "ent_coef": 0.01,
+        },
+        n_envs=16,
+    ),
     "dqn_mountain_car": Peer(
         "dqn",
         "MountainCar-v0",
@@ -161,6 +216,7 @@ PEERS: Dict[str, Peer] = {
             "policy_kwargs": {"net_arch": [400, 300]},
         },
         action_noise=0.1,
+        zoo_entry="LunarLanderContinuous-v2 of 2021",
     ),
 }
 

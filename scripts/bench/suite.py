@@ -12,7 +12,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 from rl import registry
 from rl.files import read_json_object, write_text_atomic
-from scripts.bench import children, columns, scores
+from scripts.bench import children, columns, peer_settings, scores
 
 # rl.catalog and rl.analysis are imported where used: they load NumPy and more, which
 # the peer and cost processes (this same script) must not pay for in their wall time.
@@ -90,7 +90,6 @@ LONG_SETS = (
 )
 RESULTS_NAME = "results"  # <output_dir>/results/<set>.json unless --results_dir
 PROFILE_NAME = "profile.png"
-PEER_SUMMARY = os.path.join("peer", "summary.json")  # <output_dir>/<set>/peer/summary.json
 
 
 def planned_seeds(name: str, env: str, override: Optional[int] = None) -> int:
@@ -270,7 +269,9 @@ def suite_row(output_dir: str, name: str, agent: str, env: str, steps: int) -> O
         run_dirs = [os.path.join(set_dir, os.path.basename(r["run_dir"])) for r in summary["runs"]]
         logs = [analysis.read_eval_log(d) for d in run_dirs]
         seeds = [read_json_object(os.path.join(d, HPARAMS_FILE))["seed"] for d in run_dirs]
-        peer_path = os.path.join(set_dir, PEER_SUMMARY)
+        peer_path = os.path.join(
+            peer_settings.suite_peer_dir(output_dir, name), peer_settings.PEER_SUMMARY_NAME
+        )
         peer = read_json_object(peer_path) if os.path.exists(peer_path) else None
         finals = [float(log[-1]["return_mean"]) for log in logs]
         bests = [max(float(r["return_mean"]) for r in log) for log in logs]
