@@ -326,30 +326,7 @@ class Experiment:
                 self._say(notice)
             # What recover() rebuilt counts too: an evaluation it put back is not owed.
             eval_records = read_eval_records(os.path.join(self.output_dir, EVAL_FILE))
-            superseded = tidy_policies(self.output_dir, restored_step)
-            self._best, superseded_bests, notices = tidy_best(self.output_dir, restored_step)
-            if unreadable:  # one line for the whole fallback
-                self._say(
-                    fallback_notice(
-                        unreadable, self.restored_from, moved_to, superseded, superseded_bests
-                    )
-                )
-            else:
-                for moved in superseded:
-                    self._say(f"moved the policy {moved} aside: its training is redone")
-                for moved in superseded_bests:
-                    self._say(f"moved the best checkpoint {moved} aside: its training is redone")
-            for notice in notices:
-                self._say(notice)
-            # Only the restored checkpoint can lack its artefact: saves run one at a time,
-            # each ending with its export, and restoring reads the newest readable one.
-            if self.restored_from and export_missing_policy(
-                self.agent, self.output_dir, restored_step
-            ):
-                self._say(
-                    f"re-exported {artefact_dir(self.output_dir, restored_step)} from "
-                    f"{os.path.basename(self.restored_from)} (a kill had interrupted its export)"
-                )
+            self._tidy_artefacts(restored_step, unreadable, moved_to)
         elif unreadable:
             self._say(fallback_notice(unreadable, self.restored_from))
         cap = episode_cap(hp.env, hp.max_episode_steps)
@@ -373,6 +350,35 @@ class Experiment:
         if self.restored_from is None:
             rows = "\n".join(f"| {k} | {v} |" for k, v in hp.to_dict().items())
             self.logbook.text("hparams", f"| hparam | value |\n|---|---|\n{rows}", 0)
+
+    def _tidy_artefacts(
+        self, restored_step: int, unreadable: Dict[str, str], moved_to: Optional[str]
+    ) -> None:
+        """Makes policies/ and best/ agree with the checkpoint restored at ``restored_step``
+        and gives it its policy artefact if a kill cut the export; says what it did (a
+        fallback from ``unreadable`` checkpoints, moved to ``moved_to``, in one line)."""
+        superseded = tidy_policies(self.output_dir, restored_step)
+        self._best, superseded_bests, notices = tidy_best(self.output_dir, restored_step)
+        if unreadable:
+            self._say(
+                fallback_notice(
+                    unreadable, self.restored_from, moved_to, superseded, superseded_bests
+                )
+            )
+        else:
+            for moved in superseded:
+                self._say(f"moved the policy {moved} aside: its training is redone")
+            for moved in superseded_bests:
+                self._say(f"moved the best checkpoint {moved} aside: its training is redone")
+        for notice in notices:
+            self._say(notice)
+        # Only the restored checkpoint can lack its artefact: saves run one at a time,
+        # each ending with its export, and restoring reads the newest readable one.
+        if self.restored_from and export_missing_policy(self.agent, self.output_dir, restored_step):
+            self._say(
+                f"re-exported {artefact_dir(self.output_dir, restored_step)} from "
+                f"{os.path.basename(self.restored_from)} (a kill had interrupted its export)"
+            )
 
     # --- state ------------------------------------------------------------------
     @property
