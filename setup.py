@@ -58,8 +58,10 @@ setup(
             "kubernetes-validate>=1.33",
             "jsonschema>=4.20",
             "pyyaml>=6",
-            # tests/test_remote_env.py checks env_pb2*.py against env.proto.
-            "grpcio-tools>=1.85,<1.86",
+            # tests/test_remote_env.py checks env_pb2*.py against env.proto by regenerating
+            # them: the exact version that wrote them, since each patch release writes its
+            # own number into env_pb2_grpc.py as the oldest grpcio the module accepts.
+            "grpcio-tools==1.85.1",
         ],
         # Gymnasium families with their own dependencies (`--list` marks them).
         "box2d": ["gymnasium[box2d]>=1.1,<2"],
