@@ -22,7 +22,7 @@ from absl import logging as absl_logging
 from rl import _tf, plugins, registry, seeding, slots
 from rl.best import BEST, CHECKPOINT_CHOICES, LATEST
 from rl.errors import USER_ERRORS, EnvError, EnvServerError, PluginError, one_line
-from rl.files import ATOMIC_TEMP, read_json_object, set_aside, write_text_atomic
+from rl.files import read_json_object, set_aside, write_text_atomic
 from rl.hparams.base import int_field_range
 from rl.processes import (
     MAX_ROUNDS_AHEAD,
@@ -938,13 +938,13 @@ def run_copies(copies: list) -> int:
     Args:
         copies: the copies' ``CheckedRun``s, from ``checked_copies``.
     """
-    from rl import analysis  # late: it loads TensorBoard
+    # Late, both: they load TensorBoard, which --help does without.
+    from rl import analysis
+    from rl.run_folder import COPIES_TEMPORARY_NAMES, leftover_temporaries, remove_temporaries
 
     run_dirs = [copy.output_dir for copy in copies]
-    parent = FLAGS.output_dir
-    for name in os.listdir(parent) if os.path.isdir(parent) else []:
-        if ATOMIC_TEMP.fullmatch(name):  # what a kill left of summary.json or curves.png
-            os.remove(os.path.join(parent, name))
+    # What a kill left of summary.json or curves.png.
+    remove_temporaries(leftover_temporaries(FLAGS.output_dir, COPIES_TEMPORARY_NAMES))
     if FLAGS.copies_parallel > 1:
         code = run_copies_in_processes(run_dirs, [copy.hp.seed for copy in copies])
         if code < 0:

@@ -89,16 +89,22 @@ TEMPORARY_NAMES = {
 }
 
 
-def leftover_temporaries(output_dir: str) -> List[str]:
-    """What kills left half-written in a run folder (``TEMPORARY_NAMES``), and the data
-    files of a checkpoint whose ``.index`` a kill kept TensorFlow from writing (it renames
-    the data into place first); writes nothing.
+# A --copies folder's own files (summary.json, curves.png, test_summary.json).
+COPIES_TEMPORARY_NAMES = {"": (ATOMIC_TEMP,)}
+
+
+def leftover_temporaries(
+    output_dir: str, names: Mapping[str, Tuple[re.Pattern, ...]] = TEMPORARY_NAMES
+) -> List[str]:
+    """What kills left half-written in a run folder (``names``, by subfolder), and the
+    data files of a checkpoint whose ``.index`` a kill kept TensorFlow from writing (it
+    renames the data into place first); writes nothing.
 
     Returns:
         Paths of files and folders, sorted.
     """
     found = []
-    for folder, patterns in TEMPORARY_NAMES.items():
+    for folder, patterns in names.items():
         where = os.path.join(output_dir, folder)
         names = os.listdir(where) if os.path.isdir(where) else []
         found += [os.path.join(where, n) for n in names if any(p.fullmatch(n) for p in patterns)]
@@ -109,6 +115,15 @@ def leftover_temporaries(output_dir: str) -> List[str]:
         if data and int(data.group(1)) not in indexed:
             found.append(os.path.join(folder, name))
     return sorted(found)
+
+
+def remove_temporaries(paths: Sequence[str]) -> None:
+    """Deletes what ``leftover_temporaries`` found: files, and folders with their files."""
+    for path in paths:
+        if os.path.isdir(path):
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            os.remove(path)
 
 
 # Fields that shape what a checkpoint holds: which agent and network, the
@@ -480,11 +495,7 @@ class RunFolder:
         Returns:
             The folder the unreadable checkpoints went to; None if there were none.
         """
-        for temporary in leftover_temporaries(self.path):
-            if os.path.isdir(temporary):
-                shutil.rmtree(temporary, ignore_errors=True)
-            else:
-                os.remove(temporary)
+        remove_temporaries(leftover_temporaries(self.path))
         self._write_hparams_and_snapshot(hp, existing, argv, flags, device_info)
         moved_to = self._tidy_checkpoints(unreadable)
         self.manager = tf.train.CheckpointManager(
