@@ -27,7 +27,14 @@ from typing import List, Optional, Tuple
 
 from rl._tf import writes_as_oserror
 from rl.errors import CheckpointError, error_line
-from rl.files import fsync_dir, read_json_object, write_text_atomic
+from rl.files import (
+    checkpoint_name,
+    fsync_dir,
+    named_step,
+    named_steps,
+    read_json_object,
+    write_text_atomic,
+)
 from rl.policy import PolicyArtefactError, read_artefact, write_policy_artefact
 
 BEST_DIR = "best"
@@ -66,12 +73,12 @@ def is_better(return_mean: float, best: Optional[BestRecord]) -> bool:
 
 def best_folder(output_dir: str, step: int) -> str:
     """The folder of the best evaluation at ``step``."""
-    return os.path.join(output_dir, BEST_DIR, f"ckpt-{step}")
+    return os.path.join(output_dir, BEST_DIR, checkpoint_name(step))
 
 
 def checkpoint_prefix(folder: str, step: int) -> str:
     """The tf.train checkpoint inside a best folder (its files add .index, .data-*)."""
-    return os.path.join(folder, CHECKPOINT_FOLDER, f"ckpt-{step}")
+    return os.path.join(folder, CHECKPOINT_FOLDER, checkpoint_name(step))
 
 
 def policy_folder(folder: str) -> str:
@@ -81,11 +88,7 @@ def policy_folder(folder: str) -> str:
 
 def best_steps(output_dir: str) -> List[int]:
     """Steps of the complete best folders in the run, oldest first."""
-    root = os.path.join(output_dir, BEST_DIR)
-    if not os.path.isdir(root):
-        return []
-    names = (name for name in os.listdir(root) if name.startswith("ckpt-"))
-    return sorted(int(name[5:]) for name in names if name[5:].isdigit())
+    return named_steps(os.path.join(output_dir, BEST_DIR))
 
 
 # --- writing --------------------------------------------------------------------
@@ -150,7 +153,7 @@ def read_best(folder: str) -> BestRecord:
     Raises:
         CheckpointError: naming the folder and what is wrong with it.
     """
-    step = int(os.path.basename(folder)[len("ckpt-") :])
+    step = named_step(folder)
     path = os.path.join(folder, RECORD_FILE)
     try:
         saved = read_json_object(path)

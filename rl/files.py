@@ -1,5 +1,5 @@
 """The one atomic writer of run files, the one reader of JSON-object files, the one folder
-lock, the one way to set a file aside.
+lock, the one way to set a file aside, the one spelling of a checkpoint's name.
 
 Every file a run writes (hparams.json, the checkpoint index, snapshot files,
 summaries, curves, videos) is written under a temporary name in its own
@@ -15,7 +15,7 @@ import os
 import re
 import secrets
 import time
-from typing import Any, Callable, Dict, Optional
+from typing import Any, Callable, Dict, List, Optional
 
 
 def write_atomically(path: str, write: Callable[[str], None]) -> None:
@@ -85,6 +85,33 @@ def write_text_atomic(path: str, text: str) -> None:
     escapes) are written back as the bytes they came from.
     """
     write_bytes_atomic(path, text.encode("utf-8", errors="surrogateescape"))
+
+
+# tf.train.CheckpointManager names checkpoint N "ckpt-N"; policies/ and best/ name their
+# folders after it, so a step is spelled and read back the same way everywhere.
+CHECKPOINT_NAME_PREFIX = "ckpt-"
+
+
+def checkpoint_name(step: int) -> str:
+    """The name of checkpoint ``step``: ``ckpt-384`` for 384."""
+    return f"{CHECKPOINT_NAME_PREFIX}{step}"
+
+
+def named_step(name: str) -> Optional[int]:
+    """The step a ``ckpt-<N>`` name or path's last part is named after (384 for
+    ``.../checkpoints/ckpt-384``); None for any other name."""
+    base = os.path.basename(name)
+    digits = base[len(CHECKPOINT_NAME_PREFIX) :]
+    if base.startswith(CHECKPOINT_NAME_PREFIX) and digits.isdigit() and digits.isascii():
+        return int(digits)
+    return None
+
+
+def named_steps(folder: str) -> List[int]:
+    """The steps of the ``ckpt-<N>`` entries of ``folder``, oldest first ([] for no folder)."""
+    if not os.path.isdir(folder):
+        return []
+    return sorted(s for s in map(named_step, os.listdir(folder)) if s is not None)
 
 
 # The run folder, set by Experiment before it makes envs: envs that play against the run's

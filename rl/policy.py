@@ -26,7 +26,9 @@ from rl._tf import writes_as_oserror
 from rl.errors import HParamsError
 from rl.files import (
     RUN_DIR_VARIABLE,  # noqa: F401  (self-play and the experiment name it from here)
+    checkpoint_name,
     fsync_dir,
+    named_steps,
     read_json_object,
     write_bytes_atomic,
     write_text_atomic,
@@ -43,7 +45,7 @@ class PolicyArtefactError(ValueError):
 
 
 def artefact_dir(output_dir: str, step: int) -> str:
-    return os.path.join(output_dir, POLICIES_DIR, f"ckpt-{step}")
+    return os.path.join(output_dir, POLICIES_DIR, checkpoint_name(step))
 
 
 def write_policy_artefact(
@@ -130,14 +132,7 @@ def tidy_policies(output_dir: str, restored_step: int) -> List[str]:
 
 def policy_steps(output_dir: str) -> List[int]:
     """Steps of the complete policy artefacts of a run, oldest first."""
-    folder = os.path.join(output_dir, POLICIES_DIR)
-    if not os.path.isdir(folder):
-        return []
-    steps = []
-    for name in os.listdir(folder):
-        if name.startswith("ckpt-") and name[5:].isdigit():
-            steps.append(int(name[5:]))
-    return sorted(steps)
+    return named_steps(os.path.join(output_dir, POLICIES_DIR))
 
 
 def select_steps(steps: Sequence[int], every: Optional[int], latest: bool) -> List[int]:

@@ -53,8 +53,10 @@ from rl.analysis import SUMMARY_NAME, copy_dirs
 from rl.errors import CheckpointError, RunConflictError, error_line
 from rl.files import (
     ATOMIC_TEMP,
+    checkpoint_name,
     lock_exclusively,
     lock_holder,
+    named_step,
     set_aside,
     write_text_atomic,
 )
@@ -440,7 +442,7 @@ class RunFolder:
         """
         folder = self.checkpoint_dir
         steps = list(reversed(checkpoint_steps(folder)))
-        candidates = [os.path.join(folder, f"ckpt-{n}") for n in steps]
+        candidates = [os.path.join(folder, checkpoint_name(n)) for n in steps]
         reasons = []  # why each newer checkpoint cannot be read, said once one can be
         for i, (step, path) in enumerate(zip(steps, candidates)):
             try:
@@ -599,7 +601,7 @@ class RunFolder:
         with writes_as_oserror(f"step {step} in {self.path}"):
             self.logbook.stage(step)
             latest = self.manager.latest_checkpoint
-            if latest is None or os.path.basename(latest) != f"ckpt-{step}":
+            if latest is None or named_step(latest) != step:
                 if self.separate_state:
                     os.makedirs(self.checkpoint_dir, exist_ok=True)  # the first save comes first
                 for name, state in self.separate_state.items():
@@ -621,7 +623,10 @@ def checkpoint_steps(folder: str) -> List[int]:
 
 def checkpoint_step(path: str) -> int:
     """The step a checkpoint is named after: 384 for ``.../checkpoints/ckpt-384``."""
-    return int(os.path.basename(path)[len("ckpt-") :])
+    step = named_step(path)
+    if step is None:
+        raise ValueError(f"{path} is not named ckpt-<step>")
+    return step
 
 
 def state_file_steps(folder: str, name: str) -> List[int]:
@@ -667,9 +672,9 @@ def write_checkpoint_index(folder: str, steps: List[int]) -> None:
         folder: the checkpoints folder.
         steps: the checkpoints to list, oldest first; stamped with their files' times.
     """
-    times = [os.path.getmtime(os.path.join(folder, f"ckpt-{n}.index")) for n in steps]
-    lines = [f'model_checkpoint_path: "ckpt-{steps[-1]}"']
-    lines += [f'all_model_checkpoint_paths: "ckpt-{n}"' for n in steps]
+    times = [os.path.getmtime(os.path.join(folder, f"{checkpoint_name(n)}.index")) for n in steps]
+    lines = [f'model_checkpoint_path: "{checkpoint_name(steps[-1])}"']
+    lines += [f'all_model_checkpoint_paths: "{checkpoint_name(n)}"' for n in steps]
     lines += [f"all_model_checkpoint_timestamps: {t!r}" for t in times]
     # Checkpoints newer than this are the ones CheckpointManager rotates.
     lines.append(f"last_preserved_timestamp: {min(times) - 1.0!r}")

@@ -10,7 +10,8 @@ twice or loses one. ``Experiment`` calls:
                   new one, and sends every committed record not sent yet
   committed(S)    after checkpoint S is saved and its records committed: the same
   finish(status)  at the end of training: the snapshot, hparams.json,
-                  eval.jsonl and the latest policy artefact; the run's status
+                  eval.jsonl, the latest policy artefact and the best evaluation's
+                  (best/ckpt-<N>/: its policy/ and best.json); the run's status
 
 tracking.json in the run folder (rl/files.py's atomic writer, after each send):
 
@@ -37,6 +38,8 @@ import time
 import warnings
 from typing import Any, Callable, Dict, Iterator, List, Optional, Protocol
 
+from rl.best import POLICY_FOLDER, current_best, policy_folder
+from rl.best import RECORD_FILE as BEST_RECORD_FILE
 from rl.errors import error_line
 from rl.files import lock_exclusively, read_json_object, set_aside, write_text_atomic
 from rl.hparams.resolve import HPARAMS_FILE
@@ -310,6 +313,13 @@ class MLflowTracking:
         if steps:
             latest = artefact_dir(self.folder, steps[-1])
             self._client.log_artifacts(run_id, latest, os.path.relpath(latest, self.folder))
+        best = current_best(self.folder)
+        if best is not None:  # its policy and record, as the run folder holds them
+            into = os.path.relpath(best, self.folder)
+            self._client.log_artifact(run_id, os.path.join(best, BEST_RECORD_FILE), into)
+            self._client.log_artifacts(
+                run_id, policy_folder(best), os.path.join(into, POLICY_FOLDER)
+            )
         self._client.set_terminated(run_id, status)
 
 

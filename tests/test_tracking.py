@@ -151,6 +151,7 @@ def test_a_tracked_run_is_one_mlflow_run_holding_its_hparams_metrics_and_files(t
     assert tags.get("mlflow.source.git.commit") == commit
     assert_metrics_match_the_run_folder(mlflow, run.info.run_id, out)
     files = artefact_paths(mlflow, run.info.run_id)
+    (best,) = os.listdir(out / "best")  # the best evaluation's folder, ckpt-<step>
     for expected in (
         "hparams.json",
         "eval.jsonl",
@@ -159,6 +160,9 @@ def test_a_tracked_run_is_one_mlflow_run_holding_its_hparams_metrics_and_files(t
         "policies/ckpt-256/policy.json",
         "policies/ckpt-256/weights.npz",
         "policies/ckpt-256/saved_model/saved_model.pb",
+        f"best/{best}/best.json",
+        f"best/{best}/policy/policy.json",
+        f"best/{best}/policy/weights.npz",
     ):
         assert expected in files
     assert os.listdir(cwd) == []  # no ./mlruns in the current folder
