@@ -9,7 +9,9 @@ Rainbow's pieces (Hessel et al. 2018) are switches on the same learner:
 ``double_q``, ``dueling`` and ``noisy`` (the model), ``num_atoms`` > 1 (C51),
 ``n_step`` (the replay) and ``prioritized_replay`` (the replay feed's weights
 and priorities). QR-DQN (agent qrdqn) is this learner with ``num_quantiles`` > 1.
-The loss follows from the head (rl/hparams/dqn.py ``td_loss``).
+The loss is the registered one ``hp.grad_comp`` names (derived by the hparams class:
+``DQNHParams.loss_name``), called on a ``QBatch``: a new loss of the family needs no
+edit here.
 """
 
 import functools
@@ -18,6 +20,7 @@ from typing import Dict, List
 from rl._tf import tf
 from rl.agents.learner import Learner
 from rl.agents.off_policy import ReplayFeed, divergence_warnings
+from rl.algos.grad_comp.q_batch import QBatch
 from rl.algos.schedules import apex_epsilons, linear_schedule
 from rl.hparams.dqn import DQNHParams
 
@@ -84,51 +87,14 @@ class DQNLearner(Learner):
         return metrics
 
     def _loss(self, data: Dict[str, tf.Tensor], noise_seeds=(None, None)):
-        """The TD loss [B] (importance-weighted when prioritised) and its extras on
-        (a slice of) one batch; "priority" is what the replay ranks it by next."""
-        hp = self.hp
-        online_seed, target_seed = noise_seeds
-        model, target_model = self.model, self.target_model
-        next_online = model(data["next_obs"], online_seed) if hp.double_q else None
-        distributional = hp.num_atoms > 1 or hp.num_quantiles > 1
-        if distributional and next_online is None and model.masked_actions:
-            # a* from the target's expected values: legal moves only (games).
-            next_online = target_model(data["next_obs"], target_seed)
-        transition = {
-            "a_tm1": data["actions"],
-            "r_t": data["rewards"],
-            "discount_t": data["discounts"],
-        }
-        if hp.num_quantiles > 1:
-            loss, extras = self.grad_comp(
-                quantiles_tm1=model.logits(data["obs"], online_seed),
-                quantiles_t_target=target_model.logits(data["next_obs"], target_seed),
-                q_t_selector=next_online,
-                kappa=hp.huber_delta,
-                **transition,
-            )
-        elif hp.num_atoms > 1:
-            loss, extras = self.grad_comp(
-                logits_tm1=model.logits(data["obs"], online_seed),
-                logits_t_target=target_model.logits(data["next_obs"], target_seed),
-                support=model.support,
-                q_t_selector=next_online,
-                **transition,
-            )
-        else:
-            loss, extras = self.grad_comp(
-                q_tm1=model(data["obs"], online_seed),
-                q_t_target=target_model(data["next_obs"], target_seed),
-                q_t_online=next_online,
-                huber_delta=hp.huber_delta,
-                **transition,
-            )
-        # The quantile loss or C51's cross-entropy (as in Rainbow); else the TD error.
-        priority = loss if distributional else tf.abs(extras["td_error"])
+        """The loss ``hp.grad_comp`` names [B] (importance-weighted when prioritised) and
+        its extras on (a slice of) one batch; "priority" is what the replay ranks it by next."""
+        batch = QBatch(data, self.model, self.target_model, noise_seeds, self.hp.double_q)
+        loss, extras = self.grad_comp(batch, self.hp)
         if "weights" in data:
             loss = loss * data["weights"]
         return loss, {
             "q_taken": extras["q_taken"],
             "target": extras["target"],
-            "priority": tf.stop_gradient(priority),
+            "priority": tf.stop_gradient(extras["priority"]),
         }
