@@ -494,7 +494,8 @@ class Learner(tf.Module):
             data: tensors [G, B, ...], one batch per gradient step.
             updates_before: int64 scalar; each update is a burst of G steps.
             gradient_step: (batch [B, ...], gradient steps done after this one) -> metrics.
-            names, collect: as ``run_gradient_steps`` takes them.
+            names: the metrics to average, as ``run_gradient_steps`` takes them.
+            collect: the values kept from every step, as ``run_gradient_steps`` takes them.
         """
         count = tf.shape(next(iter(data.values())))[0]
         done_before = updates_before * tf.cast(count, tf.int64)
