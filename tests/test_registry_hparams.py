@@ -404,7 +404,8 @@ def test_a_run_saved_before_rmsprop_epsilon_resumes_with_the_epsilon_it_trained_
     assert load_run_hparams(str(tmp_path)).rmsprop_epsilon == expected
 
 
-SAVED_FIELDS = os.path.join(os.path.dirname(__file__), "data", "saved_hparams_fields.json")
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SAVED_FIELDS = os.path.join(ROOT, "tests", "data", "saved_hparams_fields.json")
 
 
 def new_agent_message(agent: str, cls: type, fields) -> str:
@@ -412,8 +413,8 @@ def new_agent_message(agent: str, cls: type, fields) -> str:
     agent's own, so another agent's line is no substitute)."""
     line = f"{json.dumps(agent)}: {json.dumps(sorted(fields))},"
     return (
-        f"agent '{agent}' has no line in {SAVED_FIELDS}: add this one, the fields "
-        f"{cls.__name__} saves in hparams.json today:\n {line}"
+        f"agent '{agent}' has no line in {os.path.relpath(SAVED_FIELDS, ROOT)}: add this one, "
+        f"the fields {cls.__name__} saves in hparams.json today:\n {line}"
     )
 
 
