@@ -64,6 +64,7 @@ class Registry:
         self.kind = kind
         self._entries: Dict[str, Callable] = {}
         self._declared: Dict[str, str] = {}  # name -> "module:attribute", not yet imported
+        self._targets: Dict[str, str] = {}  # every declared name -> "module:attribute"
 
     def register(self, name_or_obj=None):
         """Registers an object under its snake_case name or a given one.
@@ -97,12 +98,27 @@ class Registry:
         """
         self._refuse_taken(name)
         self._declared[name] = target
+        self._targets[name] = target
 
     def _refuse_taken(self, name: str) -> None:
         """Raises ValueError naming who holds ``name``, if anyone does."""
         if name in self:
             where = self._declared.get(name) or getattr(self._entries[name], "__module__", "")
             raise ValueError(f"{self.kind} '{name}' is already registered (by {where}).")
+
+    def origin(self, name: str) -> str:
+        """Where ``name``'s object is defined, ``"package.module:attribute"``, without
+        importing it (for generated docs).
+
+        Raises:
+            UnknownNameError: as ``get``.
+        """
+        if name in self._targets:
+            return self._targets[name]
+        if name in self._entries:
+            obj = self._entries[name]
+            return f"{obj.__module__}:{obj.__qualname__}"
+        raise self._unknown(name)
 
     def check(self, name: str) -> None:
         """Raises UnknownNameError unless ``name`` is registered (imports nothing)."""

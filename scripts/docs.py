@@ -657,6 +657,42 @@ def layers_list(path: Path = IMPORT_LAYERS) -> str:
     return "\n".join(lines) + "\n"
 
 
+# Registries whose names the architecture page lists with where each is defined.
+DECLARED_KINDS = ("agents", "models", "act_select", "grad_comp")
+
+
+def source_path(target: str) -> str:
+    """``"rl.agents.dqn:DQNLearner"`` -> ``"rl/agents/dqn.py"``."""
+    return target.split(":")[0].replace(".", "/") + ".py"
+
+
+def origin_text(name: str, target: str) -> str:
+    """Where a registered name is defined: its file, and its attribute if not the name."""
+    attribute = target.split(":")[1]
+    where = f"`{source_path(target)}`"
+    return where if attribute == name else f"`{attribute}` in {where}"
+
+
+def registrations() -> str:
+    """What each package registers and where it is defined, from the registries: the
+    declared names (agents, models, act_selects, losses) and the modules of hparam sets."""
+    lines = []
+    for kind in DECLARED_KINDS:
+        reg = registry.ALL[kind]
+        entries = ", ".join(
+            f"`{name}` ({origin_text(name, reg.origin(name))})" for name in reg.names()
+        )
+        lines.append(f"- **{kind}**: {entries}")
+    modules: Dict[str, List[str]] = {}
+    for name in registry.hparams.names():
+        modules.setdefault(source_path(registry.hparams.origin(name)), []).append(name)
+    sets = "; ".join(
+        f"`{path}`: {', '.join(f'`{n}`' for n in names)}" for path, names in sorted(modules.items())
+    )
+    lines.append(f"- **hparams** sets by module: {sets}")
+    return "\n".join(lines) + "\n"
+
+
 # ---------------------------------------------------------------- blocks
 
 
@@ -676,6 +712,7 @@ def generators(readme: bool = False) -> Dict[str, Callable[[], str]]:
         "provenance": provenance,
         "curves": curves_gallery,
         "layers": layers_list,
+        "registrations": registrations,
     }
 
 

@@ -404,7 +404,18 @@ def test_a_run_saved_before_rmsprop_epsilon_resumes_with_the_epsilon_it_trained_
     assert load_run_hparams(str(tmp_path)).rmsprop_epsilon == expected
 
 
-SAVED_FIELDS = os.path.join(os.path.dirname(__file__), "data", "saved_hparams_fields.json")
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SAVED_FIELDS = os.path.join(ROOT, "tests", "data", "saved_hparams_fields.json")
+
+
+def new_agent_message(agent: str, cls: type, fields) -> str:
+    """The line a new agent adds to SAVED_FIELDS: the fields its runs save today (each
+    agent's own, so another agent's line is no substitute)."""
+    line = f"{json.dumps(agent)}: {json.dumps(sorted(fields))},"
+    return (
+        f"agent '{agent}' has no line in {os.path.relpath(SAVED_FIELDS, ROOT)}: add this one, "
+        f"the fields {cls.__name__} saves in hparams.json today:\n {line}"
+    )
 
 
 def test_a_field_added_since_runs_were_saved_says_what_those_runs_trained_with():
@@ -417,12 +428,12 @@ def test_a_field_added_since_runs_were_saved_says_what_those_runs_trained_with()
     for agent in registry.agents.names():
         cls = hparams_class(agent)
         fields = {f.name for f in dataclasses.fields(cls) if f.init}
-        first = set(saved_fields.get(agent, ()))
+        assert agent in saved_fields, new_agent_message(agent, cls, fields)
+        first = set(saved_fields[agent])
         new = sorted(fields - first - set(FIELDS_ADDED_LATER))
         assert not new, (
             f"{cls.__name__} has fields that runs saved before them lack: {new}; add each to "
             "FIELDS_ADDED_LATER in rl/hparams/resolve.py with what those runs trained with"
-            + ("" if first else f" (or add agent '{agent}' to {SAVED_FIELDS})")
         )
         gone = sorted(first - fields)
         assert not gone, (
@@ -436,6 +447,17 @@ def test_a_field_added_since_runs_were_saved_says_what_those_runs_trained_with()
         back = saved_hparams(values, "hparams.json")
         later = {k: back.to_dict()[k] for k in FIELDS_ADDED_LATER if k in fields}
         assert back == hp.replace(**later)
+
+
+def test_an_agent_without_saved_fields_is_told_the_line_to_add():
+    from rl.hparams.resolve import hparams_class
+
+    cls = hparams_class("qrdqn")
+    fields = {f.name for f in dataclasses.fields(cls) if f.init}
+    message = new_agent_message("qrdqn", cls, fields)
+    line = message.splitlines()[-1]
+    assert json.loads("{" + line.rstrip(",") + "}") == {"qrdqn": sorted(fields)}
+    assert "num_quantiles" in fields and "grad_comp" not in fields  # its own; not derived
 
 
 def test_every_field_declares_its_limits_and_every_set_meets_them():

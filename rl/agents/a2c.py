@@ -7,7 +7,7 @@ switch on: long rollouts, one policy step per batch, then ``value_steps`` steps
 fitting the baseline alone, with their own optimizer. The update is one compiled call.
 """
 
-from typing import Dict, Optional
+from typing import Dict
 
 from rl._tf import tf
 from rl.agents.learner import Learner, run_gradient_steps
@@ -18,8 +18,6 @@ from rl.agents.rollouts import (
     epochs_of_minibatches,
     explained_variance,
     standardized,
-    trace_rollout_update,
-    update_on_full_rollout,
 )
 from rl.hparams.a2c import A2CHParams
 
@@ -38,7 +36,6 @@ class A2CLearner(Learner):
         super().__init__(hp, observation_space, action_space)
         self.memory = RolloutMemory(observation_space, action_space, hp.rollout_steps, hp.num_envs)
         self.check_divisible("num_envs * rollout_steps", hp.num_envs * hp.rollout_steps)
-        self._compiled_update = self.compile_update(self._update_step)
         self.value_optimizer = None
         if hp.value_steps:
             self.value_variables = self.model.value_net.trainable_variables
@@ -46,16 +43,10 @@ class A2CLearner(Learner):
             self.value_optimizer = build_optimizer(hp, hp.value_learning_rate)
             self.value_optimizer.build(self.value_variables)
 
-    def update(self) -> Optional[Dict[str, float]]:
-        return update_on_full_rollout(self, self._compiled_update)
-
-    def warm_up(self) -> None:
-        trace_rollout_update(self, self._compiled_update)
-
-    def _update_step(self, batch: Dict[str, tf.Tensor], learning_rate: tf.Tensor):
+    def learn(self, batch: Dict[str, tf.Tensor], updates_before: tf.Tensor):
         """GAE, one policy-gradient step on the [T, N] rollout, then VPG's baseline steps."""
+        del updates_before
         hp = self.hp
-        self.optimizer.learning_rate.assign(learning_rate)
         data = advantages_over_rollout(self.model.value, batch, hp.gamma, hp.gae_lambda)
         # One epoch of one minibatch: the whole rollout, in the shuffled order its
         # loss has always been summed in (one seed from the update's stream).
@@ -63,7 +54,7 @@ class A2CLearner(Learner):
         if self.value_optimizer is not None:
             metrics.update(self._baseline_steps(data))
         metrics["explained_variance"] = explained_variance(data["returns"], data["old_values"])
-        return self._update_outputs(metrics)
+        return metrics
 
     def _policy_step(self, data: Dict[str, tf.Tensor]) -> Dict[str, tf.Tensor]:
         if self.hp.normalize_advantages:  # over the whole rollout, before any split

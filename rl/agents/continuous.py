@@ -7,18 +7,19 @@ the policy (TD3: every ``policy_delay`` critic steps) and moves the target netwo
 by Polyak averaging. Critics and policy have optimizers of their own; SAC adds its
 temperature's. Before ``learning_starts`` the actors play uniform actions.
 
-What both learners do alike (the burst around the gradient steps, the critics'
-step, the targets' sync) is written once, as functions of the learner, below them.
+What both learners do alike (their replay, targets and optimizers, the critics'
+step) is written once, as functions of the learner, below them; the burst around
+the gradient steps and the targets' sync are the base Learner's.
 """
 
 import functools
-from typing import Callable, Dict, List, Optional, Sequence
+from typing import Callable, Dict, List
 
 import numpy as np
 
 from rl._tf import tf
-from rl.agents.learner import Learner, run_gradient_steps
-from rl.agents.off_policy import BATCH_FIELDS, ReplayFeed, divergence_warnings, soft_update
+from rl.agents.learner import Learner
+from rl.agents.off_policy import ReplayFeed, divergence_warnings
 from rl.agents.optimizers import build_optimizer
 from rl.algos.schedules import warmup_schedule
 
@@ -39,25 +40,17 @@ class TD3Learner(Learner):
     def exploration_schedule(cls, hp):
         return uniform_until_learning_starts(hp)
 
-    def update(self) -> Optional[Dict[str, float]]:
-        return learn_from_burst(self, self._compiled_update)
-
-    def warm_up(self) -> None:
-        trace_burst(self, self._compiled_update)
-
     def warnings(self, metrics: Dict[str, float]) -> List[str]:
         return divergence_warnings(
             metrics, self.memory.replay.max_abs_reward, self.hp.gamma, self.env_steps
         )
 
-    def _update_step(
-        self, batch: Dict[str, tf.Tensor], learning_rate: tf.Tensor, done_before: tf.Tensor
-    ):
+    def scheduled_optimizers(self) -> List:
+        return [self.optimizer, self.actor_optimizer]
+
+    def learn(self, batch: Dict[str, tf.Tensor], updates_before: tf.Tensor):
         """``gradient_steps`` steps over [G, B, ...] batches."""
-        optimizers = [self.optimizer, self.actor_optimizer]
-        return gradient_steps_on_burst(
-            self, batch, learning_rate, done_before, optimizers, self._gradient_step
-        )
+        return self.burst(batch, updates_before, self._gradient_step, self.metrics)
 
     def _gradient_step(self, data: Dict[str, tf.Tensor], done: tf.Tensor):
         hp = self.hp
@@ -77,7 +70,7 @@ class TD3Learner(Learner):
                 optimizer=self.actor_optimizer,
             )
             with tf.control_dependencies([actor_loss]):
-                synced = sync_targets(self)
+                synced = self.sync_target(hp.target_update_tau)
             with tf.control_dependencies([synced]):
                 return tf.identity(actor_loss)
 
@@ -112,11 +105,7 @@ class TD3Learner(Learner):
         return tf.clip_by_value(actions + noise * scale, low, high)
 
     def checkpoint_items(self):
-        return {
-            **super().checkpoint_items(),
-            "actor_optimizer": self.actor_optimizer,
-            "target_model": self.target_model,
-        }
+        return {**super().checkpoint_items(), "actor_optimizer": self.actor_optimizer}
 
 
 class SACLearner(Learner):
@@ -137,25 +126,17 @@ class SACLearner(Learner):
     def exploration_schedule(cls, hp):
         return uniform_until_learning_starts(hp)
 
-    def update(self) -> Optional[Dict[str, float]]:
-        return learn_from_burst(self, self._compiled_update)
-
-    def warm_up(self) -> None:
-        trace_burst(self, self._compiled_update)
-
     def warnings(self, metrics: Dict[str, float]) -> List[str]:
         return divergence_warnings(
             metrics, self.memory.replay.max_abs_reward, self.hp.gamma, self.env_steps
         )
 
-    def _update_step(
-        self, batch: Dict[str, tf.Tensor], learning_rate: tf.Tensor, done_before: tf.Tensor
-    ):
+    def scheduled_optimizers(self) -> List:
+        return [self.optimizer, self.actor_optimizer, self.alpha_optimizer]
+
+    def learn(self, batch: Dict[str, tf.Tensor], updates_before: tf.Tensor):
         """``gradient_steps`` steps over [G, B, ...] batches."""
-        optimizers = [self.optimizer, self.actor_optimizer, self.alpha_optimizer]
-        return gradient_steps_on_burst(
-            self, batch, learning_rate, done_before, optimizers, self._gradient_step
-        )
+        return self.burst(batch, updates_before, self._gradient_step, self.metrics)
 
     def _gradient_step(self, data: Dict[str, tf.Tensor], done: tf.Tensor):
         del done
@@ -197,7 +178,7 @@ class SACLearner(Learner):
             grads = tape.gradient(alpha_loss, [self.log_alpha])
             self.alpha_optimizer.apply_gradients(zip(grads, [self.log_alpha]))
         with tf.control_dependencies([actor_loss]):
-            synced = sync_targets(self)
+            synced = self.sync_target(self.hp.target_update_tau)
         with tf.control_dependencies([synced]):
             return {
                 "loss": tf.identity(loss),
@@ -217,7 +198,6 @@ class SACLearner(Learner):
         return {
             **super().checkpoint_items(),
             "actor_optimizer": self.actor_optimizer,
-            "target_model": self.target_model,
             "log_alpha": self.log_alpha,
             "alpha_optimizer": self.alpha_optimizer,
         }
@@ -226,16 +206,13 @@ class SACLearner(Learner):
 # --- what TD3 and SAC do alike ------------------------------------------------------
 def build_replay_targets_and_optimizers(learner: Learner, observation_space, action_space):
     """Sets up what TD3 and SAC build alike after the model: the replay feed, the target
-    networks (a copy of the model), the critics' and the policy's optimizers, and the
-    compiled update of the learner's ``_update_step``."""
+    networks (a copy of the model), the critics' and the policy's optimizers."""
     hp = learner.hp
     learner.check_divisible("batch_size", hp.batch_size)
     learner.memory = ReplayFeed(hp, observation_space, action_space)
     learner.losses = learner.grad_comp
-    learner.target_model = learner.build_model()
-    soft_update(learner.target_model.variables, learner.model.variables, 1.0)
+    learner.build_target()
     learner.optimizer, learner.actor_optimizer = critic_and_policy_optimizers(hp, learner.model)
-    learner._compiled_update = learner.compile_update(learner._update_step)
 
 
 def critic_and_policy_optimizers(hp, model) -> tuple:
@@ -252,58 +229,6 @@ def uniform_until_learning_starts(hp) -> Callable[[int], float]:
     return functools.partial(warmup_schedule, hp.learning_starts)
 
 
-def learn_from_burst(learner: Learner, compiled_update: Callable) -> Optional[Dict[str, float]]:
-    """The replay feed's next burst through the compiled update, if one is due."""
-    steps = learner.env_steps
-    batch = learner.memory.next_batch(steps)
-    if batch is None:
-        return None
-    learning_rate = learner.learning_rate(steps)
-    # Gradient steps so far: updates x gradient_steps (one place for the count).
-    done_before = learner.counters["updates"] * learner.hp.gradient_steps
-    outputs = compiled_update(
-        batch.data, tf.constant(learning_rate, tf.float32), tf.constant(done_before, tf.int64)
-    )
-    return learner._finish_update(outputs, learning_rate=learning_rate, **batch.info)
-
-
-def trace_burst(learner: Learner, compiled_update: Callable) -> None:
-    """Traces the compiled update for the bursts to come, without running it."""
-    compiled_update.get_concrete_function(
-        learner.memory.specs(), tf.TensorSpec((), tf.float32), tf.TensorSpec((), tf.int64)
-    )
-
-
-def gradient_steps_on_burst(
-    learner: Learner,
-    batch: Dict[str, tf.Tensor],
-    learning_rate: tf.Tensor,
-    done_before: tf.Tensor,
-    optimizers: Sequence,
-    gradient_step: Callable[[Dict[str, tf.Tensor], tf.Tensor], Dict[str, tf.Tensor]],
-):
-    """The compiled update's body: ``gradient_step`` on each [B, ...] batch of a burst.
-
-    Args:
-        learner: whose metrics and outputs these are.
-        batch: BATCH_FIELDS [G, B, ...].
-        learning_rate: every optimizer's rate for this burst.
-        done_before: gradient steps before this burst.
-        optimizers: all the learner steps with.
-        gradient_step: (data [B, ...], gradient steps done after this one) -> metrics.
-    """
-    for optimizer in optimizers:
-        optimizer.learning_rate.assign(learning_rate)
-
-    def step(g):
-        data = {name: batch[name][g] for name in BATCH_FIELDS}
-        done = done_before + tf.cast(g, tf.int64) + 1  # gradient steps after this one
-        return gradient_step(data, done)
-
-    metrics = run_gradient_steps(tf.shape(batch["actions"])[0], step, learner.metrics)
-    return learner._update_outputs(metrics)
-
-
 def step_critics(learner: Learner, data: Dict[str, tf.Tensor], targets: tf.Tensor):
     """One step of the critics towards ``targets`` [B]; the mean loss, grad norm, extras."""
 
@@ -315,11 +240,4 @@ def step_critics(learner: Learner, data: Dict[str, tf.Tensor], targets: tf.Tenso
         {"obs": data["obs"], "actions": data["actions"], "targets": targets},
         variables=learner.model.critic_variables(),
         optimizer=learner.optimizer,
-    )
-
-
-def sync_targets(learner: Learner) -> tf.Tensor:
-    """Moves the target networks towards the online ones by target_update_tau."""
-    return soft_update(
-        learner.target_model.variables, learner.model.variables, learner.hp.target_update_tau
     )

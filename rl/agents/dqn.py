@@ -9,20 +9,22 @@ Rainbow's pieces (Hessel et al. 2018) are switches on the same learner:
 ``double_q``, ``dueling`` and ``noisy`` (the model), ``num_atoms`` > 1 (C51),
 ``n_step`` (the replay) and ``prioritized_replay`` (the replay feed's weights
 and priorities). QR-DQN (agent qrdqn) is this learner with ``num_quantiles`` > 1.
-The loss follows from the head (rl/hparams/dqn.py ``td_loss``).
+The loss is the registered one ``hp.grad_comp`` names (derived by the hparams class:
+``DQNHParams.loss_name``), called on a ``QBatch``: a new loss of the family needs no
+edit here.
 """
 
 import functools
-from typing import Dict, List, Optional
+from typing import Dict, List
 
 from rl._tf import tf
-from rl.agents.learner import Learner, run_gradient_steps
-from rl.agents.off_policy import ReplayFeed, divergence_warnings, soft_update
+from rl.agents.learner import Learner
+from rl.agents.off_policy import ReplayFeed, divergence_warnings
+from rl.algos.grad_comp.q_batch import QBatch
 from rl.algos.schedules import apex_epsilons, linear_schedule
 from rl.hparams.dqn import DQNHParams
 
 METRICS = ("loss", "q_mean", "target_mean", "grad_norm")
-LOSS_INPUTS = ("obs", "actions", "rewards", "discounts", "next_obs")
 
 
 class DQNLearner(Learner):
@@ -37,12 +39,10 @@ class DQNLearner(Learner):
             action_space,
             priority_exponent=hp.priority_exponent if hp.prioritized_replay else 0.0,
         )
-        self.target_model = self.build_model()
         if hp.noisy:  # act with a draw of the noise from the start, not with its mean
             self.model.resample_noise(self.next_seed())
             self.refresh_snapshot()
-        self._sync_target(1.0)
-        self._compiled_update = self.compile_update(self._update_step)
+        self.build_target()
 
     @classmethod
     def exploration_schedule(cls, hp: DQNHParams):
@@ -52,69 +52,26 @@ class DQNLearner(Learner):
             linear_schedule, hp.epsilon_start, hp.epsilon_end, hp.epsilon_decay_steps
         )
 
-    def update(self) -> Optional[Dict[str, float]]:
-        hp = self.hp
-        steps = self.env_steps
-        batch = self.memory.next_batch(steps)
-        if batch is None:
-            return None
-        learning_rate = self.learning_rate(steps)
-        # Gradient steps so far: updates x gradient_steps (one place for the count).
-        done_before = self.counters["updates"] * hp.gradient_steps
-        outputs = self._compiled_update(
-            batch.data, tf.constant(learning_rate, tf.float32), tf.constant(done_before, tf.int64)
-        )
-        if self.memory.prioritized:
-            *outputs, priorities = outputs
-        result = self._finish_update(
-            outputs,
-            learning_rate=learning_rate,
-            **batch.info,
-            epsilon=self.exploration(hp, steps),
-        )
-        if self.memory.prioritized:  # only finite updates reach here
-            self.memory.update_priorities(batch, priorities)
-        return result
-
-    def warm_up(self) -> None:
-        self._compiled_update.get_concrete_function(
-            self.memory.specs(), tf.TensorSpec((), tf.float32), tf.TensorSpec((), tf.int64)
-        )
+    def logged_beside(self, steps: int) -> Dict[str, float]:
+        return {"epsilon": self.exploration(self.hp, steps)}
 
     def warnings(self, metrics: Dict[str, float]) -> List[str]:
         return divergence_warnings(
             metrics, self.memory.replay.max_abs_reward, self.hp.gamma, self.env_steps
         )
 
-    def _sync_target(self, tau: float) -> tf.Tensor:
-        """target <- tau * online + (1 - tau) * target; returns True (for tf.cond)."""
-        return soft_update(self.target_model.variables, self.model.variables, tau)
-
-    def _update_step(
-        self, batch: Dict[str, tf.Tensor], learning_rate: tf.Tensor, done_before: tf.Tensor
-    ):
-        """``gradient_steps`` steps over [G, B, ...] batches; syncs the target.
-
-        Prioritised: returns the new priorities [G, B] after the usual outputs.
-        """
+    def learn(self, batch: Dict[str, tf.Tensor], updates_before: tf.Tensor):
+        """``gradient_steps`` steps over [G, B, ...] batches; syncs the target every
+        ``target_update_interval`` of them. Prioritised: the new priorities [G, B] too."""
         hp = self.hp
-        self.optimizer.learning_rate.assign(learning_rate)
-        inputs = LOSS_INPUTS + (("weights",) if self.memory.prioritized else ())
-        collect = ("priorities",) if self.memory.prioritized else ()
 
-        def gradient_step(g):
-            data = {name: batch[name][g] for name in inputs}
+        def gradient_step(data, done):
             # Each step draws its own noise: one for the online network, one for the target.
             seeds = (self.next_seed(), self.next_seed()) if hp.noisy else (None, None)
             mean_loss, grad_norm, extras = self.minimize(
                 functools.partial(self._loss, noise_seeds=seeds), data, keep=("priority",)
             )
-            done = done_before + tf.cast(g, tf.int64) + 1
-            synced = tf.cond(
-                tf.equal(done % hp.target_update_interval, 0),
-                lambda: self._sync_target(hp.target_update_tau),
-                lambda: tf.constant(False),
-            )
+            synced = self.sync_target_every(done, hp.target_update_interval, hp.target_update_tau)
             with tf.control_dependencies([synced]):  # the sync before the next step
                 return {
                     "loss": tf.identity(mean_loss),
@@ -124,64 +81,20 @@ class DQNLearner(Learner):
                     "priorities": extras["priority"],
                 }
 
-        metrics = run_gradient_steps(
-            tf.shape(batch["actions"])[0], gradient_step, METRICS, collect=collect
-        )
-        priorities = metrics.pop("priorities", None)
+        metrics = self.burst(batch, updates_before, gradient_step, METRICS, self.memory.feedback)
         if hp.noisy:  # the published acting weights: a fresh draw from the new weights
             self.model.resample_noise(self.next_seed())
-        outputs = self._update_outputs(metrics)
-        return (*outputs, priorities) if self.memory.prioritized else outputs
+        return metrics
 
     def _loss(self, data: Dict[str, tf.Tensor], noise_seeds=(None, None)):
-        """The TD loss [B] (importance-weighted when prioritised) and its extras on
-        (a slice of) one batch; "priority" is what the replay ranks it by next."""
-        hp = self.hp
-        online_seed, target_seed = noise_seeds
-        model, target_model = self.model, self.target_model
-        next_online = model(data["next_obs"], online_seed) if hp.double_q else None
-        distributional = hp.num_atoms > 1 or hp.num_quantiles > 1
-        if distributional and next_online is None and model.masked_actions:
-            # a* from the target's expected values: legal moves only (games).
-            next_online = target_model(data["next_obs"], target_seed)
-        transition = {
-            "a_tm1": data["actions"],
-            "r_t": data["rewards"],
-            "discount_t": data["discounts"],
-        }
-        if hp.num_quantiles > 1:
-            loss, extras = self.grad_comp(
-                quantiles_tm1=model.logits(data["obs"], online_seed),
-                quantiles_t_target=target_model.logits(data["next_obs"], target_seed),
-                q_t_selector=next_online,
-                kappa=hp.huber_delta,
-                **transition,
-            )
-        elif hp.num_atoms > 1:
-            loss, extras = self.grad_comp(
-                logits_tm1=model.logits(data["obs"], online_seed),
-                logits_t_target=target_model.logits(data["next_obs"], target_seed),
-                support=model.support,
-                q_t_selector=next_online,
-                **transition,
-            )
-        else:
-            loss, extras = self.grad_comp(
-                q_tm1=model(data["obs"], online_seed),
-                q_t_target=target_model(data["next_obs"], target_seed),
-                q_t_online=next_online,
-                huber_delta=hp.huber_delta,
-                **transition,
-            )
-        # The quantile loss or C51's cross-entropy (as in Rainbow); else the TD error.
-        priority = loss if distributional else tf.abs(extras["td_error"])
+        """The loss ``hp.grad_comp`` names [B] (importance-weighted when prioritised) and
+        its extras on (a slice of) one batch; "priority" is what the replay ranks it by next."""
+        batch = QBatch(data, self.model, self.target_model, noise_seeds, self.hp.double_q)
+        loss, extras = self.grad_comp(batch, self.hp)
         if "weights" in data:
             loss = loss * data["weights"]
         return loss, {
             "q_taken": extras["q_taken"],
             "target": extras["target"],
-            "priority": tf.stop_gradient(priority),
+            "priority": tf.stop_gradient(extras["priority"]),
         }
-
-    def checkpoint_items(self):
-        return {**super().checkpoint_items(), "target_model": self.target_model}

@@ -8,16 +8,11 @@ rollout, pi from the current weights) correct for it. With one process
 A2C with V-trace targets. The whole update is one compiled call.
 """
 
-from typing import Dict, Optional
+from typing import Dict
 
 from rl._tf import tf
 from rl.agents.learner import Learner, run_gradient_steps
-from rl.agents.rollouts import (
-    RolloutMemory,
-    flat,
-    trace_rollout_update,
-    update_on_full_rollout,
-)
+from rl.agents.rollouts import RolloutMemory, flat
 from rl.hparams.impala import IMPALAHParams
 
 METRICS = (
@@ -40,22 +35,14 @@ class IMPALALearner(Learner):
     def __init__(self, hp: IMPALAHParams, observation_space, action_space):
         super().__init__(hp, observation_space, action_space)
         self.memory = RolloutMemory(observation_space, action_space, hp.rollout_steps, hp.num_envs)
-        self._compiled_update = self.compile_update(self._update_step)
         self.check_divisible("num_envs", hp.num_envs)  # replicas split the env copies
 
-    def update(self) -> Optional[Dict[str, float]]:
-        return update_on_full_rollout(self, self._compiled_update)
-
-    def warm_up(self) -> None:
-        trace_rollout_update(self, self._compiled_update)
-
-    def _update_step(self, batch: Dict[str, tf.Tensor], learning_rate: tf.Tensor):
+    def learn(self, batch: Dict[str, tf.Tensor], updates_before: tf.Tensor):
         """``gradient_steps`` V-trace steps on a [T, N] rollout, each with the current weights."""
-        self.optimizer.learning_rate.assign(learning_rate)
-        metrics = run_gradient_steps(
+        del updates_before
+        return run_gradient_steps(
             self.hp.gradient_steps, lambda _: self._gradient_step(batch), METRICS
         )
-        return self._update_outputs(metrics)
 
     def _gradient_step(self, batch: Dict[str, tf.Tensor]) -> Dict[str, tf.Tensor]:
         # V(x'_t) is only a target (vtrace stops its gradient): computed before the step.

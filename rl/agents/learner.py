@@ -4,12 +4,13 @@ A learner takes what actors observed (``observe``), learns in one compiled
 call per update (``update``), and publishes versioned policy weights
 (``publish``) that any actor can load. Each update's compiled call also
 returns the new acting weights, so publishing costs no extra call into
-TensorFlow. What is shared by every learner lives here. Each algorithm's
-learner subclasses ``Learner`` once, in its own module (``ppo.py``, ``a2c.py``,
-``impala.py``, ``dqn.py``, ``continuous.py``), and holds a ``Memory``: the
-rollout of ``rollouts.py`` or the replay feed of ``off_policy.py``.
+TensorFlow. What is shared by every learner lives here (``Learner``'s docstring
+is the contract between it and an algorithm). Each algorithm's learner subclasses
+``Learner`` once, in its own module, and holds a ``Memory``: the rollout of
+``rollouts.py`` or the replay feed of ``off_policy.py``.
 """
 
+import dataclasses
 import functools
 import json
 import math
@@ -44,8 +45,22 @@ class NonFiniteError(ArithmeticError):
         self.metrics = dict(metrics or {})
 
 
+@dataclasses.dataclass
+class Batch:
+    """What a memory hands the update: its data and what the learner reads beside it."""
+
+    data: Dict[str, tf.Tensor]  # the compiled update's input (``Memory.specs``)
+    first_step: int  # the env step the learning-rate schedule is read at
+    info: Dict[str, float]  # logged beside the update's metrics
+    indices: Optional[np.ndarray] = None  # where a replay holds the sampled transitions
+
+
 class Memory(Protocol):
     """What a learner keeps of the observed steps until it learns from them."""
+
+    # Per-example values the compiled update returns for the memory (``learned``),
+    # e.g. a prioritised replay's new "priorities"; () for none.
+    feedback: Tuple[str, ...]
 
     def record(self, step: Dict[str, np.ndarray], episode_goes_on: Optional[np.ndarray]) -> None:
         """Keeps one vectorised step (``Learner.observe``'s, rewards as learned from).
@@ -71,12 +86,48 @@ class Memory(Protocol):
     def separate_state(self) -> Dict[str, object]:
         """State saved beside each checkpoint in files of its own (a replay), by name."""
 
+    def next_batch(self, steps: int) -> Optional[Batch]:
+        """The update's next batch if one is due after ``steps`` env steps, else None."""
+
+    def specs(self) -> Dict[str, tf.TensorSpec]:
+        """What ``next_batch`` gives as ``data``, for tracing the update before the first."""
+
+    def learned(self, batch: Batch, feedback: Dict[str, np.ndarray]) -> None:
+        """Takes a finite update's ``feedback`` values on ``batch`` (new priorities)."""
+
 
 class Learner(tf.Module):
     """What every learner shares: model, loss, optimizer, update stream, counters.
 
-    A subclass sets ``memory`` and its compiled update in its ``__init__`` and
-    writes ``update`` (and ``warm_up``) with them.
+    The contract with an algorithm. The base owns the update's frame:
+
+    - ``update``: asks ``memory.next_batch`` for a batch (None: nothing to learn yet),
+      reads the learning-rate schedule where the batch's data begins, and runs the
+      compiled update once: it assigns that rate to every ``scheduled_optimizers()``,
+      runs ``learn``, and returns the metrics, whether the weights are finite and the
+      new acting weights; then ``_finish_update`` counts the update, refuses
+      non-finite values, publishes the snapshot, and the memory takes its feedback.
+    - ``warm_up``: traces that compiled call on ``memory.specs()``.
+    - stepping the optimiser: ``minimize`` (one gradient step, split over replicas),
+      ``burst`` (one gradient step on each [B, ...] batch of a [G, B, ...] burst) and
+      ``run_gradient_steps`` (any count of steps in one tf.while_loop);
+    - target networks: ``build_target`` (a copy of the model), ``sync_target(tau)``
+      (tau 1: a copy) and ``sync_target_every`` (every N gradient steps);
+    - observing, counting, publishing, checkpoint items (``target_model`` included).
+
+    An algorithm provides, in its own module, so its update reads top to bottom there:
+
+    - ``__init__``: ``super().__init__``, then ``self.memory`` (a ``RolloutMemory`` or a
+      ``ReplayFeed``), ``self.build_target()`` if its loss reads a target network, and
+      the optimizers it adds;
+    - ``learn(data, updates_before)``: the compiled update's body on ``memory``'s
+      ``data`` (GAE and epochs of minibatches, a burst of TD steps, ...), returning
+      scalar metrics (plus the ``memory.feedback`` values it owes the memory);
+    - the losses it minimises (``_loss``), through ``self.grad_comp``, the loss
+      ``hp.grad_comp`` names;
+    - if needed: ``scheduled_optimizers`` (more optimizers the schedule steers),
+      ``logged_beside`` (values logged with each update), ``exploration_schedule``,
+      ``warnings`` and ``checkpoint_items`` (more state).
     """
 
     memory: Memory
@@ -85,6 +136,8 @@ class Learner(tf.Module):
     # Actors must act with the weights of the latest update (PPO); False: they
     # may run ahead of the learner by a round (DQN, IMPALA).
     on_policy: bool = False
+    # A copy of the model that targets are read from (``build_target``), or None.
+    target_model = None
 
     def __init__(self, hp: HParams, observation_space: gym.Space, action_space: gym.Space):
         """Builds the model, loss, optimizer and the update's random stream from ``hp``.
@@ -119,6 +172,7 @@ class Learner(tf.Module):
             self.return_scaler = ReturnScaler(hp.num_envs, hp.gamma, hp.reward_clip)
         self._acting_variables = self.model.acting_variables()
         self._snapshot = self._take_snapshot()
+        self._compiled_update = self.compile_update(self._update_step)
 
     def _observation_stats(self) -> Optional["RunningStatsState"]:
         """The running observation statistics a normalising model needs, or None."""
@@ -192,8 +246,27 @@ class Learner(tf.Module):
         self.counters.add("env_steps", len(rewards))
 
     def update(self) -> Optional[Dict[str, float]]:
-        """Learns if enough has been observed; returns metrics, or None if not."""
-        raise NotImplementedError
+        """Learns if enough has been observed; returns metrics, or None if not.
+
+        One compiled call on the memory's next batch, the learning rate read where
+        its data begins; only a finite update's feedback reaches the memory.
+        """
+        steps = self.env_steps
+        batch = self.memory.next_batch(steps)
+        if batch is None:
+            return None
+        learning_rate = self.learning_rate(batch.first_step)
+        *outputs, feedback = self._compiled_update(
+            batch.data,
+            tf.constant(learning_rate, tf.float32),
+            tf.constant(self.counters["updates"], tf.int64),
+        )
+        result = self._finish_update(
+            outputs, learning_rate=learning_rate, **batch.info, **self.logged_beside(steps)
+        )
+        if feedback:
+            self.memory.learned(batch, {k: v.numpy() for k, v in feedback.items()})
+        return result
 
     def warm_up(self) -> None:
         """Traces the update for the batches to come, without running it.
@@ -203,6 +276,31 @@ class Learner(tf.Module):
         the trace overlaps their start-up. Nothing is learned or changed. An
         XLA update (``jit_compile``) still compiles at its first run.
         """
+        self._compiled_update.get_concrete_function(
+            self.memory.specs(), tf.TensorSpec((), tf.float32), tf.TensorSpec((), tf.int64)
+        )
+
+    def logged_beside(self, steps: int) -> Dict[str, float]:
+        """Values logged with the update made at env step ``steps`` (DQN: its epsilon)."""
+        del steps
+        return {}
+
+    # --- what an algorithm provides -----------------------------------------------
+    def learn(self, data: Dict[str, tf.Tensor], updates_before: tf.Tensor) -> Dict[str, tf.Tensor]:
+        """The compiled update's body: every gradient step on one batch of the memory.
+
+        Args:
+            data: the memory's batch (``Memory.specs``).
+            updates_before: int64 scalar, the updates made before this one.
+
+        Returns:
+            Scalar metrics, and the ``memory.feedback`` values under their names.
+        """
+        raise NotImplementedError
+
+    def scheduled_optimizers(self) -> List:
+        """The optimizers whose rate the learning-rate schedule sets at each update."""
+        return [self.optimizer]
 
     def break_streams(self, env_ids: Sequence[int]) -> None:
         """These env copies were reset mid-episode (a resumed run, a restarted
@@ -264,6 +362,16 @@ class Learner(tf.Module):
         own draws differ under a distribution strategy, its seeds do not.
         """
         return tf.cast(self.generator.make_seeds(1)[:, 0], tf.int32)
+
+    def _update_step(
+        self, data: Dict[str, tf.Tensor], learning_rate: tf.Tensor, updates_before: tf.Tensor
+    ):
+        """The compiled update: the rate assigned, ``learn``, then what it returns."""
+        for optimizer in self.scheduled_optimizers():
+            optimizer.learning_rate.assign(learning_rate)
+        metrics = self.learn(data, updates_before)
+        feedback = {name: metrics.pop(name) for name in self.memory.feedback}
+        return (*self._update_outputs(metrics), feedback)
 
     def compile_update(self, update_step: Callable) -> Callable:
         """The update as one compiled call, XLA-compiled if ``hp.jit_compile``.
@@ -372,6 +480,51 @@ class Learner(tf.Module):
             },
         )
 
+    def burst(
+        self,
+        data: Dict[str, tf.Tensor],
+        updates_before: tf.Tensor,
+        gradient_step: Callable[[Dict[str, tf.Tensor], tf.Tensor], Dict[str, tf.Tensor]],
+        names: Sequence[str],
+        collect: Sequence[str] = (),
+    ) -> Dict[str, tf.Tensor]:
+        """``gradient_step`` on each [B, ...] batch of a burst's [G, B, ...] ``data``.
+
+        Args:
+            data: tensors [G, B, ...], one batch per gradient step.
+            updates_before: int64 scalar; each update is a burst of G steps.
+            gradient_step: (batch [B, ...], gradient steps done after this one) -> metrics.
+            names: the metrics to average, as ``run_gradient_steps`` takes them.
+            collect: the values kept from every step, as ``run_gradient_steps`` takes them.
+        """
+        count = tf.shape(next(iter(data.values())))[0]
+        done_before = updates_before * tf.cast(count, tf.int64)
+
+        def step(g):
+            done = done_before + tf.cast(g, tf.int64) + 1  # gradient steps after this one
+            return gradient_step({name: value[g] for name, value in data.items()}, done)
+
+        return run_gradient_steps(count, step, names, collect)
+
+    # --- target networks ------------------------------------------------------------
+    def build_target(self) -> None:
+        """``target_model``: a copy of the model (saved in checkpoints), synced to it now."""
+        self.target_model = self.build_model()
+        self.sync_target(1.0)
+
+    def sync_target(self, tau) -> tf.Tensor:
+        """target <- tau * online + (1 - tau) * target; returns True (for tf.cond)."""
+        return soft_update(self.target_model.variables, self.model.variables, tau)
+
+    def sync_target_every(self, done: tf.Tensor, interval: int, tau) -> tf.Tensor:
+        """``sync_target(tau)`` when ``done`` gradient steps are a multiple of ``interval``;
+        returns whether it synced."""
+        return tf.cond(
+            tf.equal(done % interval, 0),
+            lambda: self.sync_target(tau),
+            lambda: tf.constant(False),
+        )
+
     # --- the compiled update's ends -----------------------------------------------
     def _update_outputs(self, metrics: Dict[str, tf.Tensor]):
         """What every compiled update returns: its metrics, whether all weights
@@ -428,6 +581,8 @@ class Learner(tf.Module):
             items["observation_stats"] = self.observation_stats
         if self.return_scaler is not None:
             items["return_stats"] = RunningStatsState(self.return_scaler.stats)
+        if self.target_model is not None:
+            items["target_model"] = self.target_model
         return items
 
     def separate_state(self) -> Dict[str, object]:
@@ -481,6 +636,13 @@ def run_gradient_steps(
     results = {name: total / tf.cast(count, tf.float32) for name, total in totals.items()}
     results.update({name: array.stack() for name, array in kept.items()})
     return results
+
+
+def soft_update(targets: Sequence[tf.Variable], onlines: Sequence[tf.Variable], tau) -> tf.Tensor:
+    """target <- tau * online + (1 - tau) * target, pairwise; returns True (for tf.cond)."""
+    for target, online in zip(targets, onlines):
+        target.assign(tau * online + (1.0 - tau) * target)
+    return tf.constant(True)
 
 
 def clip_gradients(grads, max_norm: Optional[float]):

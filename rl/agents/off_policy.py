@@ -1,4 +1,4 @@
-"""What the replay learners (DQN, SAC, TD3, DDPG) compose: the replay feed and target syncs.
+"""What the replay learners (DQN, SAC, TD3, DDPG) compose: the replay feed.
 
 An update is a burst: every ``train_interval`` env steps (once ``learning_starts``
 have been seen) the feed samples ``gradient_steps`` batches of ``batch_size`` at once
@@ -6,7 +6,6 @@ and the learner runs all of those gradient steps in one compiled call, so the nu
 of calls into TensorFlow per env step is 1 / train_interval whatever the burst.
 """
 
-import dataclasses
 from typing import Dict, List, Optional, Sequence
 
 import gymnasium as gym
@@ -14,6 +13,7 @@ import numpy as np
 
 from rl import seeding
 from rl._tf import tf
+from rl.agents.learner import Batch
 from rl.algos.schedules import linear_schedule
 from rl.envs import atari
 from rl.hparams.base import HParams
@@ -22,15 +22,6 @@ from rl.memory.replay import Replay, importance_weights
 from rl.memory.spec import transition_specs
 
 BATCH_FIELDS = ("obs", "actions", "rewards", "discounts", "next_obs")
-
-
-@dataclasses.dataclass
-class ReplayBatch:
-    """One burst's batches and what the update logs and returns to the replay."""
-
-    data: Dict[str, tf.Tensor]  # BATCH_FIELDS [G, B, ...]; prioritised: "weights" [G, B]
-    indices: np.ndarray  # where the transitions are held, for their new priorities
-    info: Dict[str, float]  # logged beside the update's metrics
 
 
 class ReplayFeed:
@@ -69,8 +60,9 @@ class ReplayFeed:
             priority_exponent=priority_exponent,
         )
         # Prioritised: batches carry importance "weights" and the compiled update
-        # returns the sampled transitions' new priorities [G, B] last.
+        # returns the sampled transitions' new priorities [G, B] (``learned``).
         self.prioritized = self.replay.tree is not None
+        self.feedback = ("priorities",) if self.prioritized else ()
 
     # --- the Memory interface -----------------------------------------------------
     def record(self, step: Dict[str, np.ndarray], episode_goes_on=None) -> None:
@@ -92,8 +84,9 @@ class ReplayFeed:
         return {"replay": self.replay} if self.hp.checkpoint_replay else {}
 
     # --- what the update takes ----------------------------------------------------
-    def next_batch(self, steps: int) -> Optional[ReplayBatch]:
-        """A burst's batches if one is due after ``steps`` env steps, else None."""
+    def next_batch(self, steps: int) -> Optional[Batch]:
+        """A burst's batches if one is due after ``steps`` env steps, else None:
+        BATCH_FIELDS [G, B, ...]; prioritised, importance "weights" [G, B] too."""
         hp = self.hp
         # Due when the last observe (num_envs steps) crossed a multiple of
         # train_interval: derived from the counter, so resuming keeps it.
@@ -115,7 +108,7 @@ class ReplayFeed:
                 importance_weights(sample.probabilities, replay_size, beta)
             )
             info["importance_exponent"] = beta
-        return ReplayBatch(data, sample.indices, info)
+        return Batch(data, steps, info, sample.indices)
 
     def specs(self) -> Dict[str, tf.TensorSpec]:
         """What ``next_batch`` gives as ``data``, for tracing the update before the first."""
@@ -126,12 +119,13 @@ class ReplayFeed:
             specs["weights"] = tf.TensorSpec((hp.gradient_steps, hp.batch_size), tf.float32)
         return specs
 
-    def update_priorities(self, batch: ReplayBatch, priorities: tf.Tensor) -> None:
+    def learned(self, batch: Batch, feedback: Dict[str, np.ndarray]) -> None:
         """The sampled transitions' new priorities [G, B], from a finite update.
 
         A transition drawn twice in one burst keeps its last step's priority.
         """
-        self.replay.update_priorities(batch.indices, priorities.numpy() + self.hp.priority_epsilon)
+        priorities = feedback["priorities"]
+        self.replay.update_priorities(batch.indices, priorities + self.hp.priority_epsilon)
 
 
 def divergence_warnings(
@@ -157,10 +151,3 @@ def divergence_warnings(
             f"allow (|Q| <= max|r| / (1 - gamma) = {bound:.4g}): the values diverge"
         ]
     return []
-
-
-def soft_update(targets: Sequence[tf.Variable], onlines: Sequence[tf.Variable], tau) -> tf.Tensor:
-    """target <- tau * online + (1 - tau) * target, pairwise; returns True (for tf.cond)."""
-    for target, online in zip(targets, onlines):
-        target.assign(tau * online + (1.0 - tau) * target)
-    return tf.constant(True)

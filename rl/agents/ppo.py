@@ -4,7 +4,7 @@ The actors sample actions from the policy and record their log-probs; the update
 (GAE with the pre-update critic, every epoch and minibatch) is one compiled call.
 """
 
-from typing import Dict, Optional
+from typing import Dict
 
 from rl._tf import tf
 from rl.agents.learner import Learner
@@ -15,8 +15,6 @@ from rl.agents.rollouts import (
     explained_variance,
     minibatch_size,
     standardized,
-    trace_rollout_update,
-    update_on_full_rollout,
 )
 from rl.hparams.ppo import PPOHParams
 
@@ -43,25 +41,18 @@ class PPOLearner(Learner):
         self.memory = RolloutMemory(observation_space, action_space, hp.rollout_steps, hp.num_envs)
         size = minibatch_size(hp.num_envs * hp.rollout_steps, hp.num_minibatches)
         self.check_divisible("the minibatch, num_envs * rollout_steps / num_minibatches", size)
-        self._compiled_update = self.compile_update(self._update_step)
 
-    def update(self) -> Optional[Dict[str, float]]:
-        return update_on_full_rollout(self, self._compiled_update)
-
-    def warm_up(self) -> None:
-        trace_rollout_update(self, self._compiled_update)
-
-    def _update_step(self, batch: Dict[str, tf.Tensor], learning_rate: tf.Tensor):
+    def learn(self, batch: Dict[str, tf.Tensor], updates_before: tf.Tensor):
         """GAE, then num_epochs x num_minibatches gradient steps on a [T, N] rollout."""
+        del updates_before
         hp = self.hp
-        self.optimizer.learning_rate.assign(learning_rate)
         data = advantages_over_rollout(self.model.value, batch, hp.gamma, hp.gae_lambda)
         seeds = [self.next_seed() for _ in range(hp.num_epochs)]
         metrics = epochs_of_minibatches(
             data, seeds, hp.num_minibatches, self._gradient_step, self.metrics
         )
         metrics["explained_variance"] = explained_variance(data["returns"], data["old_values"])
-        return self._update_outputs(metrics)
+        return metrics
 
     def _gradient_step(self, minibatch: Dict[str, tf.Tensor]) -> Dict[str, tf.Tensor]:
         if self.hp.normalize_advantages:  # over the whole minibatch, before any split

@@ -14,7 +14,7 @@ import gymnasium as gym
 import numpy as np
 
 from rl._tf import tf
-from rl.agents.learner import Learner, run_gradient_steps
+from rl.agents.learner import Batch, run_gradient_steps
 from rl.algos.grad_comp.gae import gae_advantages
 from rl.memory.rollout import RolloutBuffer
 from rl.memory.spec import FieldSpec, transition_specs
@@ -25,6 +25,8 @@ class RolloutMemory:
 
     A learner's ``Memory`` (rl/agents/learner.py): an update is due when it is full.
     """
+
+    feedback = ()  # the update returns nothing to the rollout
 
     def __init__(
         self,
@@ -68,6 +70,19 @@ class RolloutMemory:
         return {}
 
     # --- what the update takes ----------------------------------------------------
+    def next_batch(self, steps: int) -> Optional[Batch]:
+        """The whole rollout once it is full (the memory starts the next), else None.
+
+        The learning-rate schedule is read where the rollout began, whatever its length.
+        """
+        if not self.full:
+            return None
+        first_step = steps - self.pending_steps()
+        return Batch(self.take(), first_step, {})
+
+    def learned(self, batch: Batch, feedback: Dict[str, np.ndarray]) -> None:
+        del batch, feedback  # nothing comes back to a rollout
+
     @property
     def full(self) -> bool:
         """Whether the rollout is complete: an update is due."""
@@ -92,26 +107,6 @@ class RolloutMemory:
             name: tf.TensorSpec(array.shape, tf.as_dtype(array.dtype))
             for name, array in self.buffer.data().items()
         }
-
-
-def update_on_full_rollout(
-    learner: Learner, compiled_update: Callable
-) -> Optional[Dict[str, float]]:
-    """Runs ``compiled_update(rollout, learning_rate)`` once the learner's RolloutMemory is
-    full, as one call into TensorFlow, and returns the update's metrics (None before).
-
-    The learning-rate schedule is read where the rollout began, whatever its length.
-    """
-    if not learner.memory.full:
-        return None
-    learning_rate = learner.learning_rate(learner.env_steps - learner.pending_steps())
-    outputs = compiled_update(learner.memory.take(), tf.constant(learning_rate, tf.float32))
-    return learner._finish_update(outputs, learning_rate=learning_rate)
-
-
-def trace_rollout_update(learner: Learner, compiled_update: Callable) -> None:
-    """Traces ``compiled_update`` for the learner's rollout before the first one is full."""
-    compiled_update.get_concrete_function(learner.memory.specs(), tf.TensorSpec((), tf.float32))
 
 
 def flat(x: tf.Tensor) -> tf.Tensor:

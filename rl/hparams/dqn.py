@@ -23,17 +23,21 @@ def td_loss(head: QHeadSettings) -> str:
 @dataclasses.dataclass(frozen=True)
 class DQNHParams(HParams, ModelSettings, QHeadSettings, ReplaySettings, RewardSettings):
     """DQN and its switches towards Rainbow (Hessel et al. 2018): double_q, dueling,
-    noisy, num_atoms (C51), n_step, prioritized_replay. The loss follows from the head."""
+    noisy, num_atoms (C51), n_step, prioritized_replay. The loss follows from the head.
+
+    A variant with a loss of its own (a subclass) names it in ``loss_name``, keeps its
+    loss-only fields, and refuses the switches its loss cannot take in
+    ``check_consistency``."""
 
     # Beyond run_folder.CHECKPOINT_SHAPE_FIELDS: the saved replay is one ring per env copy.
     checkpoint_shape_fields = ("num_envs",)
 
     # The learner (rl/agents/dqn.py), its model and its action rule; its loss follows
-    # from the head (td_loss), so it cannot disagree with num_atoms or num_quantiles.
+    # from the head (loss_name), so it cannot disagree with num_atoms or num_quantiles.
     agent: str = one_of("dqn", ("dqn",))
     model: str = named("q_network", "models", ("q_network",))
     act_select: str = named("epsilon_greedy", "act_select", ("epsilon_greedy", "greedy"))
-    grad_comp: str = dataclasses.field(default="", init=False)  # td_loss(self), derived
+    grad_comp: str = dataclasses.field(default="", init=False)  # loss_name(), derived
     num_quantiles: int = bounded(1, 1, 1)  # quantiles are QR-DQN's (agent qrdqn)
     activation: str = "relu"
     num_envs: int = 1
@@ -54,7 +58,12 @@ class DQNHParams(HParams, ModelSettings, QHeadSettings, ReplaySettings, RewardSe
     priority_epsilon: float = positive(1e-6)  # keeps every priority above 0
 
     def __post_init__(self):
-        object.__setattr__(self, "grad_comp", td_loss(self))  # frozen: set once, here
+        object.__setattr__(self, "grad_comp", self.loss_name())  # frozen: set once, here
+
+    def loss_name(self) -> str:
+        """The registered loss (rl/algos/grad_comp) the learner calls on each batch: the
+        one the head calls for (``td_loss``); a variant returns its own."""
+        return td_loss(self)
 
     def check_consistency(self) -> None:
         if self.num_atoms > 1 and not self.v_min < self.v_max:

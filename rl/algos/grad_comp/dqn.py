@@ -1,10 +1,17 @@
 """DQN's TD loss (Mnih et al. 2015) with double-Q (van Hasselt et al. 2016), and C51's
-distributional loss (Bellemare et al. 2017)."""
+distributional loss (Bellemare et al. 2017).
+
+Each loss is a pure function of tensors (``dqn_td_loss``, ``categorical_td_loss``) and,
+below it, the registered entry the DQN learner calls (``dqn_td``, ``categorical_td``):
+the loss on a ``QBatch`` (q_batch.py) with the hparams it reads, and the priority a
+prioritised replay ranks the transitions by.
+"""
 
 from typing import Dict, Optional, Tuple
 
 from rl._tf import tf
 from rl.algos.grad_comp.checks import check_inputs, check_leading
+from rl.algos.grad_comp.q_batch import QBatch
 
 
 def dqn_td_loss(
@@ -55,6 +62,25 @@ def dqn_td_loss(
         "q_taken": q_taken,
         "target": target,
     }
+
+
+def dqn_td(batch: QBatch, hp) -> Tuple[tf.Tensor, Dict[str, tf.Tensor]]:
+    """``dqn_td_loss`` on a batch, Huber at ``hp.huber_delta``; priority |td_error|.
+
+    Args:
+        batch: the transitions and the networks.
+        hp: the run's hparams (``huber_delta``).
+    """
+    loss, extras = dqn_td_loss(
+        q_tm1=batch.q_tm1,
+        a_tm1=batch.a_tm1,
+        r_t=batch.r_t,
+        discount_t=batch.discount_t,
+        q_t_target=batch.q_t_target,
+        q_t_online=batch.q_t_online,
+        huber_delta=hp.huber_delta,
+    )
+    return loss, {**extras, "priority": tf.abs(extras["td_error"])}
 
 
 def huber(x: tf.Tensor, delta: float) -> tf.Tensor:
@@ -142,3 +168,23 @@ def categorical_td_loss(
     q_taken = tf.reduce_sum(tf.nn.softmax(logits_taken, -1) * support, -1)
     target = tf.reduce_sum(projected * support, -1)
     return loss, {"td_error": target - q_taken, "q_taken": q_taken, "target": target}
+
+
+def categorical_td(batch: QBatch, hp) -> Tuple[tf.Tensor, Dict[str, tf.Tensor]]:
+    """``categorical_td_loss`` on a batch's logits; priority the loss (as in Rainbow).
+
+    Args:
+        batch: the transitions and the networks (a head of ``num_atoms`` atoms).
+        hp: the run's hparams (the atoms' support is the model's).
+    """
+    del hp  # the support (num_atoms, v_min, v_max) is the model's
+    loss, extras = categorical_td_loss(
+        logits_tm1=batch.logits_tm1,
+        a_tm1=batch.a_tm1,
+        r_t=batch.r_t,
+        discount_t=batch.discount_t,
+        logits_t_target=batch.logits_t_target,
+        support=batch.support,
+        q_t_selector=batch.q_t_selector,
+    )
+    return loss, {**extras, "priority": loss}

@@ -1,12 +1,16 @@
 """QR-DQN's loss (Dabney et al. 2018, "Distributional Reinforcement Learning with
 Quantile Regression"): N quantiles of the return distribution per action, pulled
-towards the quantiles of r + discount * Z_target(s', a*) by the quantile Huber loss."""
+towards the quantiles of r + discount * Z_target(s', a*) by the quantile Huber loss.
+
+``quantile_td`` is the registered entry the DQN learner calls: the loss on a ``QBatch``
+(q_batch.py) with its kappa from the hparams."""
 
 from typing import Dict, Optional, Tuple
 
 from rl._tf import tf
 from rl.algos.grad_comp.checks import check_inputs, check_leading
 from rl.algos.grad_comp.dqn import huber
+from rl.algos.grad_comp.q_batch import QBatch
 
 
 def quantile_midpoints(num_quantiles: int) -> tf.Tensor:
@@ -101,3 +105,23 @@ def quantile_td_loss(
     q_taken = tf.reduce_mean(quantiles_taken, -1)
     target = tf.reduce_mean(targets, -1)
     return loss, {"td_error": target - q_taken, "q_taken": q_taken, "target": target}
+
+
+def quantile_td(batch: QBatch, hp) -> Tuple[tf.Tensor, Dict[str, tf.Tensor]]:
+    """``quantile_td_loss`` on a batch's quantiles, kappa ``hp.huber_delta``; priority the
+    loss (as C51's cross-entropy is in Rainbow).
+
+    Args:
+        batch: the transitions and the networks (a head of ``num_quantiles`` quantiles).
+        hp: the run's hparams (``huber_delta``).
+    """
+    loss, extras = quantile_td_loss(
+        quantiles_tm1=batch.logits_tm1,
+        a_tm1=batch.a_tm1,
+        r_t=batch.r_t,
+        discount_t=batch.discount_t,
+        quantiles_t_target=batch.logits_t_target,
+        q_t_selector=batch.q_t_selector,
+        kappa=hp.huber_delta,
+    )
+    return loss, {**extras, "priority": loss}
