@@ -3,7 +3,8 @@
 ``make.py`` turns a name into an env; ``registered.py`` holds the named
 constructors that add wrappers; ``parallel.py`` names the multi-agent envs (PettingZoo's
 Parallel API) and ``matrix_games.py`` holds two with known best joint actions;
-``catch.py`` is rl's own small image env;
+``partial.py`` names envs that need memory (classic control without velocities, a
+cue to recall); ``catch.py`` is rl's own small image env;
 ``mujoco_log.py`` sends MuJoCo's warnings to the run folder, each said once;
 ``watched.py`` bounds the waits for ``vectorization=async`` copies (a hung one is named);
 ``env_errors.py`` turns what an env raises in training or evaluation into one
@@ -12,7 +13,7 @@ two-player games' envs (rl/games/registered.py) sit above this package, since th
 saved policies; rl/catalog.py registers them with everything else.
 """
 
-from rl.envs import parallel, registered  # noqa: F401  (register)
+from rl.envs import parallel, partial, registered  # noqa: F401  (register)
 from rl.envs.make import (
     check_env_name,
     make_env,
