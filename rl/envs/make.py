@@ -151,7 +151,11 @@ def _check_kwargs(name: str, kwargs: Dict[str, Any]) -> None:
     if not kwargs:
         return
     if atari.is_atari(name):
-        raise HParamsError(f"env '{name}' takes no keyword arguments (Atari settings are rl's)")
+        try:
+            atari.check_frame_stack(name, kwargs)
+        except ValueError as e:
+            raise HParamsError(str(e)) from None
+        return
     if name in registry.envs:
         accepted = _parameters(registry.envs.get(name))
     else:
@@ -331,7 +335,7 @@ def make_raw_env(name: str, render_mode: Optional[str] = None, **kwargs) -> gym.
         if name in registry.envs:
             return registry.envs.get(name)(render_mode=render_mode, **kwargs)
         if atari.is_atari(name):
-            return atari.make_atari(name, render_mode)
+            return atari.make_atari(name, render_mode, **kwargs)
         return gym.make(name, render_mode=render_mode, **kwargs)
     except (gym.error.DependencyNotInstalled, ImportError) as e:
         raise HParamsError(f"env '{name}' cannot be made here: {error_line(e)}") from None
