@@ -107,7 +107,7 @@ def pettingzoo_test(name: str, test: Callable[[], None]) -> CheckResult:
 
 def check_api(make: ParallelEnvFactory) -> CheckResult:
     """PettingZoo's Parallel API test over ``API_TEST_CYCLES`` steps."""
-    from pettingzoo.test import parallel_api_test  # the multiagent extra, loaded with the env
+    from pettingzoo.test import parallel_api_test  # PettingZoo: the env's own extra
 
     env = make()
     try:
@@ -120,7 +120,7 @@ def check_api(make: ParallelEnvFactory) -> CheckResult:
 
 def check_seeding(make: ParallelEnvFactory) -> CheckResult:
     """PettingZoo's seed test: two envs reset with one seed play the same episode."""
-    from pettingzoo.test import parallel_seed_test
+    from pettingzoo.test import parallel_seed_test  # PettingZoo: the env's own extra
 
     return pettingzoo_test(
         "determinism", lambda: parallel_seed_test(make, num_cycles=API_TEST_CYCLES)
