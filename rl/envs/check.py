@@ -3,10 +3,10 @@
     python -m rl.envs.check CartPole-v1 [--episodes 10] [--seed 0] [--max_steps 10000]
 
 ENV is anything ``--env`` takes: a registered env, a Gymnasium id or a
-``grpc://host:port/ENV_ID`` URL of an env server, or a multi-agent env (PettingZoo's
-Parallel API, rl/envs/parallel.py), checked by rl/envs/check_parallel.py. The env is built by
+``grpc://host:port/ENV_ID`` URL of an env server. The env is built by
 ``make_env``, so it is checked as training sees it (rl's observation wrappers
-included). The report has one line per check, PASS, WARN or FAIL with its
+included). A multi-agent env (PettingZoo's Parallel API, rl/envs/parallel.py) gets the
+checks of rl/envs/check_parallel.py instead, in the same report. The report has one line per check, PASS, WARN or FAIL with its
 numbers; the exit code is 1 when a check fails, and bad input (an unknown env,
 a bad flag value) is one line on stderr with exit code 2.
 
