@@ -79,6 +79,9 @@ setup(
         "ray": ["ray[default]>=2.60,<2.61"],
         # Two-player games (rl/games) and tournaments (python -m rl.tournament): Nash by linprog.
         "games": ["pettingzoo>=1.27,<1.28", "scipy>=1.11"],
+        # Multi-agent envs (rl/envs/parallel.py): PettingZoo's Parallel API, MPE's envs (mpe2),
+        # SISL's multiwalker (Box2D) and pursuit.
+        "multiagent": ["pettingzoo>=1.27,<1.28", "mpe2>=1.1.1,<1.2", "gymnasium[box2d]>=1.1,<2"],
         # python -m rl.search: hyperparameter search (docs/guides/search.md).
         "search": ["optuna>=5.0,<6"],
         # --tracking mlflow (rl/tracking.py): MLflow's client, and its SQLite store's SQLAlchemy and Alembic.

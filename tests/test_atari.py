@@ -112,6 +112,42 @@ def test_dqn_stores_each_atari_frame_once():
     env.close()
 
 
+@pytest.mark.unit
+def test_frame_stack_1_gives_one_frame_per_observation_to_the_cnn_and_replay():
+    import tensorflow as tf
+
+    from rl.models.networks import NatureCNN
+
+    env = make_env("ALE/Pong-v5?frame_stack=1")
+    obs, _ = env.reset(seed=0)
+    assert env.observation_space.shape == obs.shape == (1, 84, 84)
+    np.testing.assert_array_equal(obs[0], make_env("ALE/Pong-v5").reset(seed=0)[0][-1])
+    assert NatureCNN((1, 84, 84), 6, 1.0, seed=3)(tf.constant(obs[None])).shape == (1, 6)
+    hp = registry.hparams.get("dqn_atari")().replace(
+        env="ALE/Pong-v5?frame_stack=1", buffer_size=1_000
+    )
+    learner = registry.agents.get("dqn")(hp, env.observation_space, env.action_space)
+    assert learner.memory.replay.frame_stack == 1
+    env.close()
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize(
+    "name, refused",
+    [
+        ("ALE/Pong-v5?frame_stack=0", "'frame_stack' takes an integer in [1, 16], got 0"),
+        (
+            "ALE/Pong-v5?frameskip=2",
+            "takes no keyword argument 'frameskip': an Atari id takes only frame_stack",
+        ),
+    ],
+)
+def test_an_atari_id_takes_only_a_frame_stack_of_1_to_16(name, refused):
+    with pytest.raises(HParamsError) as error:
+        make_env(name)
+    assert refused in str(error.value)
+
+
 @pytest.mark.process
 def test_train_py_runs_dqn_and_ppo_on_an_atari_game(tmp_path):
     for hparams, override in (

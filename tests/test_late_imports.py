@@ -31,6 +31,8 @@ ALLOWED = {
     "Optuna": ("optuna", "yaml"),
     "ale-py": ("ale_py",),
     "MuJoCo": ("mujoco",),
+    # The games and multiagent extras: multi-agent envs and their checks.
+    "PettingZoo": ("pettingzoo", "mpe2"),
     # Core, but kept off the start-up of train.py, python -m rl.search and their flag
     # errors. Measured on the 2-core machine (docs/concepts/architecture.md, "Late imports"):
     # after rl.cli, Gymnasium adds 0.1 s and TensorBoard 0.15 s, and the rl modules that

@@ -16,6 +16,7 @@ from rl._tf import tf
 from rl.agents.learner import Batch
 from rl.algos.schedules import linear_schedule
 from rl.envs import atari
+from rl.envs.make import split_kwargs
 from rl.hparams.base import HParams
 from rl.hparams.replay import ReplaySettings
 from rl.memory.replay import Replay, importance_weights
@@ -56,7 +57,7 @@ class ReplayFeed:
             n_step=hp.n_step,
             gamma=hp.gamma,
             # Stacked frames (Atari) are stored once each, not once per stack.
-            frame_stack=atari.frames_per_observation(hp.env),
+            frame_stack=atari.frames_per_observation(*split_kwargs(hp.env)),
             priority_exponent=priority_exponent,
         )
         # Prioritised: batches carry importance "weights" and the compiled update

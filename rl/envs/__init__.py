@@ -1,7 +1,10 @@
 """envs: building (vectorised) Gymnasium environments by name.
 
 ``make.py`` turns a name into an env; ``registered.py`` holds the named
-constructors that add wrappers; ``catch.py`` is rl's own small image env;
+constructors that add wrappers; ``parallel.py`` names the multi-agent envs (PettingZoo's
+Parallel API) and ``matrix_games.py`` holds two with known best joint actions;
+``partial.py`` names envs that need memory (classic control without velocities, a
+cue to recall); ``catch.py`` is rl's own small image env;
 ``mujoco_log.py`` sends MuJoCo's warnings to the run folder, each said once;
 ``watched.py`` bounds the waits for ``vectorization=async`` copies (a hung one is named);
 ``env_errors.py`` turns what an env raises in training or evaluation into one
@@ -10,7 +13,13 @@ two-player games' envs (rl/games/registered.py) sit above this package, since th
 saved policies; rl/catalog.py registers them with everything else.
 """
 
-from rl.envs import registered  # noqa: F401  (registers)
-from rl.envs.make import check_env_name, make_env, make_vec_env, true_next_obs
+from rl.envs import parallel, partial, registered  # noqa: F401  (register)
+from rl.envs.make import (
+    check_env_name,
+    make_env,
+    make_parallel_env,
+    make_vec_env,
+    true_next_obs,
+)
 
-__all__ = ["check_env_name", "make_env", "make_vec_env", "true_next_obs"]
+__all__ = ["check_env_name", "make_env", "make_parallel_env", "make_vec_env", "true_next_obs"]

@@ -5,7 +5,9 @@ Any ``ALE/<Game>-v5`` id given as ``--env`` is built here: sticky actions
 no-op starts, 4 frames per step with max-pooling of the last two, 84 x 84
 grayscale, no episode end on a lost life, and the last ``FRAME_STACK`` frames
 stacked on axis 0 as uint8. The model scales the bytes; replay stores each
-frame once (``frame_stack`` in the DQN hparams).
+frame once. ``ALE/<Game>-v5?frame_stack=1`` gives one frame per observation (what a
+recurrent policy sees: it must remember the motion the stack would show); the frame
+stack is the one keyword argument an Atari id takes.
 
 Each step's info says whether it cost a life (``info["life_lost"]``): learners
 with ``life_loss_terminal`` (PPO, A2C, VPG, IMPALA, DQN) treat that step as
@@ -14,13 +16,15 @@ on unchanged.
 """
 
 import importlib.util
-from typing import Optional
+from typing import Any, Dict, Optional
 
 import gymnasium as gym
 
 ATARI_PREFIX = "ALE/"
 INSTALL_HINT = "pip install -e '.[atari]'"
 FRAME_STACK = 4  # frames per observation, on axis 0
+MAX_FRAME_STACK = 16
+FRAME_STACK_KWARG = "frame_stack"
 STICKY_ACTION_PROBABILITY = 0.25
 FRAME_SKIP = 4
 NOOP_MAX = 30
@@ -51,13 +55,34 @@ def register_games() -> None:
     _registered = True
 
 
-def frames_per_observation(name: str) -> int:
-    """How many frames ``make_env(name)`` stacks on axis 0 (1: not a stack)."""
-    return FRAME_STACK if is_atari(name) else 1
+def check_frame_stack(name: str, kwargs: Dict[str, Any]) -> None:
+    """ValueError naming what an Atari id takes, unless ``kwargs`` is at most a
+    ``frame_stack`` of 1 to ``MAX_FRAME_STACK``."""
+    unknown = sorted(set(kwargs) - {FRAME_STACK_KWARG})
+    if unknown:
+        raise ValueError(
+            f"env '{name}' takes no keyword argument {unknown[0]!r}: an Atari id takes only "
+            f"{FRAME_STACK_KWARG} (the other settings are rl's)"
+        )
+    stack = kwargs.get(FRAME_STACK_KWARG, FRAME_STACK)
+    if isinstance(stack, bool) or not isinstance(stack, int) or not 1 <= stack <= MAX_FRAME_STACK:
+        raise ValueError(
+            f"env '{name}' keyword argument {FRAME_STACK_KWARG!r} takes an integer in "
+            f"[1, {MAX_FRAME_STACK}], got {stack!r}"
+        )
 
 
-def make_atari(name: str, render_mode: Optional[str] = None) -> gym.Env:
-    """The game ``name`` (an ALE id) with the preprocessing above; observations [4, 84, 84] uint8."""
+def frames_per_observation(name: str, kwargs: Dict[str, Any]) -> int:
+    """How many frames ``make_env`` stacks on axis 0 for env ``name`` with ``kwargs``
+    (1: not a stack)."""
+    return kwargs.get(FRAME_STACK_KWARG, FRAME_STACK) if is_atari(name) else 1
+
+
+def make_atari(
+    name: str, render_mode: Optional[str] = None, frame_stack: int = FRAME_STACK
+) -> gym.Env:
+    """The game ``name`` (an ALE id) with the preprocessing above; observations
+    [frame_stack, 84, 84] uint8."""
     register_games()
     # The ALE's own frame skipping is off: AtariPreprocessing skips and max-pools.
     env = gym.make(
@@ -76,7 +101,7 @@ def make_atari(name: str, render_mode: Optional[str] = None) -> gym.Env:
         grayscale_obs=True,
         scale_obs=False,
     )
-    return LifeLossInfo(gym.wrappers.FrameStackObservation(env, FRAME_STACK))
+    return LifeLossInfo(gym.wrappers.FrameStackObservation(env, frame_stack))
 
 
 class LifeLossInfo(gym.Wrapper):

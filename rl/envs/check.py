@@ -5,7 +5,8 @@
 ENV is anything ``--env`` takes: a registered env, a Gymnasium id or a
 ``grpc://host:port/ENV_ID`` URL of an env server. The env is built by
 ``make_env``, so it is checked as training sees it (rl's observation wrappers
-included). The report has one line per check, PASS, WARN or FAIL with its
+included). A multi-agent env (PettingZoo's Parallel API, rl/envs/parallel.py) gets the
+checks of rl/envs/check_parallel.py instead, in the same report. The report has one line per check, PASS, WARN or FAIL with its
 numbers; the exit code is 1 when a check fails, and bad input (an unknown env,
 a bad flag value) is one line on stderr with exit code 2.
 
@@ -32,13 +33,22 @@ from gymnasium.utils.env_checker import check_env
 # point, declared in .importlinter as one that may import it.
 from rl import catalog, command_line, plugins  # noqa: F401  (catalog fills the registries)
 from rl.command_line import int_in_range
-from rl.envs.make import env_factory
+from rl.envs.check_parallel import run_parallel_checks
+from rl.envs.check_results import (  # noqa: F401  (the statuses: tests and callers read them here)
+    FAIL,
+    PASS,
+    STATUSES,
+    WARN,
+    CheckResult,
+    describe_space,
+    guarded,
+    is_finite,
+)
+from rl.envs.make import env_factory, is_multi_agent, make_parallel_env
 from rl.errors import USER_ERRORS, PluginError, error_line
 from rl.fields import MAX_SEED, MAX_STEPS
 
 PROG = "python -m rl.envs.check"
-PASS, WARN, FAIL = "PASS", "WARN", "FAIL"
-STATUSES = (PASS, WARN, FAIL)
 MAX_EPISODES = 100_000  # --episodes: a typo guard
 DETERMINISM_STEPS = 200  # steps compared between two envs reset with one seed
 
@@ -48,27 +58,6 @@ EnvFactory = Callable[[], gym.Env]
 # trains on it, with its wrappers, on purpose.
 _WRAPPED_WARNING = re.compile(r"The environment \(.*\) is different from the unwrapped version")
 _COLOUR_CODE = re.compile(r"\x1b\[[0-9;]*m")
-
-
-@dataclasses.dataclass(frozen=True)
-class CheckResult:
-    """One check's outcome: one line of the report.
-
-    Attributes:
-        name: what was checked, e.g. "determinism".
-        status: PASS, WARN or FAIL.
-        detail: the numbers or the reason, one line.
-        notes: further lines printed under it (each of Gymnasium's warnings).
-    """
-
-    name: str
-    status: str
-    detail: str
-    notes: Tuple[str, ...] = ()
-
-    def __post_init__(self):
-        if self.status not in STATUSES:
-            raise ValueError(f"status {self.status!r} is not one of {', '.join(STATUSES)}")
 
 
 @dataclasses.dataclass
@@ -149,33 +138,6 @@ def check_counts(episodes: int, max_steps: int) -> None:
         raise ValueError(f"episodes and max_steps must be at least 1, got {episodes}, {max_steps}")
 
 
-def guarded(name: str, check: Callable[[], Any]) -> List[CheckResult]:
-    """Runs a check, turning what escapes it (a fresh env that cannot be made, say
-    an env server that went away) into a FAIL line instead of ending the report.
-
-    Args:
-        name: the check's name, for that line.
-        check: returns a CheckResult or a list of them.
-    """
-    try:
-        result = check()
-    except Exception as error:
-        return [CheckResult(name, FAIL, f"the check stopped: {error_line(error, typed=True)}")]
-    return list(result) if isinstance(result, list) else [result]
-
-
-def describe_space(space: gym.Space) -> str:
-    """A short description of a space: a Box's shape and dtype (its bounds are
-    reported by the observation check), other spaces as Gymnasium prints them.
-
-    Args:
-        space: an observation or action space.
-    """
-    if isinstance(space, gym.spaces.Box):
-        return f"Box(shape {space.shape}, {space.dtype})"
-    return str(space)
-
-
 def check_make(make: EnvFactory) -> CheckResult:
     """Builds the env once and reports its spaces.
 
@@ -226,22 +188,6 @@ def check_gymnasium(make: EnvFactory) -> CheckResult:
             tuple(texts),
         )
     return CheckResult("gymnasium checker", PASS, "no errors, no warnings")
-
-
-def is_finite(value: Any) -> bool:
-    """Whether a number, array or nest of them (dict, tuple, list) holds no NaN or inf.
-
-    Args:
-        value: an observation or reward.
-    """
-    if isinstance(value, dict):
-        return all(is_finite(v) for v in value.values())
-    if isinstance(value, (tuple, list)):
-        return all(is_finite(v) for v in value)
-    array = np.asarray(value)
-    if array.dtype.kind not in "fc":
-        return True  # integers, booleans and text cannot be NaN
-    return bool(np.isfinite(array).all())
 
 
 def finite_range(value: Any) -> Optional[Tuple[float, float]]:
@@ -623,6 +569,17 @@ def check_close(make: EnvFactory, seed: int) -> CheckResult:
     return CheckResult("close", PASS, "close() after a step, then close() again: no error")
 
 
+def made_as_multi_agent(name: str) -> bool:
+    """Whether env ``name`` is a multi-agent one; False when its constructor fails, so
+    the single-agent "make" check reports the failure (bad input still raises)."""
+    try:
+        return is_multi_agent(name)
+    except USER_ERRORS:
+        raise
+    except Exception:
+        return False
+
+
 def run_checks(
     env: Union[str, EnvFactory], episodes: int = 10, seed: int = 0, max_steps: int = 10_000
 ) -> List[CheckResult]:
@@ -639,6 +596,8 @@ def run_checks(
         ValueError: if episodes or max_steps is below 1.
     """
     check_counts(episodes, max_steps)
+    if isinstance(env, str) and made_as_multi_agent(env):
+        return run_parallel_checks(lambda: make_parallel_env(env), episodes, seed, max_steps)
     make = as_factory(env)
     made = check_make(make)
     if made.status == FAIL:

@@ -25,6 +25,7 @@ from gymnasium.envs.registration import load_env_creator
 
 import rl.envs.atari as atari  # the module, not the package: rl.envs imports this file
 import rl.envs.mujoco_log as mujoco_log  # the module, not the package (as atari above)
+import rl.envs.parallel as parallel  # the module, not the package (as atari above)
 from rl import registry
 from rl.envs.remote import address as remote_url
 from rl.envs.watched import WatchedAsyncVectorEnv
@@ -150,7 +151,11 @@ def _check_kwargs(name: str, kwargs: Dict[str, Any]) -> None:
     if not kwargs:
         return
     if atari.is_atari(name):
-        raise HParamsError(f"env '{name}' takes no keyword arguments (Atari settings are rl's)")
+        try:
+            atari.check_frame_stack(name, kwargs)
+        except ValueError as e:
+            raise HParamsError(str(e)) from None
+        return
     if name in registry.envs:
         accepted = _parameters(registry.envs.get(name))
     else:
@@ -330,7 +335,7 @@ def make_raw_env(name: str, render_mode: Optional[str] = None, **kwargs) -> gym.
         if name in registry.envs:
             return registry.envs.get(name)(render_mode=render_mode, **kwargs)
         if atari.is_atari(name):
-            return atari.make_atari(name, render_mode)
+            return atari.make_atari(name, render_mode, **kwargs)
         return gym.make(name, render_mode=render_mode, **kwargs)
     except (gym.error.DependencyNotInstalled, ImportError) as e:
         raise HParamsError(f"env '{name}' cannot be made here: {error_line(e)}") from None
@@ -358,7 +363,48 @@ def make_env(
         from rl.envs.remote.client import RemoteEnv  # grpcio only when used
 
         return _standard_wrappers(RemoteEnv(name, render_mode, max_episode_steps))
-    return _standard_wrappers(bound_episodes(make_raw_env(name, render_mode), max_episode_steps))
+    env = make_raw_env(name, render_mode)
+    if parallel.is_parallel_env(env):
+        env.close()
+        raise HParamsError(
+            f"env '{name}' is a multi-agent env (PettingZoo's Parallel API), which a "
+            f"single-agent set cannot train; `python -m rl.envs.check {name}` checks it"
+        )
+    return _standard_wrappers(bound_episodes(env, max_episode_steps))
+
+
+def is_multi_agent(name: str) -> bool:
+    """Whether env ``name`` is a multi-agent one: a registered constructor that returns a
+    PettingZoo ``ParallelEnv`` (made once to find out, as ``episode_cap`` does)."""
+    if remote_url.is_remote(name) or split_kwargs(name)[0] not in registry.envs:
+        return False
+    env = make_raw_env(name)
+    try:
+        return parallel.is_parallel_env(env)
+    finally:
+        env.close()
+
+
+def make_parallel_env(name: str, render_mode: Optional[str] = None) -> Any:
+    """One multi-agent env (a PettingZoo ``ParallelEnv``), as its constructor returns it.
+
+    Args:
+        name: a registered multi-agent env, with any ``?key=value`` arguments.
+        render_mode: passed to the constructor, e.g. "rgb_array" for video.
+
+    Raises:
+        HParamsError: ``name`` is a single-agent env, or bad keyword arguments.
+        UnknownNameError: ``name`` is no env at all.
+    """
+    env = make_raw_env(name, render_mode)
+    if not parallel.is_parallel_env(env):
+        env.close()
+        raise HParamsError(
+            f"env '{name}' is a single-agent env; a multi-agent one is a registered "
+            "constructor that returns a PettingZoo ParallelEnv (rl/envs/parallel.py names "
+            "rl's own)"
+        )
+    return env
 
 
 def env_factory(

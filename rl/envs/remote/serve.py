@@ -43,7 +43,8 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 # point, declared in .importlinter as one that may import it.
 from rl import catalog, command_line, plugins  # noqa: F401  (catalog fills the registries)
 from rl.command_line import float_in_range, int_in_range
-from rl.envs.make import bound_episodes, check_env_name, make_raw_env
+from rl.envs.make import bound_episodes, check_env_name, is_multi_agent, make_raw_env
+from rl.envs.parallel import is_parallel_env
 from rl.envs.remote import codec, env_pb2, env_pb2_grpc
 from rl.envs.remote.address import (
     PEM_CERTIFICATE,
@@ -245,9 +246,21 @@ def env_maker(env_ids: Sequence[str]):
             check_env_name(env_id)
         except UnknownNameError as e:
             raise Refusal(grpc.StatusCode.NOT_FOUND, str(e)) from None
-        return make_raw_env(env_id, render_mode, **kwargs)  # EnvService bounds its episodes
+        env = make_raw_env(env_id, render_mode, **kwargs)  # EnvService bounds its episodes
+        if is_parallel_env(env):  # a plugin's env, or one the server serves as "*"
+            env.close()
+            raise Refusal(grpc.StatusCode.INVALID_ARGUMENT, single_agent_only(env_id))
+        return env
 
     return make
+
+
+def single_agent_only(env_id: str) -> str:
+    """Why a multi-agent env is not served, in one line."""
+    return (
+        f"{env_id} is a multi-agent env (PettingZoo's Parallel API); the env server serves "
+        "single-agent envs"
+    )
 
 
 def client_gave_up(context) -> bool:
@@ -736,8 +749,11 @@ def check_args(args: argparse.Namespace) -> None:
         if env_id != ANY_ENV:
             try:
                 check_env_name(env_id)
+                multi_agent = is_multi_agent(env_id)
             except Exception as e:  # UnknownNameError, HParamsError: both one line
                 raise ServeError(error_line(e)) from None
+            if multi_agent:
+                raise ServeError(single_agent_only(env_id))
     if not is_loopback(args.host) and not args.token:
         raise ServeError(
             f"--host {args.host} is reachable from other machines: give an auth token "
