@@ -1,6 +1,6 @@
 """The checks a run passes before anything is built or written, done once.
 
-train.py runs them before TensorFlow loads (rl/cli.py), so a mistake answers in well
+train.py runs them before TensorFlow loads (rl/cli/checks.py), so a mistake answers in well
 under a second, and hands their result to the Experiment, which then checks nothing
 again; an Experiment made from Python without one runs them itself.
 """

@@ -37,7 +37,7 @@ PR_SET_PDEATHSIG = 1  # linux/prctl.h
 STOP_ASKED = threading.Event()
 
 # Set by train.py's Ctrl-C handler from its start until the run's own handlers take over
-# (rl/cli.py installs it, rl/experiment.py reads it): a KeyboardInterrupt that a library
+# (rl/cli/jobs.py installs it, rl/experiment.py reads it): a KeyboardInterrupt that a library
 # swallowed while TensorFlow loaded (a bare ``except:`` around an optional import) still
 # stops the run once the run's handlers are in place, instead of letting it train on.
 EARLY_INTERRUPT = threading.Event()

@@ -82,16 +82,16 @@ def train_flags():
     """train.py's flags in this process, parsed from the given argv, unparsed after."""
     from absl import flags
 
-    from rl import cli
+    from rl.cli import flag_table
 
     if "sys" not in flags.FLAGS:
-        cli.define_flags()
+        flag_table.define_flags()
     yield lambda *argv: flags.FLAGS(["train.py", *argv])
     flags.FLAGS.unparse_flags()
 
 
 def test_copies_pass_on_the_tables_flags_but_not_their_own(train_flags, monkeypatch):
-    from rl import cli
+    from rl.cli import copies
 
     train_flags(
         "--hparams=ppo_tiny", "--sys=ray", "--ray_address=auto", "--copies=2",
@@ -100,9 +100,9 @@ def test_copies_pass_on_the_tables_flags_but_not_their_own(train_flags, monkeypa
     )  # fmt: skip
     ran = []
     monkeypatch.setattr(
-        cli.slots, "run_in_slots", lambda commands, slots, environ: ran.extend(commands)
+        copies.slots, "run_in_slots", lambda commands, slots, environ: ran.extend(commands)
     )
-    cli.run_copies_in_processes(["runs/x/run_0", "runs/x/run_1"], [11, 12])
+    copies.run_copies_in_processes(["runs/x/run_0", "runs/x/run_1"], [11, 12])
     first = ran[0][2:]  # after python and train.py
     assert first[-2:] == ["--output_dir=runs/x/run_0", "--seed=11"]
     given = {arg.split("=")[0] for arg in first[:-2]}
@@ -117,10 +117,10 @@ def test_copies_pass_on_the_tables_flags_but_not_their_own(train_flags, monkeypa
 
 
 def test_a_flag_of_the_other_mode_is_refused_as_the_table_says(train_flags, capsys):
-    from rl import cli
+    from rl.cli import checks
 
     train_flags("--training=false", "--num_workers=2", "--output_dir=runs/x")
     with pytest.raises(SystemExit) as exit:
-        cli.check_mode_flags()
+        checks.check_mode_flags()
     assert exit.value.code == 2
     assert "--num_workers cannot be used with --training=false" in capsys.readouterr().err

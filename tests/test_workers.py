@@ -335,13 +335,14 @@ import sys
 
 from absl import flags
 
-from rl import _tf, cli
+from rl import _tf
+from rl.cli import flag_table, jobs, training
 
-cli.define_flags()
+flag_table.define_flags()
 flags.FLAGS(["train.py", *sys.argv[1:]])
-made = []  # the run's one system, as cli.main makes it
-make_system = cli.make_system
-cli.make_system = lambda: made.append(make_system()) or made[-1]
+made = []  # the run's one system, as jobs.main makes it
+make_system = training.make_system
+training.make_system = lambda: made.append(make_system()) or made[-1]
 
 
 def report_and_stop():
@@ -354,7 +355,7 @@ def report_and_stop():
 
 
 _tf.import_tensorflow_quietly = report_and_stop
-cli.main(["train.py"])
+jobs.main(["train.py"])
 """
 
 
