@@ -55,7 +55,7 @@ def test_the_experiment_takes_the_checked_run_and_the_system_without_checking_ag
 
     monkeypatch.setattr(experiment, "check_run", checked_again)
     monkeypatch.setattr(early_checks, "check_run", checked_again)
-    with experiment.Experiment(checked=checked, system=system, verbose=False) as exp:
+    with experiment.Run(checked, system, verbose=False) as exp:
         assert exp.hp == checked.hp and exp.hp.seed == 5
         assert exp.system is system
         assert exp.output_dir == str(tmp_path / "run")

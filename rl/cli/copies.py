@@ -45,6 +45,7 @@ def checked_copies() -> list:
                 os.path.join(output_dir, f"run_{i}"),
                 allow_hparam_change=FLAGS.allow_hparam_change,
                 num_workers=FLAGS.num_workers,
+                record_video=FLAGS.record_video,
             )
             for i, seed in enumerate(seeds)
         ]

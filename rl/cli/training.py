@@ -15,6 +15,7 @@ from rl.cli.exits import (
 )
 from rl.cli.flag_table import FLAGS, fail, our_flags, system_options
 from rl.errors import USER_ERRORS, EnvError
+from rl.processes import WorkerSettings
 
 
 def make_system():
@@ -24,8 +25,8 @@ def make_system():
 
 
 def build_experiment(checked, system):
-    """An Experiment of the checked run on the run's system; bad input ends the process
-    (exit 2).
+    """The checked run built on the run's system (``Run``, rl/experiment.py); bad input
+    ends the process (exit 2).
 
     Args:
         checked: the run's ``CheckedRun`` from the early checks.
@@ -33,22 +34,23 @@ def build_experiment(checked, system):
     """
     # Late, both: the experiment loads TensorFlow, which the early checks do without,
     # and the tracking module MLflow's client.
-    from rl.experiment import Experiment
+    from rl.experiment import Run
     from rl.tracking import make_tracker
 
     try:
-        return Experiment(
-            checked=checked,
-            system=system,
-            record_video=FLAGS.record_video,
+        return Run(
+            checked,
+            system,
+            workers=WorkerSettings(
+                restarts=FLAGS.worker_restarts,
+                restart_window=FLAGS.worker_restart_window,
+                timeout=FLAGS.worker_timeout,
+                rounds_ahead=FLAGS.worker_rounds_ahead,
+            ),
+            tracker=make_tracker(FLAGS.tracking, FLAGS.tracking_uri, FLAGS.tracking_experiment),
             render=FLAGS.render,
             argv=sys.argv,
             flags=our_flags(),
-            worker_restarts=FLAGS.worker_restarts,
-            worker_restart_window=FLAGS.worker_restart_window,
-            worker_timeout=FLAGS.worker_timeout,
-            worker_rounds_ahead=FLAGS.worker_rounds_ahead,
-            tracker=make_tracker(FLAGS.tracking, FLAGS.tracking_uri, FLAGS.tracking_experiment),
         )
     except USER_ERRORS as e:
         fail(str(e))
