@@ -139,6 +139,7 @@ class Run:
         checked: CheckedRun,
         system: System,
         *,
+        launcher=None,
         workers: WorkerSettings = WorkerSettings(),
         tracker: Optional[Tracker] = None,
         render: bool = False,
@@ -155,8 +156,10 @@ class Run:
         Args:
             checked: the early checks' result (rl/early_checks.py): the hparams, the
                 folder's verdict, read-only or not, the worker count, video, checkpoint.
-            system: the run's --sys target (train.py starts its actors early). The run
-                closes it.
+            system: the run's --sys target. The run closes it.
+            launcher: its actor processes, started by ``system.actor_launcher`` (train.py
+                calls it before TensorFlow loads); None: started here, with
+                ``checked.num_workers`` > 0. The run closes it.
             workers: how its actor processes are restarted and fed (--worker_* flags).
             tracker: where committed records are copied besides TensorBoard
                 (rl/tracking.py, e.g. ``MLflowTracking()``); None: nowhere.
@@ -169,6 +172,10 @@ class Run:
         eval_records, read_only = list(checked.eval_records), checked.read_only
         self.checked = checked
         self.system = system
+        # Started before ``setup``: a local Ray starts with a CPU for each actor.
+        if launcher is None and checked.num_workers:
+            launcher = system.actor_launcher(checked.num_workers)
+        self.launcher = launcher
         self._lock: Optional[BinaryIO] = None  # the run folder's, once this run writes
         self.workers = workers
         self.hp = hp
@@ -571,6 +578,7 @@ class Run:
         if not self.checked.num_workers:
             return OwnActor(self.actor, self.learner, self.envs, self.hp.seed)
         hp, model = self.hp, self.agent.model
+        self.launcher.log_dir = self.folder.file("workers")  # known now, after its start
         return WorkerPool(
             hp,
             self.learner,
@@ -579,8 +587,7 @@ class Run:
             spaces=(self.envs.single_observation_space, self.envs.single_action_space),
             num_workers=self.checked.num_workers,
             settings=self.workers,
-            system=self.system,
-            log_dir=self.folder.file("workers"),
+            launcher=self.launcher,
             say=self._say,
             log_scalar=self.folder.logbook.scalar,
             give_up=self._stop_overdue,
@@ -741,6 +748,8 @@ class Run:
         try:
             self._restore_signal_handlers()
             self.experience.stop()
+            if self.launcher is not None:
+                self.launcher.close()
             self.envs.close()
             self.evaluator.close()
             self.system.close()
@@ -822,9 +831,7 @@ class Experiment(Run):
             record_video=record_video,
             checkpoint=checkpoint,
         )
-        system = registry.systems.get(sys_name)(
-            {**(sys_options or {}), "num_workers": checked.num_workers}
-        )
+        system = registry.systems.get(sys_name)(sys_options)
         super().__init__(
             checked, system, workers=workers, tracker=tracker, render=render, verbose=verbose
         )

@@ -1,5 +1,5 @@
-"""Resolve and check once: the early checks' CheckedRun, which the Experiment takes as it is,
-and the one System of a run, which holds the actors started early."""
+"""Resolve and check once: the early checks' CheckedRun, which the Run takes as it is, and
+the launcher of a run's actors, started early and handed to the Run."""
 
 import json
 
@@ -48,7 +48,7 @@ def test_the_experiment_takes_the_checked_run_and_the_system_without_checking_ag
     tmp_path, monkeypatch
 ):
     checked = check_run("ppo_tiny", str(tmp_path / "run"), seed=5)
-    system = LocalSystem({"num_workers": 0})
+    system = LocalSystem()
 
     def checked_again(*args, **kwargs):
         raise AssertionError("the run was checked twice")
@@ -61,20 +61,21 @@ def test_the_experiment_takes_the_checked_run_and_the_system_without_checking_ag
         assert exp.output_dir == str(tmp_path / "run")
 
 
-def test_the_system_hands_out_its_early_launcher_once_and_stops_what_nobody_took():
+def test_the_run_spawns_its_workers_from_the_launcher_it_is_handed_and_closes_it(tmp_path):
+    # train.py starts the actors before TensorFlow loads (System.actor_launcher) and hands
+    # the run their launcher: the one route by which a run's actors start.
     class Launcher:
         log_dir, closed = "unset", False
 
         def close(self):
             self.closed = True
 
-    system = LocalSystem({"num_workers": 2})
-    early = system.early_launcher = Launcher()
-    assert system.actor_launcher("workers") is early and early.log_dir == "workers"
-    assert type(system.actor_launcher(None)).__name__ == "ProcessLauncher"  # a new one
-    untaken = system.early_launcher = Launcher()
-    system.close()
-    assert untaken.closed and system.early_launcher is None
+    checked = check_run("ppo_tiny", str(tmp_path / "run"), num_workers=2)
+    launcher = Launcher()
+    with experiment.Run(checked, LocalSystem(), launcher=launcher, verbose=False) as run:
+        assert run.experience.launcher is launcher and run.experience.num_workers == 2
+        assert launcher.log_dir == run.folder.file("workers")
+    assert launcher.closed
 
 
 @pytest.fixture

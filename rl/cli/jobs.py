@@ -16,7 +16,6 @@ from absl import logging as absl_logging
 from rl import _tf
 from rl.cli import checks, copies, testing, training
 from rl.cli.flag_table import FLAGS, PROG, fail, show_tensorflow_logs
-from rl.errors import USER_ERRORS
 from rl.processes import interrupt_early
 
 
@@ -63,13 +62,9 @@ def train_or_test(argv: List[str]) -> int:
         _tf.import_tensorflow_quietly()
         return testing.run_test()
     system = training.make_system()
-    if FLAGS.num_workers > 0:
-        try:
-            system.start_actors_early()  # their start-up overlaps TensorFlow's import
-        except USER_ERRORS as e:
-            fail(str(e))
+    launcher = training.start_actors(system, checked)  # before TensorFlow's import
     _tf.import_tensorflow_quietly()
-    return training.run_training(checked, system)
+    return training.run_training(checked, system, launcher)
 
 
 def say_gymnasium_warnings_once() -> None:

@@ -19,18 +19,30 @@ from rl.processes import WorkerSettings
 
 
 def make_system():
-    """The run's one --sys target, from the flags; the experiment closes it."""
-    target = registry.systems.get(FLAGS.sys)
-    return target({**system_options(), "num_workers": FLAGS.num_workers})
+    """The run's one --sys target, from the flags; the run closes it."""
+    return registry.systems.get(FLAGS.sys)(system_options())
 
 
-def build_experiment(checked, system):
+def start_actors(system, checked):
+    """The run's actor processes, started now (``System.actor_launcher``) so that their
+    start-up overlaps TensorFlow's import; None without --num_workers. A system that
+    cannot be reached (Ray's address) ends the process (exit 2)."""
+    if not checked.num_workers:
+        return None
+    try:
+        return system.actor_launcher(checked.num_workers)
+    except USER_ERRORS as e:
+        fail(str(e))
+
+
+def build_experiment(checked, system, launcher=None):
     """The checked run built on the run's system (``Run``, rl/experiment.py); bad input
     ends the process (exit 2).
 
     Args:
         checked: the run's ``CheckedRun`` from the early checks.
         system: the run's --sys target (``make_system``).
+        launcher: its actor processes (``start_actors``); None: the run starts them.
     """
     # Late, both: the experiment loads TensorFlow, which the early checks do without,
     # and the tracking module MLflow's client.
@@ -41,6 +53,7 @@ def build_experiment(checked, system):
         return Run(
             checked,
             system,
+            launcher=launcher,
             workers=WorkerSettings(
                 restarts=FLAGS.worker_restarts,
                 restart_window=FLAGS.worker_restart_window,
@@ -58,9 +71,10 @@ def build_experiment(checked, system):
         stop_outside_training(e, "nothing was written")
 
 
-def run_training(checked, system) -> int:
-    """Trains the checked run on ``system``; returns train.py's exit code."""
-    experiment = build_experiment(checked, system)
+def run_training(checked, system, launcher=None) -> int:
+    """Trains the checked run on ``system`` (with the actors of ``launcher``, if started
+    already); returns train.py's exit code."""
+    experiment = build_experiment(checked, system, launcher)
     if experiment.restored_from and not experiment.fell_back:  # whose line says it
         print(f"rl: resuming from {experiment.restored_from}", file=sys.stderr)
     # Every ending, a failure's and a second signal's too, leaves its result as one JSON

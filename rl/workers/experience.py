@@ -80,8 +80,7 @@ class WorkerPool:
         spaces,
         num_workers: int,
         settings: WorkerSettings,
-        system,
-        log_dir: Optional[str],
+        launcher,
         say: Callable[[str], None],
         log_scalar: Callable[[str, float, int], None],
         give_up: Callable[[], bool] = lambda: False,
@@ -100,8 +99,8 @@ class WorkerPool:
             num_workers: actor processes; each steps an equal share of ``hp.num_envs``.
             settings: their restarts (too many end the run with WorkerFailure), timeout
                 and rounds ahead (--worker_* flags).
-            system: the run's System: its ``actor_launcher`` starts the workers.
-            log_dir: where each worker's output goes; None: this process's.
+            launcher: what starts the workers (``System.actor_launcher``), the run's
+                for as long as it lasts (the run closes it).
             say: prints one line for the user (restarts).
             log_scalar: records (tag, value, step) for TensorBoard (rl/logbook.py).
             give_up: true when waiting for the workers must end (RoundAbandoned): the
@@ -114,8 +113,7 @@ class WorkerPool:
         self.spaces = spaces
         self.num_workers = num_workers
         self.settings = settings
-        self.system = system
-        self.log_dir = log_dir
+        self.launcher = launcher
         self.say = say
         self.log_scalar = log_scalar
         self.give_up = give_up
@@ -141,7 +139,7 @@ class WorkerPool:
             max_restarts=self.settings.restarts,
             restart_window=self.settings.restart_window,
             say=self.say,
-            launcher=self.system.actor_launcher(self.log_dir),
+            launcher=self.launcher,
             worker_timeout=self.settings.timeout,
             give_up=self.give_up,
         )
