@@ -8,9 +8,10 @@ gets one line on stderr and exit code 2, before anything is written.
 
 from absl import app, flags
 
-from rl import cli
+from rl.cli import flag_table, jobs
 
 if __name__ == "__main__":
-    cli.define_flags()
-    flags.adopt_module_key_flags(cli)  # so --help lists them (absl shows the main module's)
-    app.run(cli.main, flags_parser=cli.parse_flags_or_exit)
+    flag_table.define_flags()
+    # So --help lists them (absl shows the main module's).
+    flags.adopt_module_key_flags(flag_table)
+    app.run(jobs.main, flags_parser=flag_table.parse_flags_or_exit)

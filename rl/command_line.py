@@ -2,7 +2,7 @@
 
 ``python -m rl.envs.check``, ``python -m rl.tournament`` and ``python -m rl.search``
 parse their flags with ``OneLineParser`` and report input errors with ``fail``, as
-train.py does (rl/cli.py).
+train.py does (rl/cli/).
 """
 
 import argparse

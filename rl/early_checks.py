@@ -1,13 +1,15 @@
 """The checks a run passes before anything is built or written, done once.
 
-train.py runs them before TensorFlow loads (rl/cli.py), so a mistake answers in well
-under a second, and hands their result to the Experiment, which then checks nothing
-again; an Experiment made from Python without one runs them itself.
+train.py runs them before TensorFlow loads (rl/cli/checks.py), so a mistake answers in well
+under a second, and builds its run from their result (``Run(checked, system)``,
+rl/experiment.py), which then checks nothing again; ``rl.Experiment(...)`` from Python runs
+them on its keywords first.
 """
 
 import dataclasses
 from typing import Any, Dict, Optional, Tuple, Union
 
+from rl.best import BEST, CHECKPOINT_CHOICES, LATEST
 from rl.errors import CheckpointError, HParamsError
 from rl.hparams.base import HParams
 from rl.hparams.resolve import HPARAMS_FILE, load_run_hparams, resolve_hparams
@@ -25,7 +27,11 @@ class CheckedRun:
         existing: the hparams of the run already in ``output_dir`` (it resumes), else None.
         eval_records: that run's evaluation records (eval.jsonl, checked); () if none.
         read_only: loaded to evaluate, test or export: nothing in the folder is written.
-        num_workers: actor processes stepping the envs (0: this process acts).
+        num_workers: actor processes stepping the envs (0: this process acts); the one
+            place the run's worker count is held.
+        record_video: training records evaluation episodes (see hparams.video_interval).
+        checkpoint: which checkpoint is loaded: ``"latest"`` (training resumes from it) or
+            ``"best"``, that of the run's best evaluation (rl/best.py), read-only.
     """
 
     hp: HParams
@@ -34,6 +40,8 @@ class CheckedRun:
     eval_records: Tuple[Dict[str, Any], ...]
     read_only: bool
     num_workers: int
+    record_video: bool = False
+    checkpoint: str = LATEST
 
 
 def check_run(
@@ -49,6 +57,7 @@ def check_run(
     read_only: bool = False,
     num_workers: int = 0,
     record_video: bool = False,
+    checkpoint: str = LATEST,
 ) -> CheckedRun:
     """Resolves the hparams and checks the run folder and the worker count (no TensorFlow).
 
@@ -64,6 +73,7 @@ def check_run(
         read_only: the run is only loaded; its folder must hold one.
         num_workers: actor processes; they must share the env copies evenly.
         record_video: training records evaluation episodes, so it must make some.
+        checkpoint: which checkpoint to load, ``"latest"`` or (read-only) ``"best"``.
 
     Raises:
         UnknownNameError, HParamsError: a bad name or value, or ``record_video`` with
@@ -71,7 +81,15 @@ def check_run(
         RunConflictError: the folder cannot take this run (another run's hparams, in use
             by another process, not writable, a damaged eval log).
         CheckpointError: ``read_only`` and no run in the folder.
+        ValueError: an unknown ``checkpoint``, or ``"best"`` for a run that trains.
     """
+    if checkpoint not in CHECKPOINT_CHOICES:
+        raise ValueError(f"checkpoint must be one of {CHECKPOINT_CHOICES}, got {checkpoint!r}")
+    if checkpoint == BEST and not read_only:
+        raise ValueError(
+            "checkpoint='best' loads a run read-only (read_only=True); training resumes "
+            "from the latest checkpoint"
+        )
     if hparams is None:
         saved = load_run_hparams(output_dir) if output_dir is not None else None
         if saved is None:
@@ -102,7 +120,16 @@ def check_run(
         eval_records = read_eval_file(output_dir)
     if read_only and existing is None:
         raise CheckpointError(f"{output_dir} holds no run to load ({HPARAMS_FILE} missing)")
-    return CheckedRun(hp, output_dir, existing, tuple(eval_records), read_only, num_workers)
+    return CheckedRun(
+        hp,
+        output_dir,
+        existing,
+        tuple(eval_records),
+        read_only,
+        num_workers,
+        record_video,
+        checkpoint,
+    )
 
 
 def check_video(hp: HParams) -> None:

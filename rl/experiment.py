@@ -35,7 +35,6 @@ from rl.agents.base import Agent, NonFiniteError
 from rl.agents.experience import ExperienceSource, OwnActor
 from rl.best import (
     BEST,
-    CHECKPOINT_CHOICES,
     LATEST,
     BestRecord,
     drop_earlier_bests,
@@ -66,12 +65,7 @@ from rl.policy import (
     tidy_policies,
     write_policy_artefact,
 )
-from rl.processes import (
-    EARLY_INTERRUPT,
-    MAX_ROUNDS_AHEAD,
-    STOP_ASKED,
-    WORKER_TIMEOUT_SECONDS,
-)
+from rl.processes import EARLY_INTERRUPT, STOP_ASKED, WorkerSettings
 from rl.run_folder import (  # noqa: F401  (re-exported: older callers import them from here)
     CHECKPOINT_DIR,
     CHECKPOINT_INDEX,
@@ -133,129 +127,59 @@ def build_envs_and_agent(hp: HParams, num_envs: Optional[int] = None):
 
 
 # --- the experiment ----------------------------------------------------------
-class Experiment:
-    """Trains, evaluates and checkpoints one agent in one output folder."""
+class Run:
+    """Trains, evaluates and checkpoints one agent in one output folder, from checked input.
+
+    train.py builds one from the early checks' ``CheckedRun`` (made before TensorFlow
+    loaded) and the run's ``System``; ``Experiment`` builds one from names and values.
+    """
 
     def __init__(
         self,
-        hparams: Union[str, HParams, None] = "ppo_cartpole",
-        output_dir: Optional[str] = None,
-        overrides: Union[str, Dict[str, Any], None] = None,
-        env: Optional[str] = None,
-        seed: Optional[int] = None,
-        train_steps: Optional[int] = None,
-        eval_episodes: Optional[int] = None,
-        allow_hparam_change: bool = False,
-        sys_name: str = "local",
-        sys_options: Optional[Dict[str, Any]] = None,
-        read_only: bool = False,
-        record_video: bool = False,
+        checked: CheckedRun,
+        system: System,
+        *,
+        launcher=None,
+        workers: WorkerSettings = WorkerSettings(),
+        tracker: Optional[Tracker] = None,
         render: bool = False,
+        verbose: bool = True,
         argv: Optional[List[str]] = None,
         flags: Optional[Dict[str, Any]] = None,
-        verbose: bool = True,
-        num_workers: int = 0,
-        worker_restarts: int = 5,
-        worker_restart_window: float = 300.0,
-        worker_timeout: float = WORKER_TIMEOUT_SECONDS,
-        worker_rounds_ahead: Optional[int] = None,
-        tracker: Optional[Tracker] = None,
-        checked: Optional[CheckedRun] = None,
-        system: Optional[System] = None,
-        checkpoint: str = LATEST,
     ):
-        """Checks everything (unless given ``checked``), then creates output_dir and builds
-        the agent.
+        """Creates output_dir (unless read-only) and builds the agent; checks nothing that
+        ``checked`` settled.
 
-        Nothing is written until every name and value has been checked. If
-        output_dir holds a run, its hparams are used (``hparams=None``) or must
-        match, and training resumes from its latest readable checkpoint.
+        If output_dir holds a run, training resumes from its latest readable checkpoint
+        (or ``checked.checkpoint`` is loaded read-only).
 
         Args:
-            hparams: registered set name or HParams; None: the run in output_dir.
-            output_dir: where everything goes; None: a new temporary folder.
-            overrides: "a=1,b=[2]" or {"a": 1}.
-            env: overrides hparams.env.
-            seed: overrides hparams.seed.
-            train_steps: overrides hparams.train_steps.
-            eval_episodes: overrides hparams.eval_episodes.
-            allow_hparam_change: resume a run in output_dir with different hparams.
-            sys_name: registered --sys target.
-            sys_options: its settings (``ray_address``, ...).
-            read_only: load the run to evaluate/test/export it; nothing in
-                output_dir is written (training is refused).
-            record_video: record evaluation episodes (see hparams.video_interval).
-            render: show evaluation episodes on screen where a display exists.
-            argv: the command line to record in the snapshot (default sys.argv).
-            flags: the flag values to record in the snapshot.
-            verbose: print a progress line while training.
-            num_workers: actor processes stepping the envs (rl/workers); 0:
-                this process acts and learns.
-            worker_restarts: failed workers restarted within
-                ``worker_restart_window`` seconds before training stops.
-            worker_restart_window: seconds.
-            worker_timeout: a worker silent this long while it owes a round (hung,
-                or stopped) is restarted.
-            worker_rounds_ahead: rounds each worker may play beyond the one the learner
-                consumes, 1 to MAX_ROUNDS_AHEAD; None: the learner's own choice (1
-                on-policy, 3 off-policy). With 1 a seed gives the run without workers.
+            checked: the early checks' result (rl/early_checks.py): the hparams, the
+                folder's verdict, read-only or not, the worker count, video, checkpoint.
+            system: the run's --sys target. The run closes it.
+            launcher: its actor processes, started by ``system.actor_launcher`` (train.py
+                calls it before TensorFlow loads); None: started here, with
+                ``checked.num_workers`` > 0. The run closes it.
+            workers: how its actor processes are restarted and fed (--worker_* flags).
             tracker: where committed records are copied besides TensorBoard
                 (rl/tracking.py, e.g. ``MLflowTracking()``); None: nowhere.
-            checked: the early checks' result (rl/early_checks.py, as train.py has
-                them); given, it replaces the arguments from ``hparams`` to
-                ``allow_hparam_change``, ``read_only`` and ``num_workers``.
-            system: the run's --sys target, made by the caller (train.py starts its
-                actors early); None: made here from ``sys_name`` and ``sys_options``.
-                The experiment closes it.
-            checkpoint: which checkpoint to load: ``"latest"`` (training resumes from it)
-                or ``"best"``, that of the run's best evaluation (rl/best.py), read-only.
+            render: show evaluation episodes on screen where a display exists.
+            verbose: print a progress line while training.
+            argv: the command line to record in the snapshot (default sys.argv).
+            flags: the flag values to record in the snapshot.
         """
-        if worker_rounds_ahead is not None and not 1 <= worker_rounds_ahead <= MAX_ROUNDS_AHEAD:
-            raise ValueError(
-                f"worker_rounds_ahead must be 1 to {MAX_ROUNDS_AHEAD}, got {worker_rounds_ahead}"
-            )
-        if checked is None:
-            checked = check_run(
-                hparams,
-                output_dir,
-                overrides,
-                env=env,
-                seed=seed,
-                train_steps=train_steps,
-                eval_episodes=eval_episodes,
-                allow_hparam_change=allow_hparam_change,
-                read_only=read_only,
-                num_workers=num_workers,
-                record_video=record_video,
-            )
         hp, output_dir, existing = checked.hp, checked.output_dir, checked.existing
-        eval_records, read_only, num_workers = (
-            list(checked.eval_records),
-            checked.read_only,
-            checked.num_workers,
-        )
-        if checkpoint not in CHECKPOINT_CHOICES:
-            raise ValueError(f"checkpoint must be one of {CHECKPOINT_CHOICES}, got {checkpoint!r}")
-        if checkpoint == BEST and not read_only:
-            raise ValueError(
-                "checkpoint='best' loads a run read-only (read_only=True); training resumes "
-                "from the latest checkpoint"
-            )
-        if system is None:
-            system = registry.systems.get(sys_name)(
-                {**(sys_options or {}), "num_workers": num_workers}
-            )
+        eval_records, read_only = list(checked.eval_records), checked.read_only
+        self.checked = checked
         self.system = system
+        # Started before ``setup``: a local Ray starts with a CPU for each actor.
+        if launcher is None and checked.num_workers:
+            launcher = system.actor_launcher(checked.num_workers)
+        self.launcher = launcher
         self._lock: Optional[BinaryIO] = None  # the run folder's, once this run writes
-        self.num_workers = num_workers
-        self.worker_restarts = worker_restarts
-        self.worker_restart_window = worker_restart_window
-        self.worker_timeout = worker_timeout
-        self.worker_rounds_ahead = worker_rounds_ahead
+        self.workers = workers
         self.hp = hp
         self.verbose = verbose
-        self.read_only = read_only
-        self.record_video = record_video
         viewer = video.ScreenViewer() if render else None
         if render and not viewer.active:
             self._say("no display: episodes are rendered to rgb_array only")
@@ -266,7 +190,7 @@ class Experiment:
         self._outer_run_dir = os.environ.get(RUN_DIR_VARIABLE)
         os.environ[RUN_DIR_VARIABLE] = os.path.abspath(self.output_dir)
         with self.system.scope():
-            self.envs, self.agent = build_envs_and_agent(hp, 1 if num_workers else None)
+            self.envs, self.agent = build_envs_and_agent(hp, 1 if checked.num_workers else None)
         self.counters = Counters(episodes=0, evaluations=0)
         self.folder = RunFolder(
             self.output_dir,
@@ -275,7 +199,7 @@ class Experiment:
         )
         # The run's best evaluation so far (rl/best.py): set below for a run that trains.
         self._best: Optional[BestRecord] = None
-        if checkpoint == BEST:
+        if checked.checkpoint == BEST:
             self.restored_from, self._best = restore_best(self.folder.checkpoint, self.output_dir)
             unreadable: Dict[str, str] = {}
         else:
@@ -446,7 +370,7 @@ class Experiment:
         return result
 
     def _evaluate_and_record(self, start_time: float) -> Dict[str, Any]:
-        record = self.record_video and self.step >= self._next_video
+        record = self.checked.record_video and self.step >= self._next_video
         if record:
             self._next_video = (
                 next_multiple(self.step, self.hp.video_interval)
@@ -505,7 +429,7 @@ class Experiment:
             or None), and ``failure`` (why training stopped early and which checkpoint
             is kept) with ``failure_kind`` (``FAILURE_KINDS``), else None.
         """
-        if self.read_only:
+        if self.checked.read_only:
             raise RuntimeError(
                 "this experiment was loaded read-only; load it with read_only=False to train"
             )
@@ -651,22 +575,19 @@ class Experiment:
 
     def _experience_source(self) -> ExperienceSource:
         """The training actor stepping this process's envs, or --num_workers actor processes."""
-        if not self.num_workers:
+        if not self.checked.num_workers:
             return OwnActor(self.actor, self.learner, self.envs, self.hp.seed)
         hp, model = self.hp, self.agent.model
+        self.launcher.log_dir = self.folder.file("workers")  # known now, after its start
         return WorkerPool(
             hp,
             self.learner,
             act_stream=self.actor.stream,
             host_network=model.host_network() if hp.host_acting else None,
             spaces=(self.envs.single_observation_space, self.envs.single_action_space),
-            num_workers=self.num_workers,
-            max_restarts=self.worker_restarts,
-            restart_window=self.worker_restart_window,
-            worker_timeout=self.worker_timeout,
-            system=self.system,
-            rounds_ahead=self.worker_rounds_ahead,
-            log_dir=self.folder.file("workers"),
+            num_workers=self.checked.num_workers,
+            settings=self.workers,
+            launcher=self.launcher,
             say=self._say,
             log_scalar=self.folder.logbook.scalar,
             give_up=self._stop_overdue,
@@ -816,7 +737,7 @@ class Experiment:
             self.close()
             raise
 
-    def __enter__(self) -> "Experiment":
+    def __enter__(self) -> "Run":
         return self
 
     def __exit__(self, *exc_info) -> None:
@@ -827,6 +748,8 @@ class Experiment:
         try:
             self._restore_signal_handlers()
             self.experience.stop()
+            if self.launcher is not None:
+                self.launcher.close()
             self.envs.close()
             self.evaluator.close()
             self.system.close()
@@ -837,6 +760,81 @@ class Experiment:
             os.environ.pop(RUN_DIR_VARIABLE, None)
         else:
             os.environ[RUN_DIR_VARIABLE] = self._outer_run_dir
+
+
+class Experiment(Run):
+    """A ``Run`` from names and values, checked here: the Python API (``rl.Experiment``)."""
+
+    def __init__(
+        self,
+        hparams: Union[str, HParams, None] = "ppo_cartpole",
+        output_dir: Optional[str] = None,
+        overrides: Union[str, Dict[str, Any], None] = None,
+        *,
+        env: Optional[str] = None,
+        seed: Optional[int] = None,
+        train_steps: Optional[int] = None,
+        eval_episodes: Optional[int] = None,
+        allow_hparam_change: bool = False,
+        read_only: bool = False,
+        checkpoint: str = LATEST,
+        num_workers: int = 0,
+        record_video: bool = False,
+        sys_name: str = "local",
+        sys_options: Optional[Dict[str, Any]] = None,
+        workers: WorkerSettings = WorkerSettings(),
+        tracker: Optional[Tracker] = None,
+        render: bool = False,
+        verbose: bool = True,
+    ):
+        """Checks everything (``check_run``), then builds the run as ``Run`` does.
+
+        Nothing is written until every name and value has been checked. If
+        output_dir holds a run, its hparams are used (``hparams=None``) or must
+        match, and training resumes from its latest readable checkpoint.
+
+        Args:
+            hparams: registered set name or HParams; None: the run in output_dir.
+            output_dir: where everything goes; None: a new temporary folder.
+            overrides: "a=1,b=[2]" or {"a": 1}.
+            env: overrides hparams.env.
+            seed: overrides hparams.seed.
+            train_steps: overrides hparams.train_steps.
+            eval_episodes: overrides hparams.eval_episodes.
+            allow_hparam_change: resume a run in output_dir with different hparams.
+            read_only: load the run to evaluate/test/export it; nothing in
+                output_dir is written (training is refused).
+            checkpoint: which checkpoint to load: ``"latest"`` (training resumes from it)
+                or ``"best"``, that of the run's best evaluation (rl/best.py), read-only.
+            num_workers: actor processes stepping the envs (rl/workers); 0:
+                this process acts and learns.
+            record_video: record evaluation episodes (see hparams.video_interval).
+            sys_name: registered --sys target.
+            sys_options: its settings (``ray_address``, ...).
+            workers: how actor processes are restarted and fed (``WorkerSettings``).
+            tracker: where committed records are copied besides TensorBoard
+                (rl/tracking.py, e.g. ``MLflowTracking()``); None: nowhere.
+            render: show evaluation episodes on screen where a display exists.
+            verbose: print a progress line while training.
+        """
+        checked = check_run(
+            hparams,
+            output_dir,
+            overrides,
+            env=env,
+            seed=seed,
+            train_steps=train_steps,
+            eval_episodes=eval_episodes,
+            allow_hparam_change=allow_hparam_change,
+            read_only=read_only,
+            num_workers=num_workers,
+            record_video=record_video,
+            checkpoint=checkpoint,
+        )
+        system = registry.systems.get(sys_name)(sys_options)
+        super().__init__(
+            checked, system, workers=workers, tracker=tracker, render=render, verbose=verbose
+        )
 
 
 # Why training stops early, by what was raised: a result's ``failure_kind``. An env that
@@ -881,7 +879,7 @@ def next_multiple(step: int, interval: int) -> int:
 class Progress:
     """A live terminal line: steps, steps/s, recent returns, ETA."""
 
-    def __init__(self, experiment: Experiment, target: int, enabled: bool):
+    def __init__(self, experiment: Run, target: int, enabled: bool):
         self.exp = experiment
         self.target = target
         self.enabled = enabled

@@ -8,6 +8,7 @@ without importing anything else of rl.
 
 import contextlib
 import ctypes
+import dataclasses
 import os
 import signal
 import sys
@@ -37,7 +38,7 @@ PR_SET_PDEATHSIG = 1  # linux/prctl.h
 STOP_ASKED = threading.Event()
 
 # Set by train.py's Ctrl-C handler from its start until the run's own handlers take over
-# (rl/cli.py installs it, rl/experiment.py reads it): a KeyboardInterrupt that a library
+# (rl/cli/jobs.py installs it, rl/experiment.py reads it): a KeyboardInterrupt that a library
 # swallowed while TensorFlow loaded (a bare ``except:`` around an optional import) still
 # stops the run once the run's handlers are in place, instead of letting it train on.
 EARLY_INTERRUPT = threading.Event()
@@ -93,6 +94,34 @@ WORKER_TIMEOUT_SECONDS = 300.0
 ON_POLICY_ROUNDS_AHEAD = 1
 OFF_POLICY_ROUNDS_AHEAD = 3
 MAX_ROUNDS_AHEAD = 16
+
+
+@dataclasses.dataclass(frozen=True)
+class WorkerSettings:
+    """How the learner treats its actor processes (train.py's --worker_* flags); how many
+    there are is the run's ``CheckedRun.num_workers``.
+
+    Attributes:
+        restarts: failed workers restarted within ``restart_window`` seconds before
+            training stops.
+        restart_window: seconds.
+        timeout: a worker silent this long while it owes a round (hung, or stopped) is
+            restarted.
+        rounds_ahead: rounds each worker may play beyond the one the learner consumes, 1
+            to MAX_ROUNDS_AHEAD; None: the learner's own choice (1 on-policy, 3
+            off-policy). With 1 a seed gives the run without workers.
+    """
+
+    restarts: int = 5
+    restart_window: float = 300.0
+    timeout: float = WORKER_TIMEOUT_SECONDS
+    rounds_ahead: Optional[int] = None
+
+    def __post_init__(self):
+        if self.rounds_ahead is not None and not 1 <= self.rounds_ahead <= MAX_ROUNDS_AHEAD:
+            raise ValueError(
+                f"worker_rounds_ahead must be 1 to {MAX_ROUNDS_AHEAD}, got {self.rounds_ahead}"
+            )
 
 
 def die_with_parent_hook() -> Optional[Callable[[], None]]:

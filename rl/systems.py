@@ -35,9 +35,6 @@ class System:
         options: target-specific settings from flags (``ray_address``, ...).
         """
         self.options = dict(options or {})
-        # The launcher whose actors ``start_actors_early`` started, until
-        # ``actor_launcher`` hands it out (or ``close`` stops them).
-        self.early_launcher = None
 
     @classmethod
     def check_options(cls, options: Dict[str, Any]) -> None:
@@ -58,63 +55,44 @@ class System:
         raise NotImplementedError
 
     def close(self) -> None:
-        """Stops the actors started early that no run took, then releases what ``setup``
-        took (a local Ray it started)."""
-        launcher, self.early_launcher = self.early_launcher, None
-        if launcher is not None:
-            launcher.close()
+        """Releases what ``setup`` took (a local Ray it started). Nothing by default."""
 
     @property
     def replica_count(self) -> int:
         """How many copies of the model an update runs on at once."""
         raise NotImplementedError
 
-    @property
-    def num_workers(self) -> int:
-        """The run's --num_workers (0 when the options do not say)."""
-        return int(self.options.get("num_workers") or 0)
-
     def workers_output(self, log_dir: str) -> str:
         """Where a user reads the actors' output, for train.py's last line when they fail.
 
         Args:
-            log_dir: the folder ``actor_launcher`` was given.
+            log_dir: the folder the run gave its launcher (``actor_launcher``).
         """
         return log_dir
 
-    def actor_launcher(self, log_dir: Optional[str]):
-        """What starts actor processes for --num_workers (rl/workers/pool.py): the one
-        ``start_actors_early`` started, once, else a new one.
+    def actor_launcher(self, count: int):
+        """The one way a run's actor processes (--num_workers) start: a launcher that
+        starts ``count`` of them now, for the run's pool (rl/workers/pool.py) to spawn
+        its workers from, for as long as the run lasts (the run closes it).
+
+        train.py calls this before it imports TensorFlow, so that the actors' start-up
+        overlaps that import; a ``Run`` made without a launcher calls it as it is built,
+        before ``setup``.
 
         Args:
-            log_dir: where each worker's output goes; None: this process's stderr.
+            count: how many actors (the run's ``CheckedRun.num_workers``).
 
         Returns:
             An object with ``spawn(spec) -> (process, Link)`` (rl/workers/link.py),
             ``prepare(count)``, which may start the hosts of ``count`` workers at once
-            before their ``spawn`` calls, and ``close()``, which releases what it holds.
-        """
-        launcher, self.early_launcher = self.early_launcher, None
-        if launcher is None:
-            return self.new_launcher(log_dir)
-        launcher.log_dir = log_dir
-        return launcher
-
-    def new_launcher(self, log_dir: Optional[str]):
-        """A launcher of this system's actors (see ``actor_launcher``)."""
-        raise NotImplementedError
-
-    def start_actors_early(self) -> None:
-        """Starts the run's ``num_workers`` actors before TensorFlow loads, if it can.
-
-        train.py calls this on the run's own system before the experiment is built, so
-        that the actors' start-up overlaps the learner's TensorFlow import;
-        ``actor_launcher`` then hands out the actors started here. Nothing by
-        default.
+            before their ``spawn`` calls, ``log_dir``, where workers write their output
+            (None: this process's stderr), and ``close()``, which stops what it
+            started and no worker took.
 
         Raises:
             SystemUnavailableError: the system cannot be reached (Ray's address).
         """
+        raise NotImplementedError
 
 
 @registry.systems.register("local")
@@ -140,14 +118,12 @@ class LocalSystem(System):
     def replica_count(self) -> int:
         return 1
 
-    def new_launcher(self, log_dir: Optional[str]):
-        """Actor processes on this machine, joined to the learner by socket pairs."""
-        return pool.ProcessLauncher(log_dir)
-
-    def start_actors_early(self) -> None:
-        """Local actor processes, started while the learner imports TensorFlow."""
-        self.early_launcher = pool.ProcessLauncher(None)
-        self.early_launcher.start_early(self.num_workers)
+    def actor_launcher(self, count: int):
+        """Actor processes on this machine, joined to the learner by socket pairs: the
+        first ``count`` start now, the ones that replace them as they are spawned."""
+        launcher = pool.ProcessLauncher(None)
+        launcher.start_early(count)
+        return launcher
 
 
 @registry.systems.register("ray")
@@ -162,8 +138,7 @@ class RaySystem(LocalSystem):
 
     def __init__(self, options: Optional[Dict[str, Any]] = None):
         """Args:
-        options: ``ray_address`` (None: RAY_ADDRESS, else a local Ray) and
-            ``num_workers``.
+        options: ``ray_address`` (None: RAY_ADDRESS, else a local Ray).
         """
         super().__init__(options)
         self.address = self.options.get("ray_address") or os.environ.get("RAY_ADDRESS")
@@ -171,15 +146,9 @@ class RaySystem(LocalSystem):
     def setup(self) -> Dict[str, str]:
         """Connects to Ray (or starts it here), then prepares the learner's device."""
         description = super().setup()
-        description.update(sys="ray", ray=ray_actors.connect(self.address, self._local_cpus()))
+        # Connected already if the run's actors started (``actor_launcher``).
+        description.update(sys="ray", ray=ray_actors.connect(self.address, local_ray_cpus(0)))
         return description
-
-    def _local_cpus(self) -> int:
-        """CPUs a local Ray offers: one per worker even on a smaller machine.
-
-        Each worker asks Ray for one, and local actor processes share the cores anyway.
-        """
-        return max(os.cpu_count() or 1, self.num_workers + 1)
 
     def close(self) -> None:
         super().close()
@@ -192,16 +161,24 @@ class RaySystem(LocalSystem):
             "/tmp/ray unless set, on the node that ran each actor)"
         )
 
-    def new_launcher(self, log_dir: Optional[str]):
-        """Ray actors running the actor-process code, connected back to this learner over TCP."""
-        return ray_actors.RayLauncher(log_dir)
+    def actor_launcher(self, count: int):
+        """Connects to Ray (or starts it, with a CPU for each of ``count`` actors) and
+        starts the actors: their start-up (a Ray worker importing Ray and rl, seconds
+        each) overlaps what the learner does next."""
+        ray_actors.connect(self.address, local_ray_cpus(count))
+        # Ray actors running the actor-process code, connected back to this learner over TCP.
+        launcher = ray_actors.RayLauncher(None)
+        launcher.prepare(count)
+        return launcher
 
-    def start_actors_early(self) -> None:
-        """Connects to Ray (or starts it) and starts the actors, before TensorFlow loads:
-        their start-up (a Ray worker importing Ray and rl, seconds each) overlaps it."""
-        ray_actors.connect(self.address, self._local_cpus())
-        self.early_launcher = ray_actors.RayLauncher(None)
-        self.early_launcher.prepare(self.num_workers)
+
+def local_ray_cpus(num_workers: int) -> int:
+    """CPUs a local Ray offers: one per worker (and one for the learner) even on a
+    smaller machine.
+
+    Each worker asks Ray for one, and local actor processes share the cores anyway.
+    """
+    return max(os.cpu_count() or 1, num_workers + 1)
 
 
 @registry.systems.register("mirrored")

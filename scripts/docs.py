@@ -291,14 +291,14 @@ def hparams_reference(sets: Optional[Sequence[HparamSet]] = None) -> str:
 
 def train_flags() -> List[Any]:
     """train.py's flags as absl holds them, read through its FlagValues after
-    rl.cli.define_flags() (however that declares them): every flag a module of rl
+    rl.cli.flag_table.define_flags() (however that declares them): every flag a module of rl
     defined, in definition order."""
     from absl import flags
 
-    from rl import cli
+    from rl.cli import flag_table
 
     try:
-        cli.define_flags()
+        flag_table.define_flags()
     except flags.DuplicateFlagError:  # this process defined them already (a test, say)
         pass
     by_module = flags.FLAGS.flags_by_module_dict()

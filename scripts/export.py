@@ -16,8 +16,8 @@ from typing import List, Optional
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from rl import cli  # noqa: E402
 from rl._tf import import_tensorflow_quietly  # noqa: E402
+from rl.cli import flag_table  # noqa: E402
 from rl.errors import USER_ERRORS  # noqa: E402
 
 
@@ -28,11 +28,11 @@ def check_export_dir(export_dir: str) -> None:
     from rl.run_folder import check_output_dir
 
     if os.path.exists(export_dir):
-        cli.fail(f"{export_dir} exists already; choose another --export_dir")
+        flag_table.fail(f"{export_dir} exists already; choose another --export_dir")
     try:
         check_output_dir(export_dir, flag="--export_dir")
     except RunConflictError as e:
-        cli.fail(str(e))
+        flag_table.fail(str(e))
 
 
 def main(argv: Optional[List[str]] = None) -> int:
@@ -44,9 +44,9 @@ def main(argv: Optional[List[str]] = None) -> int:
         help="where to write (default OUTPUT_DIR/export/step_<step>); must not exist yet",
     )
     args = parser.parse_args(argv)
-    cli.PROG = "export.py"
+    flag_table.PROG = "export.py"
     if not os.path.exists(os.path.join(args.output_dir, "hparams.json")):
-        cli.fail(f"{args.output_dir} holds no trained run (no hparams.json)")
+        flag_table.fail(f"{args.output_dir} holds no trained run (no hparams.json)")
     if args.export_dir:
         check_export_dir(args.export_dir)  # before loading TensorFlow and the run
     import_tensorflow_quietly()
@@ -55,7 +55,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     try:
         run = experiment.load(args.output_dir)
     except USER_ERRORS as e:
-        cli.fail(str(e))
+        flag_table.fail(str(e))
     export_dir = args.export_dir or os.path.join(args.output_dir, "export", f"step_{run.step}")
     check_export_dir(export_dir)
     run.agent.policy_module().save(export_dir)

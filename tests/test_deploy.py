@@ -256,11 +256,11 @@ def flag(args, name, default=None):
 CHECK = """
 import json, sys
 from absl import flags
-from rl import cli
-cli.define_flags()
+from rl.cli import checks, flag_table
+flag_table.define_flags()
 flags.FLAGS(["train.py", *sys.argv[1:]])
-cli.check_early()
-hp = cli.hparams_from_flags()
+checks.check_early()
+hp = flag_table.hparams_from_flags()
 print(json.dumps({k: getattr(hp, k, None) for k in
                   ("agent", "num_envs", "rollout_steps", "num_minibatches", "batch_size")}))
 """

@@ -394,10 +394,10 @@ def test_the_docs_agree_with_the_files():
 CHECK = """
 import sys
 from absl import flags
-from rl import cli
-cli.define_flags()
+from rl.cli import checks, flag_table
+flag_table.define_flags()
 flags.FLAGS(["train.py", *sys.argv[1:]])
-cli.check_early()
+checks.check_early()
 """
 
 

@@ -1,5 +1,5 @@
-"""Resolve and check once: the early checks' CheckedRun, which the Experiment takes as it is,
-and the one System of a run, which holds the actors started early."""
+"""Resolve and check once: the early checks' CheckedRun, which the Run takes as it is, and
+the launcher of a run's actors, started early and handed to the Run."""
 
 import json
 
@@ -48,33 +48,34 @@ def test_the_experiment_takes_the_checked_run_and_the_system_without_checking_ag
     tmp_path, monkeypatch
 ):
     checked = check_run("ppo_tiny", str(tmp_path / "run"), seed=5)
-    system = LocalSystem({"num_workers": 0})
+    system = LocalSystem()
 
     def checked_again(*args, **kwargs):
         raise AssertionError("the run was checked twice")
 
     monkeypatch.setattr(experiment, "check_run", checked_again)
     monkeypatch.setattr(early_checks, "check_run", checked_again)
-    with experiment.Experiment(checked=checked, system=system, verbose=False) as exp:
+    with experiment.Run(checked, system, verbose=False) as exp:
         assert exp.hp == checked.hp and exp.hp.seed == 5
         assert exp.system is system
         assert exp.output_dir == str(tmp_path / "run")
 
 
-def test_the_system_hands_out_its_early_launcher_once_and_stops_what_nobody_took():
+def test_the_run_spawns_its_workers_from_the_launcher_it_is_handed_and_closes_it(tmp_path):
+    # train.py starts the actors before TensorFlow loads (System.actor_launcher) and hands
+    # the run their launcher: the one route by which a run's actors start.
     class Launcher:
         log_dir, closed = "unset", False
 
         def close(self):
             self.closed = True
 
-    system = LocalSystem({"num_workers": 2})
-    early = system.early_launcher = Launcher()
-    assert system.actor_launcher("workers") is early and early.log_dir == "workers"
-    assert type(system.actor_launcher(None)).__name__ == "ProcessLauncher"  # a new one
-    untaken = system.early_launcher = Launcher()
-    system.close()
-    assert untaken.closed and system.early_launcher is None
+    checked = check_run("ppo_tiny", str(tmp_path / "run"), num_workers=2)
+    launcher = Launcher()
+    with experiment.Run(checked, LocalSystem(), launcher=launcher, verbose=False) as run:
+        assert run.experience.launcher is launcher and run.experience.num_workers == 2
+        assert launcher.log_dir == run.folder.file("workers")
+    assert launcher.closed
 
 
 @pytest.fixture
@@ -82,16 +83,16 @@ def train_flags():
     """train.py's flags in this process, parsed from the given argv, unparsed after."""
     from absl import flags
 
-    from rl import cli
+    from rl.cli import flag_table
 
     if "sys" not in flags.FLAGS:
-        cli.define_flags()
+        flag_table.define_flags()
     yield lambda *argv: flags.FLAGS(["train.py", *argv])
     flags.FLAGS.unparse_flags()
 
 
 def test_copies_pass_on_the_tables_flags_but_not_their_own(train_flags, monkeypatch):
-    from rl import cli
+    from rl.cli import copies
 
     train_flags(
         "--hparams=ppo_tiny", "--sys=ray", "--ray_address=auto", "--copies=2",
@@ -100,9 +101,9 @@ def test_copies_pass_on_the_tables_flags_but_not_their_own(train_flags, monkeypa
     )  # fmt: skip
     ran = []
     monkeypatch.setattr(
-        cli.slots, "run_in_slots", lambda commands, slots, environ: ran.extend(commands)
+        copies.slots, "run_in_slots", lambda commands, slots, environ: ran.extend(commands)
     )
-    cli.run_copies_in_processes(["runs/x/run_0", "runs/x/run_1"], [11, 12])
+    copies.run_copies_in_processes(["runs/x/run_0", "runs/x/run_1"], [11, 12])
     first = ran[0][2:]  # after python and train.py
     assert first[-2:] == ["--output_dir=runs/x/run_0", "--seed=11"]
     given = {arg.split("=")[0] for arg in first[:-2]}
@@ -117,10 +118,10 @@ def test_copies_pass_on_the_tables_flags_but_not_their_own(train_flags, monkeypa
 
 
 def test_a_flag_of_the_other_mode_is_refused_as_the_table_says(train_flags, capsys):
-    from rl import cli
+    from rl.cli import checks
 
     train_flags("--training=false", "--num_workers=2", "--output_dir=runs/x")
     with pytest.raises(SystemExit) as exit:
-        cli.check_mode_flags()
+        checks.check_mode_flags()
     assert exit.value.code == 2
     assert "--num_workers cannot be used with --training=false" in capsys.readouterr().err

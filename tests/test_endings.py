@@ -16,7 +16,7 @@ import textwrap
 import pytest
 from polling import ROOT, run_train_py
 
-from rl import cli
+from rl.cli import exits
 from rl.run_folder import checkpoint_steps
 
 
@@ -74,7 +74,7 @@ def test_an_env_that_raises_in_training_stops_with_exit_6_and_resumes(tmp_path):
     args = ["--hparams", "ppo_tiny", "--env", flaky(0.004), "--eval_episodes", "0"]
     args += ["--train_steps", "1024", "--output_dir", str(out)]
     proc = run_train_py(*args)
-    assert proc.returncode == cli.EXIT_ENV == 6, proc.stderr
+    assert proc.returncode == exits.EXIT_ENV == 6, proc.stderr
     kept = out / "checkpoints" / "ckpt-128"
     assert own_lines(proc) == [
         f"train.py: stopped: env '{flaky(0.004)}' raised in step() during training: "
@@ -183,7 +183,7 @@ def test_a_run_file_that_cannot_be_written_stops_with_exit_7(trained, tmp_path):
     (out / "videos").write_text("a file where the videos folder belongs\n")
     proc = run_train_py("--hparams", "ppo_tiny", "--train_steps", "512", "--record_video",
                         "--output_dir", str(out))  # fmt: skip
-    assert proc.returncode == cli.EXIT_FILES == 7, proc.stderr
+    assert proc.returncode == exits.EXIT_FILES == 7, proc.stderr
     kept = out / "checkpoints" / "ckpt-384"
     assert own_lines(proc) == [
         f"train.py: stopped: cannot write {out / 'videos'}: File exists; the last checkpoint, "
@@ -303,8 +303,8 @@ def test_each_failure_kind_has_its_exit_code():
     from rl.errors import EnvError, EnvServerError
     from rl.experiment import FAILURE_KINDS, failure_kind
 
-    assert set(cli.FAILURE_EXITS) == {kind for kind, _ in FAILURE_KINDS}
-    assert len(set(cli.FAILURE_EXITS.values())) == len(cli.FAILURE_EXITS)
+    assert set(exits.FAILURE_EXITS) == {kind for kind, _ in FAILURE_KINDS}
+    assert len(set(exits.FAILURE_EXITS.values())) == len(exits.FAILURE_EXITS)
     assert failure_kind(IsADirectoryError(21, "Is a directory", "x")) == "files"
     assert failure_kind(EnvError("env 'x' raised")) == "env"
     assert failure_kind(EnvServerError("gone")) == "env_server"
@@ -316,9 +316,9 @@ def test_the_exit_code_list_names_every_exit_code_of_train_py():
         text = f.read()
     listed = re.search(r"\*\*Exit codes:\*\*(.*?)\n- ", text, re.S).group(1)
     codes = {int(code) for code in re.findall(r"\b(\d+) [a-z]", listed)}
-    ours = {value for name, value in vars(cli).items() if name.startswith("EXIT_")}
+    ours = {value for name, value in vars(exits).items() if name.startswith("EXIT_")}
     assert codes == {0, 2} | ours
-    assert set(cli.FAILURE_EXITS.values()) == ours
+    assert set(exits.FAILURE_EXITS.values()) == ours
 
 
 @pytest.mark.unit

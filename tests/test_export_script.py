@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from rl import cli
+from rl.cli import flag_table
 
 pytestmark = pytest.mark.process
 
@@ -32,9 +32,9 @@ def refused_in_one_line(argv, capsys, monkeypatch) -> str:
     Args:
       argv: export.py's arguments.
       capsys: pytest's capture of this test's output.
-      monkeypatch: restores cli.PROG, which export.py sets for its messages.
+      monkeypatch: restores flag_table.PROG, which export.py sets for its messages.
     """
-    monkeypatch.setattr(cli, "PROG", cli.PROG)
+    monkeypatch.setattr(flag_table, "PROG", flag_table.PROG)
     with pytest.raises(SystemExit) as exit_info:
         export_script.main(argv)
     assert exit_info.value.code == 2

@@ -20,12 +20,12 @@ from absl import flags
 
 from rl import (
     catalog,  # noqa: F401  (fills the registries)
-    cli,
     command_line,
     plugins,
     registry,
     slots,
 )
+from rl.cli import exits, flag_table
 from rl.command_line import InRange, float_in_range, int_in_range
 from rl.early_checks import check_run
 from rl.envs.make import check_env_name, fits_kind
@@ -37,11 +37,11 @@ from rl.run_folder import check_output_dir, fallback_notice
 
 pytestmark = pytest.mark.unit
 
-NUMERIC_DEFINES = (flags.DEFINE_integer, cli.define_finite_float)
+NUMERIC_DEFINES = (flags.DEFINE_integer, flag_table.define_finite_float)
 
 
 def test_every_numeric_flag_of_train_py_declares_both_bounds():
-    numeric = [flag for flag in cli.FLAG_TABLE if flag.define in NUMERIC_DEFINES]
+    numeric = [flag for flag in flag_table.FLAG_TABLE if flag.define in NUMERIC_DEFINES]
     assert {"copies", "cpu_replicas", "worker_restart_window", "seed"} <= {
         flag.name for flag in numeric
     }
@@ -49,11 +49,11 @@ def test_every_numeric_flag_of_train_py_declares_both_bounds():
         assert {"lower_bound", "upper_bound"} <= set(flag.options), flag.name
         assert flag.options["lower_bound"] <= flag.options["upper_bound"], flag.name
     # absl's own float flag lets nan through its bounds (nan < low is False).
-    assert flags.DEFINE_float not in {flag.define for flag in cli.FLAG_TABLE}
+    assert flags.DEFINE_float not in {flag.define for flag in flag_table.FLAG_TABLE}
 
 
 def test_flags_that_set_hparams_take_the_fields_ranges():
-    options = {flag.name: flag.options for flag in cli.FLAG_TABLE}
+    options = {flag.name: flag.options for flag in flag_table.FLAG_TABLE}
     assert options["seed"] == {"lower_bound": 0, "upper_bound": 2**31 - 1}
     assert options["train_steps"] == {"lower_bound": 1, "upper_bound": 10**12}
     assert options["eval_episodes"] == {"lower_bound": 0, "upper_bound": 100_000}
@@ -63,11 +63,11 @@ def test_flags_that_set_hparams_take_the_fields_ranges():
 @pytest.mark.parametrize("text", ["nan", "NaN", "inf", "-inf", "0.5", "1e6"])
 def test_the_finite_float_parser_refuses_nan_inf_and_values_outside(text):
     with pytest.raises(ValueError, match=r"is not a number in the range \[1.0, 100.0\]"):
-        cli.FiniteFloatParser(1.0, 100.0).parse(text)
+        flag_table.FiniteFloatParser(1.0, 100.0).parse(text)
 
 
 def test_the_finite_float_parser_takes_its_bounds_and_between():
-    parser = cli.FiniteFloatParser(1.0, 100.0)
+    parser = flag_table.FiniteFloatParser(1.0, 100.0)
     assert [parser.parse(t) for t in ("1", "2.5", "100")] == [1.0, 2.5, 100.0]
 
 
@@ -346,7 +346,7 @@ def test_a_refused_write_is_said_in_the_oss_words_without_tensorflows_inside():
 
 
 def test_the_closing_json_line_writes_a_non_finite_number_as_null():
-    line = cli.result_json({"step": 64, "loss": float("nan"), "grad_norm": float("inf"),
+    line = exits.result_json({"step": 64, "loss": float("nan"), "grad_norm": float("inf"),
                             "entropy": 0.5, "failure": "non-finite loss", "arrays": [1]})  # fmt: skip
     assert json.loads(line) == {
         "step": 64, "loss": None, "grad_norm": None, "entropy": 0.5, "failure": "non-finite loss"

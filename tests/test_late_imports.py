@@ -35,7 +35,7 @@ ALLOWED = {
     "PettingZoo": ("pettingzoo", "mpe2"),
     # Core, but kept off the start-up of train.py, python -m rl.search and their flag
     # errors. Measured on the 2-core machine (docs/concepts/architecture.md, "Late imports"):
-    # after rl.cli, Gymnasium adds 0.1 s and TensorBoard 0.15 s, and the rl modules that
+    # after rl.cli's modules, Gymnasium adds 0.1 s and TensorBoard 0.15 s, and the rl modules that
     # need them (catalog, early checks, analysis...) 0.3-0.45 s more: a flag error's
     # 0.35 s would become 0.9 s.
     "Gymnasium": ("gymnasium",),

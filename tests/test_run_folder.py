@@ -187,7 +187,7 @@ def test_the_local_system_uses_the_default_strategy_and_one_replica():
     with system.scope():
         assert tf.distribute.get_strategy() is default
         assert not tf.distribute.has_strategy()
-    assert type(system.actor_launcher(None)).__name__ == "ProcessLauncher"
+    assert type(system.actor_launcher(0)).__name__ == "ProcessLauncher"
 
 
 @pytest.mark.unit

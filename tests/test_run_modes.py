@@ -339,14 +339,15 @@ def test_train_py_ends_with_the_signal_that_killed_a_copy_and_the_other_saves(tm
 
 @pytest.mark.unit
 def test_a_users_thread_settings_are_kept_for_copies_side_by_side(monkeypatch):
-    from rl import cli, processes
+    from rl import processes
+    from rl.cli import copies
 
     monkeypatch.delenv("TF_NUM_INTRAOP_THREADS", raising=False)
     monkeypatch.delenv("TF_NUM_INTEROP_THREADS", raising=False)
     monkeypatch.setattr(processes, "usable_cpus", lambda: 8)
-    environ = cli.copy_environment(3)
+    environ = copies.copy_environment(3)
     assert environ["TF_NUM_INTRAOP_THREADS"] == environ["TF_NUM_INTEROP_THREADS"] == "2"
-    assert cli.copy_environment(16)["TF_NUM_INTRAOP_THREADS"] == "1"
+    assert copies.copy_environment(16)["TF_NUM_INTRAOP_THREADS"] == "1"
     monkeypatch.setenv("TF_NUM_INTRAOP_THREADS", "4")
-    environ = cli.copy_environment(3)
+    environ = copies.copy_environment(3)
     assert environ["TF_NUM_INTRAOP_THREADS"] == "4" and "TF_NUM_INTEROP_THREADS" not in environ

@@ -335,18 +335,20 @@ import sys
 
 from absl import flags
 
-from rl import _tf, cli
+from rl import _tf
+from rl.cli import flag_table, jobs, training
 
-cli.define_flags()
+flag_table.define_flags()
 flags.FLAGS(["train.py", *sys.argv[1:]])
-made = []  # the run's one system, as cli.main makes it
-make_system = cli.make_system
-cli.make_system = lambda: made.append(make_system()) or made[-1]
+systems, launchers = [], []  # the run's one system and its actors, as jobs.main makes them
+make_system, start_actors = training.make_system, training.start_actors
+training.make_system = lambda: systems.append(make_system()) or systems[-1]
+training.start_actors = lambda *args: launchers.append(start_actors(*args)) or launchers[-1]
 
 
 def report_and_stop():
-    (system,) = made
-    early = system.early_launcher
+    (system,) = systems
+    (early,) = launchers
     local = early.waiting_early() if hasattr(early, "waiting_early") else []
     started = {"local": local, "ray": len(early.pending) if hasattr(early, "pending") else 0}
     print(json.dumps(started), flush=True)
@@ -354,7 +356,7 @@ def report_and_stop():
 
 
 _tf.import_tensorflow_quietly = report_and_stop
-cli.main(["train.py"])
+jobs.main(["train.py"])
 """
 
 

@@ -16,7 +16,7 @@ import numpy as np
 from rl.agents.actor import RandomStream
 from rl.agents.experience import EndedEpisodes
 from rl.hparams.base import HParams
-from rl.processes import OFF_POLICY_ROUNDS_AHEAD, ON_POLICY_ROUNDS_AHEAD
+from rl.processes import OFF_POLICY_ROUNDS_AHEAD, ON_POLICY_ROUNDS_AHEAD, WorkerSettings
 from rl.workers.messages import Chunk, WorkerSpec
 from rl.workers.pool import ActorPool
 
@@ -79,12 +79,8 @@ class WorkerPool:
         host_network,
         spaces,
         num_workers: int,
-        max_restarts: int,
-        restart_window: float,
-        worker_timeout: float,
-        system,
-        rounds_ahead: Optional[int],
-        log_dir: Optional[str],
+        settings: WorkerSettings,
+        launcher,
         say: Callable[[str], None],
         log_scalar: Callable[[str, float, int], None],
         give_up: Callable[[], bool] = lambda: False,
@@ -101,14 +97,10 @@ class WorkerPool:
                 builds a TensorFlow model.
             spaces: (observation space, action space) of one env copy.
             num_workers: actor processes; each steps an equal share of ``hp.num_envs``.
-            max_restarts: failed workers restarted within ``restart_window`` seconds
-                before the run stops (WorkerFailure).
-            restart_window: seconds.
-            worker_timeout: a worker silent this long while it owes a round is restarted.
-            system: the run's System: its ``actor_launcher`` starts the workers.
-            rounds_ahead: rounds each worker may play beyond the one the learner
-                consumes (--worker_rounds_ahead); None: the learner's own choice.
-            log_dir: where each worker's output goes; None: this process's.
+            settings: their restarts (too many end the run with WorkerFailure), timeout
+                and rounds ahead (--worker_* flags).
+            launcher: what starts the workers (``System.actor_launcher``), the run's
+                for as long as it lasts (the run closes it).
             say: prints one line for the user (restarts).
             log_scalar: records (tag, value, step) for TensorBoard (rl/logbook.py).
             give_up: true when waiting for the workers must end (RoundAbandoned): the
@@ -120,12 +112,8 @@ class WorkerPool:
         self.host_network = host_network
         self.spaces = spaces
         self.num_workers = num_workers
-        self.max_restarts = max_restarts
-        self.restart_window = restart_window
-        self.worker_timeout = worker_timeout
-        self.system = system
-        self.rounds_ahead = rounds_ahead
-        self.log_dir = log_dir
+        self.settings = settings
+        self.launcher = launcher
         self.say = say
         self.log_scalar = log_scalar
         self.give_up = give_up
@@ -147,12 +135,12 @@ class WorkerPool:
         self.pool = ActorPool(
             self._spec_maker(),
             self.num_workers,
-            ahead=rounds_ahead_for(learner.on_policy, self.rounds_ahead),
-            max_restarts=self.max_restarts,
-            restart_window=self.restart_window,
+            ahead=rounds_ahead_for(learner.on_policy, self.settings.rounds_ahead),
+            max_restarts=self.settings.restarts,
+            restart_window=self.settings.restart_window,
             say=self.say,
-            launcher=self.system.actor_launcher(self.log_dir),
-            worker_timeout=self.worker_timeout,
+            launcher=self.launcher,
+            worker_timeout=self.settings.timeout,
             give_up=self.give_up,
         )
         self.pool.start(learner.publish())

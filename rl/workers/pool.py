@@ -95,7 +95,7 @@ class ProcessLauncher:
     def __init__(self, log_dir: Optional[str]):
         """Args:
         log_dir: where each worker's output goes (worker_<i>.log); None: inherit ours.
-            The run's system sets it when it hands out a launcher started early.
+            The run sets it once its folder is known (its launcher starts before).
         """
         self.log_dir = log_dir
         # Actor processes started by ``start_early``, not yet given a spec.
@@ -104,10 +104,10 @@ class ProcessLauncher:
     def start_early(self, count: int) -> None:
         """Starts ``count`` actor processes now, for the next ``spawn`` calls.
 
-        train.py has its system call this before it imports TensorFlow: the workers'
-        own imports (NumPy, Gymnasium, rl) then run on the other core during the
-        learner's, instead of after it. A process nobody takes exits when this one does
-        (its connection closes), or at ``close``.
+        The run's system calls this (``System.actor_launcher``) before train.py imports
+        TensorFlow: the workers' own imports (NumPy, Gymnasium, rl) then run on the other
+        core during the learner's, instead of after it. A process nobody takes exits when
+        this one does (its connection closes), or at ``close``.
         """
         for _ in range(count):
             self.early.append(_start_process())
@@ -207,7 +207,7 @@ class ActorPool:
                 (over all workers) before the run stops.
             restart_window: seconds.
             say: prints one line for the user (restarts).
-            launcher: starts workers (default: local processes).
+            launcher: starts workers (default: local processes); its owner closes it.
             worker_timeout: a worker silent this long while it owes a round is restarted.
             give_up: true when waiting for a round (or a restart's backoff) must end
                 with RoundAbandoned.
@@ -266,7 +266,6 @@ class ActorPool:
             if slot.process is not None:
                 self._end_process(slot, grace=deadline - time.monotonic())
             slot.process, slot.link = None, None
-        self.launcher.close()
 
     def _end_process(self, slot: WorkerSlot, grace: float) -> Optional[int]:
         """Waits up to ``grace`` seconds for the worker to exit, kills it (a stopped one

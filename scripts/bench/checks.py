@@ -2,8 +2,9 @@
 before any slow work: the train.py flags passed on, the sets, --json, --baseline, --peer
 and the hidden --_peer_run.
 
-rl.cli, rl.catalog and rl.hparams are imported where used: they load NumPy and more, which
-the peer and cost processes (this same script) must not pay for in their wall time.
+train.py's flag table (rl.cli.flag_table), rl.catalog and rl.hparams are imported where
+used: they load NumPy and more, which the peer and cost processes (this same script) must
+not pay for in their wall time.
 """
 
 import argparse
@@ -48,7 +49,7 @@ def parse_train_flags(extra: List[str]) -> Dict[str, object]:
     a flag it does not know or does not take, or a bad value, ends the process (exit 2)."""
     from absl import flags  # with train.py's flags, heavy (see the top)
 
-    from rl import cli as train_cli  # train.py's command line
+    from rl.cli import flag_table as train_cli  # train.py's flags
 
     passed = ", ".join(f"--{name}" for name in TRAIN_FLAGS_PASSED)
     if "hparams" not in train_cli.FLAGS:
