@@ -168,14 +168,32 @@ class Run:
             argv: the command line to record in the snapshot (default sys.argv).
             flags: the flag values to record in the snapshot.
         """
-        hp, output_dir, existing = checked.hp, checked.output_dir, checked.existing
-        eval_records, read_only = list(checked.eval_records), checked.read_only
         self.checked = checked
         self.system = system
         # Started before ``setup``: a local Ray starts with a CPU for each actor.
         if launcher is None and checked.num_workers:
             launcher = system.actor_launcher(checked.num_workers)
         self.launcher = launcher
+        try:
+            self._build(checked, workers, tracker, render, verbose, argv, flags)
+        except BaseException:
+            if self.launcher is not None:  # no actor outlives a run that could not be built
+                self.launcher.close()
+            raise
+
+    def _build(
+        self,
+        checked: CheckedRun,
+        workers: WorkerSettings,
+        tracker: Optional[Tracker],
+        render: bool,
+        verbose: bool,
+        argv: Optional[List[str]],
+        flags: Optional[Dict[str, Any]],
+    ) -> None:
+        """The rest of ``__init__`` (its arguments), once the actors have started."""
+        hp, output_dir, existing = checked.hp, checked.output_dir, checked.existing
+        eval_records, read_only = list(checked.eval_records), checked.read_only
         self._lock: Optional[BinaryIO] = None  # the run folder's, once this run writes
         self.workers = workers
         self.hp = hp

@@ -1235,3 +1235,32 @@ def test_with_workers_the_learner_traces_its_update_before_the_first_round(tmp_p
         exp.close()
     assert traces_at_first_round == [1]
     assert exp.learner._compiled_update.experimental_get_tracing_count() == 1
+
+
+@pytest.mark.process
+def test_a_run_that_cannot_be_built_stops_the_actors_it_started(tmp_path, monkeypatch):
+    # A Run made from Python starts its actor processes as it is built (before the agent):
+    # if building fails after that, none of them may outlive it.
+    from rl import experiment, systems
+
+    launchers = []
+    start = systems.LocalSystem.actor_launcher
+
+    started = []  # the actor processes, as Popen objects
+
+    def recorded(self, count):
+        launchers.append(start(self, count))
+        started.extend(process for process, _ in launchers[-1].early)
+        return launchers[-1]
+
+    def broken_agent(*args, **kwargs):
+        raise RuntimeError("the agent cannot be built")
+
+    monkeypatch.setattr(systems.LocalSystem, "actor_launcher", recorded)
+    monkeypatch.setattr(experiment, "build_envs_and_agent", broken_agent)
+    with pytest.raises(RuntimeError, match="the agent cannot be built"):
+        experiment.Experiment("ppo_tiny", str(tmp_path / "run"), verbose=False, num_workers=2)
+    (launcher,) = launchers
+    assert launcher.waiting_early() == []  # close() stopped the two it started
+    left = [process.pid for process in started if process.poll() is None]
+    assert len(started) == 2 and left == [], f"actor processes left running: {left}"
