@@ -40,6 +40,7 @@ from rl.envs.check_results import (  # noqa: F401  (the statuses: tests and call
     STATUSES,
     WARN,
     CheckResult,
+    close_twice,
     describe_space,
     guarded,
     is_finite,
@@ -561,12 +562,7 @@ def check_close(make: EnvFactory, seed: int) -> CheckResult:
             FAIL,
             f"could not reset and step before closing: {error_line(error, typed=True)}",
         )
-    for attempt in ("close()", "a second close()"):
-        try:
-            env.close()
-        except Exception as error:
-            return CheckResult("close", FAIL, f"{attempt} raised {error_line(error, typed=True)}")
-    return CheckResult("close", PASS, "close() after a step, then close() again: no error")
+    return close_twice(env)
 
 
 def made_as_multi_agent(name: str) -> bool:

@@ -21,6 +21,7 @@ from rl.envs.check_results import (
     PASS,
     WARN,
     CheckResult,
+    close_twice,
     describe_space,
     guarded,
     is_finite,
@@ -239,12 +240,7 @@ def check_close(make: ParallelEnvFactory, seed: int) -> CheckResult:
     env = make()
     env.reset(seed=seed)
     env.step({agent: env.action_space(agent).sample() for agent in env.agents})
-    for attempt in ("close()", "a second close()"):
-        try:
-            env.close()
-        except Exception as error:
-            return CheckResult("close", FAIL, f"{attempt} raised {error_line(error, typed=True)}")
-    return CheckResult("close", PASS, "close() after a step, then close() again: no error")
+    return close_twice(env)
 
 
 def run_parallel_checks(

@@ -78,3 +78,13 @@ def is_finite(value: Any) -> bool:
     if array.dtype.kind not in "fc":
         return True  # integers, booleans and text cannot be NaN
     return bool(np.isfinite(array).all())
+
+
+def close_twice(env: Any) -> CheckResult:
+    """The close check's verdict on an env that has stepped: close(), then close() again."""
+    for attempt in ("close()", "a second close()"):
+        try:
+            env.close()
+        except Exception as error:
+            return CheckResult("close", FAIL, f"{attempt} raised {error_line(error, typed=True)}")
+    return CheckResult("close", PASS, "close() after a step, then close() again: no error")
